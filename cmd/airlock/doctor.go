@@ -1,0 +1,110 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/airlockhq/airlock/internal/runtime/linux"
+	"github.com/airlockhq/airlock/internal/runtime/linux/cgroups"
+	"github.com/airlockhq/airlock/internal/runtime/linux/landlock"
+	
+	"github.com/airlockhq/airlock/internal/runtime/linux/seccomp"
+)
+
+// doctorCmd prints what this host offers and which protections sandboxes
+// created here will get. It exits non-zero when a protection is missing.
+func doctorCmd(args []string) error {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	stateDir := fs.String("state-dir", defaultStateDir(), "where sandboxes and templates live")
+	if err := fs.Parse(args); err != nil {
+		return exitError(2)
+	}
+	var uname [3]string
+	for i, f := range []string{"ostype", "osrelease", "version"} {
+		b, _ := os.ReadFile("/proc/sys/kernel/" + f)
+		uname[i] = strings.TrimSpace(string(b))
+	}
+	fmt.Printf("host\n  kernel        %s %s\n  user          uid %d", uname[0], uname[1], os.Geteuid())
+	if os.Geteuid() != 0 {
+		fmt.Print(" (rootless: fewer layers, see below)")
+	}
+	fmt.Println()
+	if info, err := cgroups.Detect(); err == nil {
+		var ctls []string
+		for c, at := range info.Controllers {
+			ctls = append(ctls, c+"@"+at)
+		}
+		sort.Strings(ctls)
+		fmt.Printf("  cgroups       %s; controllers: %s; cgroup.kill %v, cgroup.freeze %v; writable %v\n",
+			info.Version, strings.Join(ctls, " "), info.Kill, info.Freeze, info.Writable)
+	} else {
+		fmt.Printf("  cgroups       unavailable: %v\n", err)
+	}
+	ok, detail := seccomp.Supported()
+	fmt.Printf("  seccomp       %s\n", yesNo(ok, detail))
+	fmt.Printf("  landlock      %s\n", yesNo(landlock.ABI() > 0, fmt.Sprintf("ABI %d", landlock.ABI())))
+	ovl, ovlDetail := overlayInUserns()
+	fmt.Printf("  overlay       %s\n", yesNo(ovl, ovlDetail))
+	idm, idmDetail := idmappedMounts()
+	fmt.Printf("  idmapped mnts %s\n", yesNo(idm, idmDetail))
+	qok, qdetail := false, "pending"
+	fmt.Printf("  disk quota    %s\n", yesNo(qok, qdetail))
+
+	rt, err := linux.New(linux.Config{StateDir: *stateDir})
+	if err != nil {
+		return fmt.Errorf("runtime: %w", err)
+	}
+	fmt.Println("\nprotections for sandboxes created here")
+	missing := 0
+	for _, p := range rt.Protections() {
+		mark := "yes"
+		if !p.Enforced {
+			mark, missing = "NO ", missing+1
+		}
+		line := fmt.Sprintf("  [%s] %s", mark, p.Name)
+		if p.Detail != "" {
+			line += " — " + p.Detail
+		}
+		fmt.Println(line)
+	}
+	if missing > 0 {
+		return exitError(1)
+	}
+	return nil
+}
+
+func yesNo(ok bool, detail string) string {
+	s := "no"
+	if ok {
+		s = "yes"
+	}
+	if detail != "" {
+		s += " (" + detail + ")"
+	}
+	return s
+}
+
+func overlayInUserns() (bool, string) {
+	b, err := os.ReadFile("/proc/filesystems")
+	if err != nil || !strings.Contains(string(b), "overlay") {
+		return false, "overlay filesystem not in /proc/filesystems"
+	}
+	return kernelAtLeast(5, 11), "in a user namespace needs kernel 5.11+"
+}
+
+func idmappedMounts() (bool, string) {
+	return kernelAtLeast(5, 12), "mount_setattr(MOUNT_ATTR_IDMAP), kernel 5.12+; not used yet"
+}
+
+func kernelAtLeast(major, minor int) bool {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return false
+	}
+	var ma, mi int
+	fmt.Sscanf(string(b), "%d.%d", &ma, &mi)
+	return ma > major || (ma == major && mi >= minor)
+}

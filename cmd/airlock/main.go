@@ -1,0 +1,75 @@
+// Command airlock is the one Airlock binary: the sandbox CLI today, the
+// server later, and (under a hidden argument) each sandbox's init. It only
+// parses flags and wires packages together.
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/airlockhq/airlock/internal/runtime/linux"
+)
+
+const usage = `airlock: sandboxes for AI agents
+
+Usage:
+  airlock run [flags] -- CMD [ARGS...]   run a command in a new sandbox, then destroy it
+  airlock doctor                         report which protections this host enforces
+  airlock bench spawn [-n 200]           measure create -> exec true -> destroy
+
+Run 'airlock COMMAND -h' for a command's flags.
+`
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == linux.InitArg {
+		linux.InitMain()
+		return
+	}
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "run":
+		err = runCmd(os.Args[2:])
+	case "doctor":
+		err = doctorCmd(os.Args[2:])
+	case "bench":
+		err = benchCmd(os.Args[2:])
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "airlock: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		if e, ok := err.(exitError); ok {
+			os.Exit(int(e))
+		}
+		fmt.Fprintf(os.Stderr, "airlock: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// exitError carries an exit code through main without printing anything.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// defaultStateDir is /var/lib/airlock for root, the XDG data dir otherwise.
+func defaultStateDir() string {
+	if d := os.Getenv("AIRLOCK_STATE_DIR"); d != "" {
+		return d
+	}
+	if os.Geteuid() == 0 {
+		return "/var/lib/airlock"
+	}
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "airlock")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".local", "share", "airlock")
+}

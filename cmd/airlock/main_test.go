@@ -1,0 +1,88 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
+	"golang.org/x/sys/unix"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	linuxtest.Cleanup()
+	os.Exit(code)
+}
+
+// airlock runs the built binary with its own state directory, which is
+// unmounted and removed when the test ends.
+func airlock(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	linuxtest.Require(t)
+	bin, _ := linuxtest.Build(t)
+	state := t.TempDir()
+	t.Cleanup(func() { unix.Unmount(filepath.Join(state, "sandboxes"), unix.MNT_DETACH) })
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "AIRLOCK_STATE_DIR="+state)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("run airlock: %v", err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func TestRunExitCode(t *testing.T) {
+	_, stderr, code := airlock(t, "", "run", "--", "sh", "-c", "exit 7")
+	if code != 7 {
+		t.Errorf("exit code %d, want 7 (stderr %q)", code, stderr)
+	}
+}
+
+func TestRunPython(t *testing.T) {
+	out, stderr, code := airlock(t, "", "run", "--", "python3", "-c", "print(6*7)")
+	if out != "42\n" || code != 0 {
+		t.Errorf("got %q exit %d (stderr %q), want 42", out, code, stderr)
+	}
+}
+
+func TestRunStdinAndFlags(t *testing.T) {
+	out, stderr, code := airlock(t, "hello\n", "run", "--memory", "256M", "--cpus", "1", "--pids", "64",
+		"--disk", "128M", "--env", "GREETING=hi", "--workdir", "/tmp", "--", "sh", "-c", `read l; echo "$GREETING $l $(pwd)"`)
+	if out != "hi hello /tmp\n" || code != 0 {
+		t.Errorf("got %q exit %d (stderr %q)", out, code, stderr)
+	}
+}
+
+func TestRunKilledBySignal(t *testing.T) {
+	_, _, code := airlock(t, "", "run", "--", "sh", "-c", "kill -TERM $$")
+	if code != 128+15 {
+		t.Errorf("exit code %d, want 143", code)
+	}
+}
+
+func TestRunBadInput(t *testing.T) {
+	linuxtest.Require(t)
+	for _, args := range [][]string{
+		{"run"},
+		{"run", "--memory", "lots", "--", "true"},
+		{"run", "--cpus", "9999", "--", "true"},
+		{"run", "--env", "NOEQUALS", "--", "true"},
+		{"nosuchcommand"},
+	} {
+		_, stderr, code := airlock(t, "", args...)
+		if code == 0 || stderr == "" {
+			t.Errorf("airlock %v: exit %d, stderr %q; want an error", args, code, stderr)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/runtime/linux"
+)
+
+// envFlags collects repeated --env K=V.
+type envFlags map[string]string
+
+func (e envFlags) String() string { return "" }
+func (e envFlags) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" || strings.ContainsAny(k, "\x00") || strings.ContainsRune(val, 0) {
+		return fmt.Errorf("want KEY=VALUE, got %q", v)
+	}
+	e[k] = val
+	return nil
+}
+
+// sizeFlag parses sizes like 512M, 1G, 1.5GiB, 1048576 into MiB.
+type sizeFlag struct{ mb int64 }
+
+func (s *sizeFlag) String() string { return "" }
+func (s *sizeFlag) Set(v string) error {
+	mb, err := parseSizeMB(v)
+	s.mb = mb
+	return err
+}
+
+func runCmd(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var mem, disk sizeFlag
+	env := envFlags{}
+	fs.Var(&mem, "memory", "memory limit (e.g. 512M, 1G)")
+	fs.Var(&disk, "disk", "writable disk limit (e.g. 1G)")
+	cpus := fs.Float64("cpus", 0, "CPU quota in cores (default 1)")
+	pids := fs.Int64("pids", 0, "maximum number of processes (default 256)")
+	timeout := fs.Duration("timeout", 0, "kill the command after this long (e.g. 60s)")
+	fs.Var(env, "env", "environment variable KEY=VALUE (repeatable)")
+	workdir := fs.String("workdir", "", "working directory inside the sandbox (default /home/user)")
+	stateDir := fs.String("state-dir", defaultStateDir(), "where sandboxes and templates live")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: airlock run [flags] -- CMD [ARGS...]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return exitError(2)
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		fs.Usage()
+		return exitError(2)
+	}
+	if *timeout < 0 {
+		return errors.New("--timeout must not be negative")
+	}
+	rt, err := linux.New(linux.Config{StateDir: *stateDir})
+	if err != nil {
+		return err
+	}
+	spec := runtime.Spec{
+		ID:      newID(),
+		Limits:  runtime.Limits{CPUs: *cpus, MemoryMB: mem.mb, Pids: *pids, DiskMB: disk.mb},
+		Env:     env,
+		Workdir: *workdir,
+	}
+	ctx := context.Background()
+	sb, err := rt.Create(ctx, spec)
+	if err != nil {
+		return err
+	}
+	st, err := runIn(ctx, sb, argv, *timeout)
+	if derr := sb.Destroy(ctx); derr != nil && err == nil {
+		err = fmt.Errorf("destroy sandbox: %w", derr)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case st.TimedOut:
+		fmt.Fprintf(os.Stderr, "airlock: command timed out after %s\n", *timeout)
+	case st.OOMKilled:
+		fmt.Fprintln(os.Stderr, "airlock: command was killed: out of memory")
+	}
+	return exitError(st.Code)
+}
+
+// runIn runs argv with the terminal's stdio attached, forwarding SIGINT,
+// SIGTERM and SIGHUP to the command.
+func runIn(ctx context.Context, sb runtime.Sandbox, argv []string, timeout time.Duration) (runtime.ExitStatus, error) {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	p, err := sb.Start(ctx, runtime.ExecRequest{
+		Argv: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Timeout: timeout,
+	})
+	if err != nil {
+		return runtime.ExitStatus{}, err
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				sb.Signal(ctx, p.Pid(), int(s.(syscall.Signal)))
+			case <-done:
+				return
+			}
+		}
+	}()
+	return p.Wait()
+}
+
+func newID() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return "run-" + hex.EncodeToString(b)
+}

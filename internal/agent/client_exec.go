@@ -1,0 +1,150 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/runtime"
+)
+
+// Process is a process started by Client.Start.
+type Process struct {
+	pid    int
+	done   chan struct{}
+	status runtime.ExitStatus
+	err    error
+}
+
+// Pid is the process id inside the sandbox, usable with Client.Signal.
+func (p *Process) Pid() int { return p.pid }
+
+// Wait blocks until the process has exited and its output has been written
+// to the request's writers. It may be called more than once.
+func (p *Process) Wait() (runtime.ExitStatus, error) {
+	<-p.done
+	return p.status, p.err
+}
+
+// Exec runs req to completion.
+func (c *Client) Exec(ctx context.Context, req runtime.ExecRequest) (runtime.ExitStatus, error) {
+	p, err := c.Start(ctx, req)
+	if err != nil {
+		return runtime.ExitStatus{}, err
+	}
+	return p.Wait()
+}
+
+// Start begins req inside the sandbox. Its stdin is pumped from req.Stdin
+// and its output to req.Stdout and req.Stderr until it exits. Cancelling ctx
+// drops the connection, and the agent then kills the whole process tree.
+//
+// As with os/exec, a req.Stdin that blocks forever keeps its pump goroutine
+// alive until it returns, although Wait does not wait for it.
+func (c *Client) Start(ctx context.Context, req runtime.ExecRequest) (*Process, error) {
+	wire := Request{Op: OpExec, Argv: req.Argv, Shell: req.Shell, Env: req.Env, Cwd: req.Cwd}
+	if req.Timeout < 0 {
+		return nil, fmt.Errorf("agent exec: negative timeout: %w", runtime.ErrInvalid)
+	}
+	if req.Timeout > 0 {
+		// Round up so a sub-millisecond timeout does not become "none".
+		wire.TimeoutMS = int64((req.Timeout + time.Millisecond - 1) / time.Millisecond)
+	}
+	cc, err := c.open(ctx, wire)
+	if err != nil {
+		return nil, fmt.Errorf("agent exec: %w", err)
+	}
+	pid, err := cc.started()
+	if err != nil {
+		cc.close()
+		return nil, fmt.Errorf("agent exec: %w", err)
+	}
+	p := &Process{pid: pid, done: make(chan struct{})}
+	if req.Stdin == nil {
+		// Not checked: a process that already exited has closed the
+		// connection, and a dead connection is reported by Wait.
+		_ = cc.fw.write(FrameEnd, nil)
+	} else {
+		// The pump's error is not reported: a dead connection shows up as
+		// the output loop's error, and a failing reader just ends stdin.
+		go func() { _ = cc.sendStream(req.Stdin) }()
+	}
+	go p.collect(cc, req.Stdout, req.Stderr)
+	return p, nil
+}
+
+func (cc *clientConn) started() (int, error) {
+	kind, payload, err := cc.next()
+	if err != nil {
+		return 0, err
+	}
+	var s StartedFrame
+	if kind != FrameStarted || json.Unmarshal(payload, &s) != nil || s.Pid <= 0 {
+		return 0, fmt.Errorf("%w: bad started frame", errProtocol)
+	}
+	return s.Pid, nil
+}
+
+// collect writes output frames until the exit frame. A failing writer does
+// not stop the process (exec.Cmd would not either); its error is returned
+// from Wait alongside the status.
+func (p *Process) collect(cc *clientConn, stdout, stderr io.Writer) {
+	defer close(p.done)
+	defer cc.close()
+	// One goroutine writes both streams, so a caller may pass the same
+	// writer for stdout and stderr.
+	out, errw := &sink{w: stdout}, &sink{w: stderr}
+	var werr error
+	for {
+		kind, payload, err := cc.next()
+		if err != nil {
+			p.err = fmt.Errorf("agent exec %d: %w", p.pid, err)
+			return
+		}
+		switch kind {
+		case FrameStdout, FrameStderr:
+			w := out
+			if kind == FrameStderr {
+				w = errw
+			}
+			if err := w.write(payload); err != nil && werr == nil {
+				werr = err
+			}
+		case FrameExit:
+			var x ExitFrame
+			if err := json.Unmarshal(payload, &x); err != nil {
+				p.err = fmt.Errorf("agent exec %d: %w: bad exit frame: %v", p.pid, errProtocol, err)
+				return
+			}
+			p.status = runtime.ExitStatus{
+				Code:     x.Code,
+				Signal:   x.Signal,
+				TimedOut: x.TimedOut,
+				Duration: time.Duration(x.DurationMS * float64(time.Millisecond)),
+			}
+			if werr != nil {
+				p.err = fmt.Errorf("agent exec %d: write output: %w", p.pid, werr)
+			}
+			return
+		default:
+			p.err = fmt.Errorf("agent exec %d: %w: unexpected frame %q", p.pid, errProtocol, kind)
+			return
+		}
+	}
+}
+
+// sink discards output after its first error and when w is nil.
+type sink struct {
+	w   io.Writer
+	err error
+}
+
+func (l *sink) write(p []byte) error {
+	if l.w == nil || l.err != nil {
+		return nil
+	}
+	_, l.err = l.w.Write(p)
+	return l.err
+}

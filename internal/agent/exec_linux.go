@@ -1,0 +1,228 @@
+package agent
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// keepaliveInterval bounds how long a dead client goes unnoticed while
+	// nothing else is written (a silent process, stdin backed up).
+	keepaliveInterval = time.Second
+	// After the process exits, output is drained until the pipes stay idle
+	// for drainIdle (a background child may still hold them) or drainMax.
+	drainIdle = 100 * time.Millisecond
+	drainMax  = 2 * time.Second
+)
+
+// execRun is one running exec's state shared by its goroutines.
+type execRun struct {
+	s      *server
+	c      *opConn
+	pid    int
+	tree   *tree
+	exited atomic.Bool
+
+	killOnce sync.Once
+	killing  atomic.Bool
+}
+
+// killTree kills the whole tree once, whether for a timeout or a lost
+// client. A second call returns when the first one's kill has finished.
+func (r *execRun) killTree() {
+	r.killing.Store(true)
+	r.killOnce.Do(func() { r.s.tracker.kill(r.tree) })
+}
+
+func (s *server) exec(c *opConn, req Request) error {
+	spec, err := s.prepare(req)
+	if err != nil {
+		return err
+	}
+	var pipes [3][2]*os.File // [stdin, stdout, stderr][read, write]
+	for i := range pipes {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closePipes(&pipes)
+			return fmt.Errorf("exec pipe: %w", err)
+		}
+		pipes[i] = [2]*os.File{r, w}
+	}
+	childFiles := []uintptr{pipes[0][0].Fd(), pipes[1][1].Fd(), pipes[2][1].Fd()}
+	pid, statusc, err := s.reaper.start(func() (int, error) {
+		return syscall.ForkExec(spec.path, spec.argv, &syscall.ProcAttr{
+			Dir: spec.dir, Env: spec.env, Files: childFiles, Sys: s.sysProcAttr(),
+		})
+	})
+	// The child has its copies; ours would keep its stdin open and its
+	// output pipes from ever reaching EOF.
+	for _, f := range []*os.File{pipes[0][0], pipes[1][1], pipes[2][1]} {
+		f.Close()
+	}
+	stdin, stdout, stderr := pipes[0][1], pipes[1][0], pipes[2][0]
+	defer stdin.Close()
+	defer stdout.Close()
+	defer stderr.Close()
+	if err != nil {
+		return fmt.Errorf("start %s: %w", spec.argv[0], err)
+	}
+	start := time.Now()
+	r := &execRun{s: s, c: c, pid: pid, tree: s.tracker.add(pid)}
+	defer s.tracker.remove(r.tree)
+	if err := c.fw.json(FrameStarted, StartedFrame{Pid: pid}); err != nil {
+		r.killTree()
+	}
+
+	var timedOut atomic.Bool
+	var timer *time.Timer
+	if spec.timeout > 0 {
+		timer = time.AfterFunc(spec.timeout, func() { timedOut.Store(true); r.killTree() })
+	}
+	done := make(chan struct{})
+	var bg sync.WaitGroup
+	bg.Add(2)
+	go func() { defer bg.Done(); r.pumpStdin(stdin, done) }()
+	go func() { defer bg.Done(); r.keepalive(done) }()
+	var out sync.WaitGroup
+	out.Add(2)
+	go func() { defer out.Done(); r.pumpOutput(stdout, FrameStdout) }()
+	go func() { defer out.Done(); r.pumpOutput(stderr, FrameStderr) }()
+
+	res := <-statusc
+	dur := time.Since(start)
+	fired := timer != nil && !timer.Stop()
+	if fired || r.killing.Load() {
+		// The root dies first; report only once the whole tree is gone.
+		r.killTree()
+	}
+	r.exited.Store(true)
+	r.drain(&out, stdout, stderr)
+	close(done)
+	stdin.Close()
+	if res.err != nil {
+		s.sendError(c.fw, fmt.Errorf("wait for %d: %w", pid, res.err))
+	} else {
+		// Nothing to do if this fails: the client is gone and so is the process.
+		_ = c.fw.json(FrameExit, exitFrame(res.status, timedOut.Load(), dur))
+	}
+	// Closing unblocks pumpStdin's read; the last frame went out first.
+	c.conn.Close()
+	bg.Wait()
+	return nil
+}
+
+func exitFrame(ws unix.WaitStatus, timedOut bool, d time.Duration) ExitFrame {
+	x := ExitFrame{TimedOut: timedOut, DurationMS: float64(d) / float64(time.Millisecond)}
+	if ws.Signaled() {
+		x.Signal = int(ws.Signal())
+		x.Code = 128 + x.Signal
+	} else {
+		x.Code = ws.ExitStatus()
+	}
+	return x
+}
+
+func (s *server) sysProcAttr() *syscall.SysProcAttr {
+	// No Pdeathsig: it fires when the forking Go thread exits, not the agent.
+	a := &syscall.SysProcAttr{Setsid: true}
+	if s.cfg.UID >= 0 {
+		a.Credential = &syscall.Credential{Uid: uint32(s.cfg.UID), Gid: uint32(s.cfg.GID), Groups: []uint32{}}
+	}
+	return a
+}
+
+func closePipes(p *[3][2]*os.File) {
+	for _, pair := range p {
+		for _, f := range pair {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+}
+
+// pumpStdin feeds stdin frames to the process. Any other end of the
+// connection than an end frame means the client is gone: kill the tree.
+func (r *execRun) pumpStdin(stdin *os.File, done <-chan struct{}) {
+	buf := make([]byte, MaxPayload)
+	for {
+		kind, p, err := readFrame(r.c.br, buf)
+		if err != nil || (kind != FrameData && kind != FrameEnd) {
+			select {
+			case <-done:
+			default:
+				r.killTree()
+			}
+			return
+		}
+		if kind == FrameEnd {
+			stdin.Close()
+			continue
+		}
+		// A write error means the process closed stdin; keep reading
+		// frames so a disconnect is still noticed.
+		_, _ = stdin.Write(p)
+	}
+}
+
+func (r *execRun) keepalive(done <-chan struct{}) {
+	t := time.NewTicker(keepaliveInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			if err := r.c.fw.write(FrameKeepalive, nil); err != nil {
+				r.killTree()
+				return
+			}
+		}
+	}
+}
+
+func (r *execRun) pumpOutput(f *os.File, kind byte) {
+	buf := make([]byte, 32<<10)
+	for {
+		if r.exited.Load() {
+			f.SetReadDeadline(time.Now().Add(drainIdle))
+		}
+		n, err := f.Read(buf)
+		if n > 0 {
+			if werr := r.c.fw.write(kind, buf[:n]); werr != nil {
+				if !r.exited.Load() {
+					r.killTree()
+				}
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// drain lets the output pumps finish after exit. Pipes still held by a
+// background process would never reach EOF, so reading stops once they go
+// idle, and in any case after drainMax.
+func (r *execRun) drain(out *sync.WaitGroup, pipes ...*os.File) {
+	for _, f := range pipes {
+		f.SetReadDeadline(time.Now().Add(drainIdle))
+	}
+	done := make(chan struct{})
+	go func() { out.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(drainMax):
+		for _, f := range pipes {
+			f.Close()
+		}
+		<-done
+	}
+}

@@ -1,0 +1,260 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/google/go-cmp/cmp"
+)
+
+// execResult is what a user of Exec sees.
+type execResult struct {
+	Code     int
+	Signal   int
+	TimedOut bool
+	Stdout   string
+	Stderr   string
+}
+
+func run(t *testing.T, c *Client, req runtime.ExecRequest) (execResult, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	req.Stdout, req.Stderr = &stdout, &stderr
+	st, err := c.Exec(context.Background(), req)
+	return execResult{st.Code, st.Signal, st.TimedOut, stdout.String(), stderr.String()}, err
+}
+
+// servers returns a plain (per-pid wait) and a reaping (PID 1 style)
+// agent, both with workdir as their default cwd.
+func servers(t *testing.T, workdir string) map[string]*Client {
+	return map[string]*Client{
+		"plain": startServer(t, Config{UID: -1, GID: -1, Root: "/", Workdir: workdir,
+			Env: []string{"PATH=/usr/bin:/bin", "BASE=base", "FOO=base"}}),
+		"reap": startReaper(t, workdir),
+	}
+}
+
+func TestExec(t *testing.T) {
+	work := t.TempDir()
+	bin := t.TempDir()
+	script := "#!/bin/sh\necho hello from path\n"
+	if err := os.WriteFile(filepath.Join(bin, "hello"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("0123456789abcdef", 200_000) // 3.2 MB, many frames each way
+	tests := []struct {
+		name  string
+		req   runtime.ExecRequest
+		stdin string
+		want  execResult
+	}{
+		{"exit zero", runtime.ExecRequest{Argv: []string{"true"}}, "", execResult{}},
+		{"exit code", runtime.ExecRequest{Shell: "exit 3"}, "", execResult{Code: 3}},
+		{"separate streams", runtime.ExecRequest{Argv: []string{"sh", "-c", "echo out; echo err >&2"}}, "",
+			execResult{Stdout: "out\n", Stderr: "err\n"}},
+		{"killed by signal", runtime.ExecRequest{Shell: "kill -TERM $$"}, "",
+			execResult{Code: 128 + 15, Signal: 15}},
+		{"stdin streamed", runtime.ExecRequest{Argv: []string{"cat"}}, big, execResult{Stdout: big}},
+		{"stdin eof when nil", runtime.ExecRequest{Argv: []string{"wc", "-c"}}, "", execResult{Stdout: "0\n"}},
+		{"env merged, request wins", runtime.ExecRequest{Shell: "echo $FOO $BASE $NEW", Env: map[string]string{"FOO": "req", "NEW": "new"}}, "",
+			execResult{Stdout: "req base new\n"}},
+		{"default cwd is workdir", runtime.ExecRequest{Argv: []string{"pwd"}}, "", execResult{Stdout: work + "\n"}},
+		{"cwd", runtime.ExecRequest{Argv: []string{"pwd"}, Cwd: bin}, "", execResult{Stdout: bin + "\n"}},
+		{"PATH from request env", runtime.ExecRequest{Argv: []string{"hello"}, Env: map[string]string{"PATH": bin}}, "",
+			execResult{Stdout: "hello from path\n"}},
+		{"own session", runtime.ExecRequest{Shell: "test $(ps -o sid= -p $$) -eq $$ && echo leader"}, "",
+			execResult{Stdout: "leader\n"}},
+		{"only fds 0-2 inherited", runtime.ExecRequest{Argv: []string{"ls", "/proc/self/fd"}}, "",
+			execResult{Stdout: "0\n1\n2\n3\n"}}, // 3 is the fd ls reads the directory with
+	}
+	for mode, c := range servers(t, work) {
+		for _, tt := range tests {
+			t.Run(mode+"/"+tt.name, func(t *testing.T) {
+				req := tt.req
+				if tt.stdin != "" {
+					req.Stdin = strings.NewReader(tt.stdin)
+				}
+				got, err := run(t, c, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("exec (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+func TestExecErrors(t *testing.T) {
+	c := startServer(t, Config{UID: -1, GID: -1, Root: "/", Workdir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}})
+	tests := []struct {
+		name string
+		req  runtime.ExecRequest
+		is   error
+	}{
+		{"not in PATH", runtime.ExecRequest{Argv: []string{"no-such-program-airlock"}}, runtime.ErrNotFound},
+		{"missing cwd", runtime.ExecRequest{Argv: []string{"true"}, Cwd: "/no/such/dir"}, runtime.ErrNotFound},
+		{"no command", runtime.ExecRequest{}, runtime.ErrInvalid},
+		{"argv and shell", runtime.ExecRequest{Argv: []string{"true"}, Shell: "true"}, runtime.ErrInvalid},
+		{"bad env name", runtime.ExecRequest{Argv: []string{"true"}, Env: map[string]string{"A=B": "c"}}, runtime.ErrInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := c.Exec(context.Background(), tt.req)
+			if !errors.Is(err, tt.is) {
+				t.Errorf("Exec error = %v, want %v", err, tt.is)
+			}
+		})
+	}
+}
+
+// A background child that keeps stdout open must not hold Exec forever.
+func TestExecBackgroundChildHoldsOutput(t *testing.T) {
+	c := startServer(t, Config{UID: -1, GID: -1, Root: "/", Workdir: t.TempDir()})
+	got, err := run(t, c, runtime.ExecRequest{Shell: "sleep 1000 & echo $!"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(got.Stdout))
+	if pid <= 0 || got.Code != 0 {
+		t.Fatalf("exec = %+v, want exit 0 and a pid", got)
+	}
+	p := procOf(pid)
+	defer p.kill()
+	if p.dead() {
+		t.Errorf("background child %d died with its parent; only timeouts and disconnects kill trees", pid)
+	}
+}
+
+func TestTimeoutKillsTree(t *testing.T) {
+	tests := []struct {
+		name  string
+		shell string
+	}{
+		// setsid leaves the process group: only the parent link finds it.
+		{"setsid grandchild", `setsid sh -c 'echo $$ > "$PIDFILE"; exec sleep 1000' & wait`},
+		// The middle process exits, so the grandchild is re-parented away;
+		// the tracker saw its lineage while the middle process lived.
+		{"double-forked setsid daemon", `(setsid sh -c 'echo $$ > "$PIDFILE"; exec sleep 1000' & sleep 1); sleep 1000`},
+		// Bounded: pid_max is small on shared test machines.
+		{"forking tree", `sleep 1000 & echo $! > "$PIDFILE"; i=0; while [ $i -lt 100 ]; do sh -c 'sleep 1000 & sleep 1000' & i=$((i+1)); done; wait`},
+	}
+	for mode, c := range servers(t, t.TempDir()) {
+		for _, tt := range tests {
+			t.Run(mode+"/"+tt.name, func(t *testing.T) {
+				pidfile := filepath.Join(t.TempDir(), "pid")
+				proc, err := c.Start(context.Background(), runtime.ExecRequest{
+					Shell:   tt.shell,
+					Env:     map[string]string{"PIDFILE": pidfile},
+					Timeout: 3 * time.Second,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := readPid(t, pidfile)
+				defer p.kill()
+				st, err := proc.Wait()
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := execResult{Code: st.Code, Signal: st.Signal, TimedOut: st.TimedOut}
+				want := execResult{Code: 128 + 9, Signal: 9, TimedOut: true}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("exec (-want +got):\n%s", diff)
+				}
+				if !p.dead() {
+					t.Errorf("descendant %d still running (state %c) after timeout", p.pid, p.state())
+				}
+			})
+		}
+	}
+}
+
+func TestDisconnectKillsTree(t *testing.T) {
+	for mode, c := range servers(t, t.TempDir()) {
+		t.Run(mode, func(t *testing.T) {
+			pidfile := filepath.Join(t.TempDir(), "pid")
+			ctx, cancel := context.WithCancel(context.Background())
+			p, err := c.Start(ctx, runtime.ExecRequest{
+				Shell: `setsid sleep 1000 & echo $! > "$PIDFILE"; wait`,
+				Env:   map[string]string{"PIDFILE": pidfile},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			child := readPid(t, pidfile)
+			defer child.kill()
+			root := procOf(p.Pid())
+			cancel()
+			if _, err := p.Wait(); !errors.Is(err, context.Canceled) {
+				t.Errorf("Wait error = %v, want context.Canceled", err)
+			}
+			waitFor(t, "process tree to die after disconnect", func() bool { return root.dead() && child.dead() })
+		})
+	}
+}
+
+func TestSignal(t *testing.T) {
+	for mode, c := range servers(t, t.TempDir()) {
+		t.Run(mode, func(t *testing.T) {
+			ctx := context.Background()
+			p, err := c.Start(ctx, runtime.ExecRequest{Argv: []string{"sleep", "1000"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Signal(ctx, p.Pid(), int(syscall.SIGTERM), false); err != nil {
+				t.Fatal(err)
+			}
+			st, err := p.Wait()
+			if err != nil || st.Code != 143 || st.Signal != 15 {
+				t.Errorf("after SIGTERM: %+v, %v; want code 143 signal 15", st, err)
+			}
+
+			p, err = c.Start(ctx, runtime.ExecRequest{Shell: "sleep 1000 & wait"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Signal(ctx, p.Pid(), int(syscall.SIGKILL), true); err != nil {
+				t.Fatal(err)
+			}
+			if st, err := p.Wait(); err != nil || st.Code != 137 {
+				t.Errorf("after group SIGKILL: %+v, %v; want code 137", st, err)
+			}
+
+			for _, pid := range []int{0, 1, -1} {
+				if err := c.Signal(ctx, pid, int(syscall.SIGTERM), false); !errors.Is(err, runtime.ErrInvalid) {
+					t.Errorf("Signal(%d) = %v, want ErrInvalid", pid, err)
+				}
+			}
+		})
+	}
+}
+
+// As PID 1 the agent must reap orphans, or the sandbox fills with zombies.
+func TestReapOrphans(t *testing.T) {
+	c := startReaper(t, t.TempDir())
+	got, err := run(t, c, runtime.ExecRequest{Shell: "sleep 1000 >/dev/null 2>&1 & echo $!"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(got.Stdout))
+	if pid <= 0 {
+		t.Fatalf("no orphan pid in %q", got.Stdout)
+	}
+	orphan := procOf(pid)
+	defer orphan.kill()
+	if err := c.Signal(context.Background(), pid, int(syscall.SIGKILL), false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "orphan to be reaped (not left a zombie)", func() bool { return orphan.state() == 0 })
+}

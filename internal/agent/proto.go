@@ -1,0 +1,236 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"sync"
+	"syscall"
+
+	"github.com/airlockhq/airlock/internal/runtime"
+)
+
+// Protocol limits. A frame payload is small enough that neither side ever
+// buffers more than one frame per stream.
+const (
+	MaxPayload = 64 << 10
+	MaxRequest = 1 << 20
+	headerSize = 5
+)
+
+// Frame kinds; see the package comment for who sends which.
+const (
+	FrameData      byte = 'd'
+	FrameEnd       byte = 'z'
+	FrameStarted   byte = 's'
+	FrameStdout    byte = 'o'
+	FrameStderr    byte = 'e'
+	FrameKeepalive byte = 'k'
+	FrameEntry     byte = 'n'
+	FrameExit      byte = 'x'
+	FrameResult    byte = 'r'
+	FrameError     byte = '!'
+)
+
+// Operations.
+const (
+	OpPing   = "ping"
+	OpExec   = "exec"
+	OpSignal = "signal"
+	OpRead   = "read"
+	OpWrite  = "write"
+	OpStat   = "stat"
+	OpList   = "list"
+	OpMkdir  = "mkdir"
+	OpRemove = "remove"
+	OpRename = "rename"
+)
+
+// Request is the JSON line that opens every connection.
+type Request struct {
+	Op string `json:"op"`
+
+	// exec
+	Argv      []string          `json:"argv,omitempty"`
+	Shell     string            `json:"shell,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+	Cwd       string            `json:"cwd,omitempty"`
+	TimeoutMS int64             `json:"timeout_ms,omitempty"`
+
+	// signal
+	Pid    int  `json:"pid,omitempty"`
+	Signal int  `json:"signal,omitempty"`
+	Group  bool `json:"group,omitempty"`
+
+	// files; Mode holds unix permission bits (07777)
+	Path      string `json:"path,omitempty"`
+	To        string `json:"to,omitempty"`
+	Mode      uint32 `json:"mode,omitempty"`
+	Recursive bool   `json:"recursive,omitempty"`
+}
+
+// StartedFrame is the payload of FrameStarted.
+type StartedFrame struct {
+	Pid int `json:"pid"`
+}
+
+// ExitFrame is the payload of FrameExit.
+type ExitFrame struct {
+	Code       int     `json:"code"`
+	Signal     int     `json:"signal,omitempty"`
+	TimedOut   bool    `json:"timed_out,omitempty"`
+	DurationMS float64 `json:"duration_ms"`
+}
+
+// SizeResult is the FrameResult payload of read and write.
+type SizeResult struct {
+	Size int64 `json:"size"`
+}
+
+// Error codes carried by FrameError.
+const (
+	CodeNotFound   = "not_found"
+	CodeInvalid    = "invalid"
+	CodePermission = "permission"
+	CodeExists     = "exists"
+	CodeNotDir     = "not_dir"
+	CodeIsDir      = "is_dir"
+	CodeNoSpace    = "no_space"
+	CodeInternal   = "internal"
+)
+
+// Error is a failure reported by the agent (the payload of FrameError).
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Is lets callers test agent errors against the runtime and io/fs kinds, so
+// a missing file is both runtime.ErrNotFound and fs.ErrNotExist.
+func (e *Error) Is(target error) bool {
+	switch e.Code {
+	case CodeNotFound:
+		return target == runtime.ErrNotFound || target == fs.ErrNotExist
+	case CodeInvalid:
+		return target == runtime.ErrInvalid || target == fs.ErrInvalid
+	case CodePermission:
+		return target == fs.ErrPermission
+	case CodeExists:
+		return target == fs.ErrExist
+	case CodeNotDir:
+		return target == syscall.ENOTDIR || target == runtime.ErrInvalid
+	case CodeIsDir:
+		return target == syscall.EISDIR || target == runtime.ErrInvalid
+	case CodeNoSpace:
+		return target == syscall.ENOSPC
+	}
+	return false
+}
+
+func errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+var errProtocol = errors.New("agent protocol violation")
+
+// readRequest reads the opening JSON line. Unknown fields are refused: an
+// older agent must not silently ignore an option a newer host relies on.
+func readRequest(br *bufio.Reader) (Request, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > MaxRequest {
+			return Request{}, errorf(CodeInvalid, "request longer than %d bytes", MaxRequest)
+		}
+		line = append(line, chunk...)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return Request{}, fmt.Errorf("read request: %w", err)
+		}
+	}
+	var req Request
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return Request{}, errorf(CodeInvalid, "decode request: %v", err)
+	}
+	return req, nil
+}
+
+func writeRequest(w io.Writer, req Request) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("encode request: %w", err)
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write request: %w", err)
+	}
+	return nil
+}
+
+// readFrame reads one frame into buf (which must hold MaxPayload bytes) and
+// returns the payload as a slice of buf, valid until the next call.
+func readFrame(r io.Reader, buf []byte) (byte, []byte, error) {
+	var h [headerSize]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(h[1:])
+	if n > MaxPayload {
+		return 0, nil, fmt.Errorf("%w: frame of %d bytes", errProtocol, n)
+	}
+	if _, err := io.ReadFull(r, buf[:n]); err != nil {
+		return 0, nil, fmt.Errorf("read frame payload: %w", io.ErrUnexpectedEOF)
+	}
+	return h[0], buf[:n], nil
+}
+
+// frameWriter serialises frames from several goroutines (stdout, stderr,
+// keepalive) onto one connection, one write per frame.
+type frameWriter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
+}
+
+func newFrameWriter(w io.Writer) *frameWriter {
+	return &frameWriter{w: w, buf: make([]byte, headerSize+MaxPayload)}
+}
+
+// write sends p as one or more frames of the given kind.
+func (fw *frameWriter) write(kind byte, p []byte) error {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	for first := true; first || len(p) > 0; first = false {
+		n := min(len(p), MaxPayload)
+		fw.buf[0] = kind
+		binary.BigEndian.PutUint32(fw.buf[1:headerSize], uint32(n))
+		copy(fw.buf[headerSize:], p[:n])
+		if _, err := fw.w.Write(fw.buf[:headerSize+n]); err != nil {
+			return err
+		}
+		p = p[n:]
+	}
+	return nil
+}
+
+func (fw *frameWriter) json(kind byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode frame: %w", err)
+	}
+	if len(b) > MaxPayload {
+		// Splitting would break the one-frame-one-JSON-value rule.
+		return fmt.Errorf("encode frame: %d bytes exceeds the frame limit", len(b))
+	}
+	return fw.write(kind, b)
+}

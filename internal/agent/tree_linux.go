@@ -1,0 +1,205 @@
+package agent
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// trackInterval is how often live process trees are re-scanned. A
+// descendant seen once stays attributed to its tree after its parent exits,
+// which is how a double-forked daemon whose middle process lived at least
+// this long is still killed with its tree.
+const trackInterval = 100 * time.Millisecond
+
+// procStat is the part of /proc/<pid>/stat the tree logic needs.
+type procStat struct {
+	ppid, pgid, sid int
+	start           uint64 // boot ticks; tells a pid apart from its reuse
+	zombie          bool
+}
+
+// scanProcs reads every process's stat. Processes vanishing mid-scan are
+// skipped: they are gone, which is what the caller wants to know.
+func scanProcs() map[int]procStat {
+	out := map[int]procStat{}
+	d, err := os.Open("/proc")
+	if err != nil {
+		return out
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + name + "/stat")
+		if err != nil {
+			continue
+		}
+		if st, ok := parseStat(b); ok {
+			out[pid] = st
+		}
+	}
+	return out
+}
+
+// parseStat parses /proc/<pid>/stat. The command name may hold spaces and
+// parentheses, so fields are counted from the last ')'.
+func parseStat(b []byte) (procStat, bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 20 {
+		return procStat{}, false
+	}
+	var st procStat
+	var err error
+	st.zombie = f[0][0] == 'Z' || f[0][0] == 'X'
+	if st.ppid, err = strconv.Atoi(string(f[1])); err != nil {
+		return procStat{}, false
+	}
+	if st.pgid, err = strconv.Atoi(string(f[2])); err != nil {
+		return procStat{}, false
+	}
+	if st.sid, err = strconv.Atoi(string(f[3])); err != nil {
+		return procStat{}, false
+	}
+	if st.start, err = strconv.ParseUint(string(f[19]), 10, 64); err != nil {
+		return procStat{}, false
+	}
+	return st, true
+}
+
+// tree is the set of processes one exec started, directly or not. The root
+// is a session and group leader (Setsid), so group and session members
+// belong too; descendants that called setsid are found by parent links.
+type tree struct {
+	root    int
+	members map[int]uint64 // pid -> start time
+}
+
+// expand adds processes of procs that belong to t and drops members that
+// are gone. It reports whether it added any.
+func (t *tree) expand(procs map[int]procStat) bool {
+	if st, ok := procs[t.root]; ok && len(t.members) == 0 {
+		t.members[t.root] = st.start
+	}
+	for pid, start := range t.members {
+		if st, ok := procs[pid]; !ok || st.start != start {
+			delete(t.members, pid)
+		}
+	}
+	added := false
+	for grew := true; grew; {
+		grew = false
+		for pid, st := range procs {
+			if _, ok := t.members[pid]; ok {
+				continue
+			}
+			pstart, parentIn := t.members[st.ppid]
+			if st.pgid == t.root || st.sid == t.root || (parentIn && st.start >= pstart) {
+				t.members[pid] = st.start
+				grew, added = true, true
+			}
+		}
+	}
+	return added
+}
+
+// live returns the members that are still running (not zombies).
+func (t *tree) live(procs map[int]procStat) []int {
+	var pids []int
+	for pid := range t.members {
+		if st, ok := procs[pid]; ok && !st.zombie {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// tracker remembers the lineage of every running exec's tree.
+type tracker struct {
+	mu    sync.Mutex
+	trees map[*tree]struct{}
+}
+
+func newTracker() *tracker { return &tracker{trees: map[*tree]struct{}{}} }
+
+func (tr *tracker) add(root int) *tree {
+	t := &tree{root: root, members: map[int]uint64{}}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.trees[t] = struct{}{}
+	return t
+}
+
+func (tr *tracker) remove(t *tree) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	delete(tr.trees, t)
+}
+
+func (tr *tracker) run(stop <-chan struct{}) {
+	tick := time.NewTicker(trackInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		tr.mu.Lock()
+		busy := len(tr.trees) > 0
+		tr.mu.Unlock()
+		if !busy {
+			continue
+		}
+		procs := scanProcs()
+		tr.mu.Lock()
+		for t := range tr.trees {
+			t.expand(procs)
+		}
+		tr.mu.Unlock()
+	}
+}
+
+// kill kills every process of t. Each round first freezes the tree with
+// SIGSTOP until a scan finds nothing new, so a fork loop cannot create
+// children faster than they are found, then SIGKILLs all of it; rounds
+// repeat until a scan finds no live member. It gives up after a bound so a
+// process stuck in the kernel cannot hang the agent.
+func (tr *tracker) kill(t *tree) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for round := 0; round < 200; round++ {
+		unix.Kill(-t.root, unix.SIGSTOP)
+		procs := scanProcs()
+		for {
+			t.expand(procs)
+			for _, pid := range t.live(procs) {
+				unix.Kill(pid, unix.SIGSTOP)
+			}
+			procs = scanProcs()
+			if !t.expand(procs) {
+				break
+			}
+		}
+		live := t.live(procs)
+		if len(live) == 0 {
+			return
+		}
+		for _, pid := range live {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+		unix.Kill(-t.root, unix.SIGKILL)
+		time.Sleep(time.Duration(round+1) * time.Millisecond)
+	}
+}

@@ -1,0 +1,41 @@
+package linux_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/runtime"
+)
+
+// BenchmarkSpawn measures create -> exec true -> destroy and reports
+// percentiles (ns/op alone hides the tail). `airlock bench spawn` prints the
+// same with peers side by side.
+func BenchmarkSpawn(b *testing.B) {
+	r := testRuntimeB(b)
+	ctx := context.Background()
+	var d []time.Duration
+	for i := 0; b.Loop(); i++ {
+		start := time.Now()
+		sb, err := r.Create(ctx, runtime.Spec{ID: fmt.Sprintf("b%d-%d", os.Getpid(), i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, err := sb.Exec(ctx, runtime.ExecRequest{Argv: []string{"true"}})
+		if err != nil || st.Code != 0 {
+			b.Fatalf("exec true: %v %+v", err, st)
+		}
+		if err := sb.Destroy(ctx); err != nil {
+			b.Fatal(err)
+		}
+		d = append(d, time.Since(start))
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	at := func(q float64) float64 { return float64(d[min(len(d)-1, int(q*float64(len(d))))].Microseconds()) / 1000 }
+	b.ReportMetric(at(0.50), "p50-ms")
+	b.ReportMetric(at(0.95), "p95-ms")
+	b.ReportMetric(at(0.99), "p99-ms")
+}

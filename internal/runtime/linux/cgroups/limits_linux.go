@@ -1,0 +1,80 @@
+package cgroups
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/airlockhq/airlock/internal/runtime"
+)
+
+// cpuPeriod is the CFS period in microseconds; 100 ms is the kernel default
+// and keeps throttling coarse enough to be cheap.
+const cpuPeriod = 100_000
+
+// SetLimits writes the memory, CPU and pids limits of lim (zero fields take
+// the defaults). New calls it; a warm pool may call it again once the
+// sandbox's real limits are known.
+func (c *Cgroup) SetLimits(lim runtime.Limits) error {
+	lim = lim.WithDefaults()
+	if lim.CPUs < 0 || lim.MemoryMB < 0 || lim.Pids < 0 {
+		return fmt.Errorf("set limits of cgroup %s: negative limit: %w", c.name, runtime.ErrInvalid)
+	}
+	if err := c.setMemory(lim.MemoryMB << 20); err != nil {
+		return fmt.Errorf("set limits of cgroup %s: %w", c.name, err)
+	}
+	quota := max(int64(math.Round(lim.CPUs*cpuPeriod)), 1000)
+	if err := c.setCPU(quota); err != nil {
+		return fmt.Errorf("set limits of cgroup %s: %w", c.name, err)
+	}
+	if err := write(c.ctl["pids"], "pids.max", strconv.FormatInt(lim.Pids, 10)); err != nil {
+		return fmt.Errorf("set limits of cgroup %s: %w", c.name, err)
+	}
+	return nil
+}
+
+func (c *Cgroup) setMemory(bytes int64) error {
+	dir := c.ctl["memory"]
+	n := strconv.FormatInt(bytes, 10)
+	if c.v2("memory") {
+		if err := write(dir, "memory.max", n); err != nil {
+			return err
+		}
+		// Swap would let a sandbox hold more than memory.max.
+		if exists(dir, "memory.swap.max") {
+			return write(dir, "memory.swap.max", "0")
+		}
+		return nil
+	}
+	// memsw (memory+swap) must stay >= limit_in_bytes at every step, so it
+	// is lifted first, then both are set; equal values mean swap cannot
+	// extend the limit.
+	memsw := exists(dir, "memory.memsw.limit_in_bytes")
+	if memsw {
+		if err := write(dir, "memory.memsw.limit_in_bytes", "-1"); err != nil {
+			return err
+		}
+	}
+	if err := write(dir, "memory.limit_in_bytes", n); err != nil {
+		return err
+	}
+	if memsw {
+		if err := write(dir, "memory.memsw.limit_in_bytes", n); err != nil {
+			return err
+		}
+	}
+	// oom_kill_disable=0 (the default, reset here for a reused group): with
+	// it set, an over-limit sandbox would hang instead of being OOM-killed.
+	return write(dir, "memory.oom_control", "0")
+}
+
+func (c *Cgroup) setCPU(quota int64) error {
+	dir := c.ctl["cpu"]
+	if c.v2("cpu") {
+		return write(dir, "cpu.max", fmt.Sprintf("%d %d", quota, cpuPeriod))
+	}
+	if err := write(dir, "cpu.cfs_period_us", strconv.Itoa(cpuPeriod)); err != nil {
+		return err
+	}
+	return write(dir, "cpu.cfs_quota_us", strconv.FormatInt(quota, 10))
+}

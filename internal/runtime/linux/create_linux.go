@@ -1,0 +1,274 @@
+package linux
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/runtime/linux/cgroups"
+)
+
+// sandboxUID is the user sandboxed commands run as, inside the namespace.
+const sandboxUID = 1000
+
+// defaultEnv is the environment every process starts from.
+var defaultEnv = map[string]string{
+	"PATH":    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"HOME":    "/home/user",
+	"USER":    "user",
+	"LOGNAME": "user",
+	"SHELL":   "/bin/bash",
+	"LANG":    "C.UTF-8",
+}
+
+func (r *Runtime) create(ctx context.Context, spec runtime.Spec, lim runtime.Limits) (_ runtime.Sandbox, err error) {
+	dir := filepath.Join(r.sandboxesDir(), spec.ID)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("%w: sandbox %s already exists", runtime.ErrInvalid, spec.ID)
+		}
+		return nil, fmt.Errorf("create sandbox dir: %w", err)
+	}
+	p := persisted{ID: spec.ID, Slot: -1, Limits: lim}
+	sb := newSandbox(r, p, dir)
+	defer func() {
+		if err != nil {
+			if derr := sb.destroy(); derr != nil {
+				err = fmt.Errorf("%w (and cleanup failed: %v)", err, derr)
+			}
+		}
+	}()
+	uid, gid := sandboxUID, sandboxUID
+	hostUID := os.Geteuid()
+	if r.rootless {
+		// One mapped id only: commands run as root of their namespace, with
+		// every capability dropped.
+		uid, gid = -1, -1
+	} else {
+		s, err := claimSlot(r.cfg.StateDir, spec.ID)
+		if err != nil {
+			return nil, err
+		}
+		sb.slot, sb.p.Slot = s, s.n
+		hostUID = s.hostUID()
+		if r.quota != nil {
+			if err := r.quota.Limit(dir, s.projectID(), lim.DiskMB<<20); err != nil {
+				return nil, fmt.Errorf("set disk limit: %w", err)
+			}
+		}
+	}
+	if err := r.layout(dir, spec, hostUID); err != nil {
+		return nil, err
+	}
+	cfg := &initConfig{
+		ID: spec.ID, Hostname: hostname(spec), Lower: r.tmpl.rootfs, Binds: r.tmpl.binds,
+		Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work"), Rootfs: filepath.Join(dir, "rootfs"),
+		TmpMB: lim.TmpMB, Env: mergeEnv(defaultEnv, spec.Env), Workdir: workdir(spec),
+		UID: uid, GID: gid, Rootless: r.rootless,
+	}
+	if err := r.start(ctx, sb, cfg, hostUID); err != nil {
+		return nil, err
+	}
+	if err := sb.save(); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.live[spec.ID] = sb
+	r.mu.Unlock()
+	return sb, nil
+}
+
+func hostname(spec runtime.Spec) string {
+	if spec.Hostname != "" {
+		return spec.Hostname
+	}
+	return spec.ID
+}
+
+func workdir(spec runtime.Spec) string {
+	if spec.Workdir != "" {
+		return spec.Workdir
+	}
+	return "/home/user"
+}
+
+// layout creates the writable layer: upper and work dirs owned by the
+// sandbox's root, the workspace owned by its user, per-sandbox /etc files.
+func (r *Runtime) layout(dir string, spec runtime.Spec, hostUID int) error {
+	own := func(p string, id int) error {
+		if r.rootless {
+			return nil
+		}
+		return os.Lchown(p, hostUID+id, hostUID+id)
+	}
+	for _, d := range []string{"upper", "work", "rootfs", "upper/home", "upper/etc", "upper/home/user"} {
+		p := filepath.Join(dir, d)
+		if err := os.Mkdir(p, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+		id := 0
+		if d == "upper/home/user" {
+			id = sandboxUID
+		}
+		if err := own(p, id); err != nil {
+			return fmt.Errorf("chown %s: %w", d, err)
+		}
+	}
+	// The sandbox dir itself must be traversable by the sandbox's root so
+	// the overlay can reach upper and work inside the user namespace.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return err
+	}
+	h := hostname(spec)
+	files := map[string]string{
+		"etc/hostname": h + "\n",
+		"etc/hosts":    fmt.Sprintf("127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost ip6-loopback\n", h),
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, "upper", name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			return err
+		}
+		if err := own(p, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// start re-executes the binary as the sandbox init, places it in its
+// cgroup, hands it its configuration and waits for its agent to answer.
+func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostUID int) error {
+	sock := filepath.Join(sb.dir, "agent.sock")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		return fmt.Errorf("agent socket: %w", err)
+	}
+	ln.SetUnlinkOnClose(false)
+	lnFile, err := ln.File()
+	ln.Close()
+	if err != nil {
+		return fmt.Errorf("agent socket: %w", err)
+	}
+	defer lnFile.Close()
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer cfgR.Close()
+	defer cfgW.Close()
+	stR, stW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer stR.Close()
+	defer stW.Close()
+	logf, err := os.OpenFile(filepath.Join(sb.dir, "init.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+
+	cmd := exec.Command(r.cfg.Binary, InitArg, cfg.ID)
+	cmd.Env = []string{}
+	cmd.Stderr = logf
+	cmd.ExtraFiles = []*os.File{cfgR, stW, lnFile}
+	ids := 1
+	if !r.rootless {
+		ids = uidCount
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
+			syscall.CLONE_NEWNET | syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC,
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: hostUID, Size: ids}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: hostUID, Size: ids}},
+		GidMappingsEnableSetgroups: !r.rootless,
+		// Without uid 0 inside the init has no capabilities in its own
+		// namespace and every mount fails with EPERM.
+		Credential: &syscall.Credential{Uid: 0, Gid: 0},
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start sandbox init: %w", err)
+	}
+	sb.p.Pid = cmd.Process.Pid
+	sb.p.Start = procStart(sb.p.Pid)
+	sb.cmd = cmd
+	cfgR.Close()
+	stW.Close()
+	if r.cgErr == nil && !r.rootless {
+		cg, err := cgroups.New(cfg.ID, sb.p.Limits)
+		if err != nil {
+			return fmt.Errorf("create cgroup: %w", err)
+		}
+		sb.cg, sb.p.Cgroup = cg, true
+		if err := cg.Add(sb.p.Pid); err != nil {
+			return fmt.Errorf("place init in cgroup: %w", err)
+		}
+	}
+	if err := json.NewEncoder(cfgW).Encode(cfg); err != nil {
+		return fmt.Errorf("send init config: %w", err)
+	}
+	cfgW.Close()
+	return waitReady(ctx, stR, filepath.Join(sb.dir, "init.log"))
+}
+
+// waitReady reads the init's one-line status; the init closes the pipe (and
+// the read fails) if it dies first.
+func waitReady(ctx context.Context, status *os.File, logPath string) error {
+	type result struct {
+		line string
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		line, err := bufio.NewReader(status).ReadString('\n')
+		ch <- result{line, err}
+	}()
+	timer := time.NewTimer(30 * time.Second)
+	defer timer.Stop()
+	select {
+	case res := <-ch:
+		line := strings.TrimSpace(res.line)
+		if line == "ok" {
+			return nil
+		}
+		if line == "" {
+			b, _ := os.ReadFile(logPath)
+			line = "init exited: " + strings.TrimSpace(string(b))
+		}
+		return fmt.Errorf("%w: sandbox init: %s", runtime.ErrUnavailable, strings.TrimPrefix(line, "error: "))
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return fmt.Errorf("%w: sandbox init did not become ready", runtime.ErrUnavailable)
+	}
+}
+
+// mergeEnv returns KEY=VALUE pairs of base overridden by over, sorted so a
+// sandbox's environment is deterministic.
+func mergeEnv(base, over map[string]string) []string {
+	m := make(map[string]string, len(base)+len(over))
+	for k, v := range base {
+		m[k] = v
+	}
+	for k, v := range over {
+		m[k] = v
+	}
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}

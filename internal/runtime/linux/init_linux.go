@@ -1,0 +1,195 @@
+package linux
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"unsafe"
+
+	"github.com/airlockhq/airlock/internal/agent"
+	"github.com/airlockhq/airlock/internal/runtime/linux/landlock"
+	"github.com/airlockhq/airlock/internal/runtime/linux/seccomp"
+	"golang.org/x/sys/unix"
+)
+
+// InitArg is the hidden first argument that makes the airlock binary run as
+// a sandbox's init. cmd/airlock checks it before anything else.
+const InitArg = "__airlock_sandbox_init"
+
+// File descriptors the host hands the init, in ExtraFiles order.
+const (
+	fdConfig   = 3 // read: the JSON initConfig, then EOF as the go signal
+	fdStatus   = 4 // write: "ok" once the agent serves, or the error
+	fdListener = 5 // the agent's listening unix socket
+)
+
+// initConfig is everything the init needs; it travels over a pipe rather
+// than the environment, which sandboxed code could read back from /proc.
+type initConfig struct {
+	ID       string   `json:"id"`
+	Hostname string   `json:"hostname"`
+	Lower    string   `json:"lower"`
+	Binds    []string `json:"binds"`
+	Upper    string   `json:"upper"`
+	Work     string   `json:"work"`
+	Rootfs   string   `json:"rootfs"`
+	TmpMB    int64    `json:"tmp_mb"`
+	Env      []string `json:"env"`
+	Workdir  string   `json:"workdir"`
+	UID      int      `json:"uid"`
+	GID      int      `json:"gid"`
+	Rootless bool     `json:"rootless"`
+
+	status *os.File
+}
+
+func (c *initConfig) warn(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "airlock init %s: "+format+"\n", append([]any{c.ID}, args...)...)
+}
+
+// writableDirs are the only places sandboxed code (and the file API acting
+// for it) may write; everything else is read-only under landlock.
+var writableDirs = []string{"/home/user", "/tmp", "/var/tmp", "/dev"}
+
+// InitMain runs the sandbox init and never returns.
+func InitMain() {
+	status := os.NewFile(fdStatus, "status")
+	c, err := runInit(status)
+	if err != nil {
+		fmt.Fprintf(status, "error: %v\n", err)
+		os.Exit(1)
+	}
+	_ = c
+	os.Exit(0)
+}
+
+func runInit(status *os.File) (*initConfig, error) {
+	// PID 1 of a pid namespace only gets the signals it handles; sandboxed
+	// code must not be able to stop the agent with a stray kill.
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	c := &initConfig{status: status}
+	cfgFile := os.NewFile(fdConfig, "config")
+	if err := json.NewDecoder(cfgFile).Decode(c); err != nil {
+		return nil, fmt.Errorf("read init config: %w", err)
+	}
+	// The host closes its end once the cgroup placement is done; only then
+	// may the cgroup namespace be created, rooted at the sandbox's group.
+	var b [1]byte
+	cfgFile.Read(b[:])
+	cfgFile.Close()
+	ln, err := net.FileListener(os.NewFile(fdListener, "agent.sock"))
+	if err != nil {
+		return nil, fmt.Errorf("agent listener: %w", err)
+	}
+	if err := prepare(c); err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(status, "ok")
+	status.Close()
+	err = agent.Serve(context.Background(), ln, agent.Config{
+		UID: c.UID, GID: c.GID, Root: "/", Env: c.Env, Workdir: c.Workdir, Reap: true,
+	})
+	return c, err
+}
+
+// prepare turns this process into a locked-down sandbox init: namespaces
+// finished, root filesystem built, network loopback up, then every layer
+// that cannot be undone.
+func prepare(c *initConfig) error {
+	if _, _, e := syscall.AllThreadsSyscall(unix.SYS_UNSHARE, unix.CLONE_NEWCGROUP, 0, 0); e != 0 {
+		return fmt.Errorf("unshare cgroup namespace: %w", e)
+	}
+	if err := unix.Sethostname([]byte(c.Hostname)); err != nil {
+		return fmt.Errorf("set hostname: %w", err)
+	}
+	if err := setupRootfs(c); err != nil {
+		return err
+	}
+	if err := loopbackUp(); err != nil {
+		return err
+	}
+	// Not dumpable: sandboxed processes (even the same uid) cannot ptrace
+	// the init or open its /proc/1/exe, mem or fds (CVE-2019-5736 class).
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("set not dumpable: %w", err)
+	}
+	if _, err := landlock.Restrict([]string{"/"}, writableDirs); err != nil && !errors.Is(err, landlock.ErrUnsupported) {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	if err := dropCapabilities(); err != nil {
+		return err
+	}
+	if err := seccomp.Install(); err != nil {
+		return fmt.Errorf("seccomp: %w", err)
+	}
+	return nil
+}
+
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("bring up lo: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("bring up lo: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("bring up lo: %w", err)
+	}
+	return nil
+}
+
+// agentCaps are all the agent keeps: switching to the sandbox user for
+// processes and file operations, and signalling processes of that user.
+var agentCaps = []uint{unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_KILL}
+
+// dropCapabilities empties the bounding and ambient sets and keeps only
+// agentCaps, on every thread (capabilities are per thread). Children fork
+// with an empty bounding set and lose the rest when they setuid to the
+// sandbox user, so a command ends with every set empty.
+func dropCapabilities() error {
+	last := lastCap()
+	for cp := uintptr(0); cp <= last; cp++ {
+		if _, _, e := syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, cp, 0); e != 0 && e != unix.EINVAL {
+			return fmt.Errorf("drop capability %d from bounding set: %w", cp, e)
+		}
+	}
+	if _, _, e := syscall.AllThreadsSyscall6(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0); e != 0 {
+		return fmt.Errorf("clear ambient capabilities: %w", e)
+	}
+	var mask [2]uint32
+	for _, cp := range agentCaps {
+		mask[cp/32] |= 1 << (cp % 32)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	data := [2]unix.CapUserData{
+		{Effective: mask[0], Permitted: mask[0]},
+		{Effective: mask[1], Permitted: mask[1]},
+	}
+	if _, _, e := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
+		return fmt.Errorf("set capabilities: %w", e)
+	}
+	return nil
+}
+
+func lastCap() uintptr {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err == nil {
+		var n int
+		if _, err := fmt.Sscanf(string(b), "%d", &n); err == nil && n > 0 && n < 64 {
+			return uintptr(n)
+		}
+	}
+	return unix.CAP_LAST_CAP
+}

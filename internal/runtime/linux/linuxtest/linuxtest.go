@@ -1,0 +1,102 @@
+// Package linuxtest gates tests that need root, namespaces and cgroups.
+// Outside CI such a test skips with the reason; in CI (CI=true) a missing
+// requirement fails the test, so a suite can never pass only because every
+// sandbox test skipped.
+package linuxtest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// Require skips (or, in CI, fails) t unless the host can run sandboxes with
+// every layer: root, user namespaces and a memory cgroup controller.
+func Require(t testing.TB) {
+	t.Helper()
+	if reason := missing(); reason != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("sandbox test cannot run in CI: %s", reason)
+		}
+		t.Skipf("skipping sandbox test: %s", reason)
+	}
+}
+
+func missing() string {
+	if runtime.GOOS != "linux" {
+		return "not Linux"
+	}
+	if os.Geteuid() != 0 {
+		return "needs root (run the suite as root, as .ci/run does)"
+	}
+	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err != nil || string(b) == "0\n" {
+		return "user namespaces unavailable"
+	}
+	if _, err := os.Stat("/sys/fs/cgroup/memory"); err != nil {
+		if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
+			return "no cgroup filesystem with a memory controller"
+		}
+	}
+	return ""
+}
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// Build compiles the airlock binary (CGO_ENABLED=0, as shipped) and the
+// syscall probe once per test process and returns their paths. The test
+// binary itself cannot serve as a sandbox init: under -race it links cgo,
+// and a cgo process cannot change credentials on all threads.
+func Build(t testing.TB) (airlock, probe string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "airlock-test-bin-")
+		if buildErr != nil {
+			return
+		}
+		root := moduleRoot()
+		for _, b := range [][2]string{{"airlock", "./cmd/airlock"}, {"probe", "./internal/runtime/linux/testdata/probe"}} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(buildDir, b[0]), b[1])
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = &buildError{b[1], string(out), err}
+				return
+			}
+		}
+		// The sandbox's root (a different host uid) must be able to exec them.
+		os.Chmod(buildDir, 0o755)
+	})
+	if buildErr != nil {
+		t.Fatalf("build test binaries: %v", buildErr)
+	}
+	return filepath.Join(buildDir, "airlock"), filepath.Join(buildDir, "probe")
+}
+
+// Cleanup removes what Build made; call it from TestMain.
+func Cleanup() {
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+}
+
+type buildError struct {
+	pkg, out string
+	err      error
+}
+
+func (e *buildError) Error() string { return "go build " + e.pkg + ": " + e.err.Error() + "\n" + e.out }
+
+func moduleRoot() string {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "."
+	}
+	return filepath.Dir(string(out[:len(out)-1]))
+}

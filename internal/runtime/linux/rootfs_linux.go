@@ -1,0 +1,164 @@
+package linux
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// maskedFiles are /proc and /sys files that leak host state or give a lever
+// on the host kernel; each is covered with /dev/null. (The same set runc and
+// the OCI default spec mask, for the same reasons: kcore and kallsyms leak
+// kernel memory layout, sysrq-trigger can crash the host, keys and
+// timer_list leak other tenants' data.)
+var maskedFiles = []string{
+	"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug",
+	"/proc/sysrq-trigger", "/proc/latency_stats", "/proc/kallsyms",
+	"/proc/kmsg", "/proc/interrupts", "/proc/softirqs", "/proc/vmallocinfo",
+	"/proc/pagetypeinfo", "/proc/buddyinfo", "/proc/mtrr", "/proc/config.gz",
+}
+
+// maskedDirs are covered with an empty read-only tmpfs.
+var maskedDirs = []string{"/proc/acpi", "/proc/scsi", "/proc/asound", "/proc/driver", "/proc/tty/driver", "/sys/firmware", "/sys/kernel/debug", "/sys/kernel/security"}
+
+// readOnlyPaths stay visible but cannot be written, even by root inside.
+var readOnlyPaths = []string{"/proc/sys", "/proc/bus", "/proc/fs", "/proc/irq"}
+
+// hostDevices are bound from the host: a user namespace cannot mknod.
+var hostDevices = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// setupRootfs builds the sandbox's root inside its new mount namespace and
+// pivots into it. It runs in the init, as root of the sandbox's user
+// namespace, before any sandboxed code exists.
+func setupRootfs(c *initConfig) error {
+	// Nothing we mount may propagate back to the host.
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make / private: %w", err)
+	}
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,userxattr", c.Lower, c.Upper, c.Work)
+	if err := unix.Mount("overlay", c.Rootfs, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mount overlay root: %w", err)
+	}
+	r := func(p string) string { return filepath.Join(c.Rootfs, p) }
+	for _, b := range c.Binds {
+		if err := bindReadOnly(b, r(b)); err != nil {
+			return err
+		}
+	}
+	if err := setupDev(r("/dev"), c.TmpMB); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", r("/tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=1777,size=%dm", c.TmpMB)); err != nil {
+		return fmt.Errorf("mount /tmp: %w", err)
+	}
+	if err := unix.Mount("proc", r("/proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	// sysfs is only mountable when we own the network namespace; without it
+	// /sys stays an empty directory, which is fine for userland.
+	if err := unix.Mount("sysfs", r("/sys"), "sysfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		c.warn("sysfs not mounted: %v", err)
+	}
+	if err := maskPaths(c.Rootfs); err != nil {
+		return err
+	}
+	return pivot(c.Rootfs)
+}
+
+func setupDev(dev string, shmMB int64) error {
+	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=755,size=64k"); err != nil {
+		return fmt.Errorf("mount /dev: %w", err)
+	}
+	for _, name := range hostDevices {
+		p := filepath.Join(dev, name)
+		if err := os.WriteFile(p, nil, 0o666); err != nil {
+			return err
+		}
+		if err := unix.Mount("/dev/"+name, p, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind /dev/%s: %w", name, err)
+		}
+	}
+	for _, d := range []string{"pts", "shm"} {
+		if err := os.Mkdir(filepath.Join(dev, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := unix.Mount("devpts", filepath.Join(dev, "pts"), "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5"); err != nil {
+		return fmt.Errorf("mount /dev/pts: %w", err)
+	}
+	if err := unix.Mount("tmpfs", filepath.Join(dev, "shm"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, fmt.Sprintf("mode=1777,size=%dm", shmMB)); err != nil {
+		return fmt.Errorf("mount /dev/shm: %w", err)
+	}
+	links := map[string]string{"ptmx": "pts/ptmx", "fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2", "core": "/proc/kcore"}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(dev, name)); err != nil {
+			return err
+		}
+	}
+	return unix.MountSetattr(-1, dev, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC})
+}
+
+func maskPaths(rootfs string) error {
+	null := filepath.Join(rootfs, "dev/null")
+	for _, f := range maskedFiles {
+		p := filepath.Join(rootfs, f)
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		if err := unix.Mount(null, p, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("mask %s: %w", f, err)
+		}
+	}
+	for _, d := range maskedDirs {
+		p := filepath.Join(rootfs, d)
+		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+			continue
+		}
+		if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=0"); err != nil {
+			return fmt.Errorf("mask %s: %w", d, err)
+		}
+	}
+	for _, d := range readOnlyPaths {
+		p := filepath.Join(rootfs, d)
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		if err := bindReadOnly(p, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bindReadOnly binds src at dst and makes the whole subtree read-only,
+// nosuid and nodev. mount_setattr changes the flags atomically for the
+// subtree and keeps the flags the kernel locks in a user namespace.
+func bindReadOnly(src, dst string) error {
+	if err := unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", src, err)
+	}
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if err := unix.MountSetattr(-1, dst, unix.AT_RECURSIVE, attr); err != nil {
+		return fmt.Errorf("make %s read-only: %w", dst, err)
+	}
+	return nil
+}
+
+// pivot makes rootfs the root and detaches the old root entirely, so no path
+// leads back to the host's filesystem.
+func pivot(rootfs string) error {
+	if err := unix.Chdir(rootfs); err != nil {
+		return fmt.Errorf("chdir rootfs: %w", err)
+	}
+	// pivot_root(".", ".") stacks the old root under the new one; unmounting
+	// "." then removes the old root without needing a directory for it.
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach old root: %w", err)
+	}
+	return unix.Chdir("/")
+}

@@ -1,0 +1,235 @@
+package linux
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/agent"
+	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/runtime/linux/cgroups"
+)
+
+type sandbox struct {
+	r      *Runtime
+	p      persisted
+	dir    string
+	slot   slot
+	cg     *cgroups.Cgroup
+	cmd    *exec.Cmd // set when this process started the init
+	client *agent.Client
+
+	destroyOnce sync.Once
+	destroyErr  error
+}
+
+var _ runtime.Sandbox = (*sandbox)(nil)
+
+func newSandbox(r *Runtime, p persisted, dir string) *sandbox {
+	sb := &sandbox{r: r, p: p, dir: dir, client: agent.Dial(filepath.Join(dir, "agent.sock"))}
+	if p.Slot >= 0 {
+		sb.slot = slot{n: p.Slot, dir: filepath.Join(r.cfg.StateDir, "slots", fmt.Sprint(p.Slot))}
+	}
+	return sb
+}
+
+func (s *sandbox) ID() string { return s.p.ID }
+
+// InitPid is the host pid of the sandbox's init, for tests and diagnostics.
+func (s *sandbox) InitPid() int { return s.p.Pid }
+
+func (s *sandbox) save() error {
+	b, err := json.Marshal(s.p)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(s.dir, stateFile+".tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("save sandbox state: %w", err)
+	}
+	return os.Rename(tmp, filepath.Join(s.dir, stateFile))
+}
+
+type process struct {
+	p  *agent.Process
+	sb *sandbox
+	oomBefore int64
+}
+
+func (p *process) Pid() int { return p.p.Pid() }
+
+func (p *process) Wait() (runtime.ExitStatus, error) {
+	st, err := p.p.Wait()
+	if err != nil {
+		return st, err
+	}
+	// An OOM kill looks like any SIGKILL (and a shell in between turns it
+	// into exit 137); the cgroup's counter says whether the kernel's OOM
+	// killer struck while this process ran.
+	if p.sb.cg != nil {
+		if s, err := p.sb.cg.Stats(); err == nil && s.OOMKills > p.oomBefore {
+			st.OOMKilled = true
+		}
+	}
+	return st, nil
+}
+
+func (s *sandbox) Start(ctx context.Context, req runtime.ExecRequest) (runtime.Process, error) {
+	var before int64
+	if s.cg != nil {
+		if st, err := s.cg.Stats(); err == nil {
+			before = st.OOMKills
+		}
+	}
+	p, err := s.client.Start(ctx, req)
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	return &process{p: p, sb: s, oomBefore: before}, nil
+}
+
+func (s *sandbox) Exec(ctx context.Context, req runtime.ExecRequest) (runtime.ExitStatus, error) {
+	p, err := s.Start(ctx, req)
+	if err != nil {
+		return runtime.ExitStatus{}, err
+	}
+	return p.Wait()
+}
+
+// wrap tells "the sandbox is gone" apart from an operation's own error.
+func (s *sandbox) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, statErr := os.Stat(filepath.Join(s.dir, stateFile)); errors.Is(statErr, fs.ErrNotExist) {
+		return fmt.Errorf("%w: sandbox %s: %v", runtime.ErrNotFound, s.p.ID, err)
+	}
+	return err
+}
+
+func (s *sandbox) Signal(ctx context.Context, pid, sig int) error {
+	return s.wrap(s.client.Signal(ctx, pid, sig, false))
+}
+
+func (s *sandbox) ReadFile(ctx context.Context, path string, w io.Writer) (int64, error) {
+	n, err := s.client.ReadFile(ctx, path, w)
+	return n, s.wrap(err)
+}
+
+func (s *sandbox) WriteFile(ctx context.Context, path string, r io.Reader, mode fs.FileMode) (int64, error) {
+	n, err := s.client.WriteFile(ctx, path, r, mode)
+	return n, s.wrap(err)
+}
+
+func (s *sandbox) Stat(ctx context.Context, path string) (runtime.FileInfo, error) {
+	fi, err := s.client.Stat(ctx, path)
+	return fi, s.wrap(err)
+}
+
+func (s *sandbox) ListDir(ctx context.Context, path string) ([]runtime.FileInfo, error) {
+	l, err := s.client.ListDir(ctx, path)
+	return l, s.wrap(err)
+}
+
+func (s *sandbox) MkdirAll(ctx context.Context, path string, mode fs.FileMode) error {
+	return s.wrap(s.client.MkdirAll(ctx, path, mode))
+}
+
+func (s *sandbox) Remove(ctx context.Context, path string, recursive bool) error {
+	return s.wrap(s.client.Remove(ctx, path, recursive))
+}
+
+func (s *sandbox) Rename(ctx context.Context, from, to string) error {
+	return s.wrap(s.client.Rename(ctx, from, to))
+}
+
+func (s *sandbox) Stats(ctx context.Context) (runtime.Stats, error) {
+	var st runtime.Stats
+	if s.cg != nil {
+		var err error
+		if st, err = s.cg.Stats(); err != nil {
+			return st, fmt.Errorf("sandbox %s stats: %w", s.p.ID, err)
+		}
+	}
+	if s.r.quota != nil && s.p.Slot >= 0 {
+		if used, err := s.r.quota.Usage(s.slot.projectID()); err == nil {
+			st.DiskBytes = used
+		}
+	}
+	return st, nil
+}
+
+// Destroy kills every process of the sandbox and removes its cgroup, disk
+// limit, uid range claim and directory. The mounts die with its mount
+// namespace, which exists only as long as one of its processes does.
+func (s *sandbox) Destroy(ctx context.Context) error {
+	s.destroyOnce.Do(func() { s.destroyErr = s.destroy() })
+	s.r.forget(s.p.ID)
+	return s.destroyErr
+}
+
+func (s *sandbox) destroy() error {
+	var errs []error
+	if s.cg != nil {
+		if err := s.cg.Destroy(); err != nil {
+			errs = append(errs, fmt.Errorf("destroy cgroup: %w", err))
+		}
+	}
+	// Killing PID 1 of the namespace kills every process in it; with a
+	// cgroup this is already done, without one (rootless) it is the only
+	// kill there is.
+	if s.cmd != nil {
+		s.cmd.Process.Kill() // by pidfd: never a recycled pid
+		s.cmd.Wait()
+	} else if s.p.Pid > 0 && procStart(s.p.Pid) == s.p.Start {
+		syscall.Kill(s.p.Pid, syscall.SIGKILL)
+		for i := 0; i < 500 && procStart(s.p.Pid) == s.p.Start; i++ {
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	if s.r.quota != nil && s.p.Slot >= 0 {
+		if err := s.r.quota.Clear(s.slot.projectID()); err != nil {
+			errs = append(errs, fmt.Errorf("clear disk limit: %w", err))
+		}
+	}
+	if err := os.RemoveAll(s.dir); err != nil {
+		errs = append(errs, fmt.Errorf("remove sandbox dir: %w", err))
+	}
+	if err := s.slot.release(); err != nil {
+		errs = append(errs, fmt.Errorf("release uid range: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// procStart returns a process's start time in clock ticks since boot, or 0
+// when it does not exist. A pid together with its start time names one
+// process for good; a pid alone may have been handed to another.
+func procStart(pid int) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the parenthesised command name; start time is field 22.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0
+	}
+	v, _ := strconv.ParseUint(f[19], 10, 64)
+	return v
+}

@@ -1,0 +1,173 @@
+// Package runtime defines the interface every sandbox backend implements
+// (runtime/linux today, a Kubernetes backend later) and the types that cross
+// it. It owns no processes itself and must never assume a backend is local:
+// everything a caller needs travels through the Runtime and Sandbox methods.
+package runtime
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"time"
+)
+
+// Errors a backend returns, wrapped with context. The API maps these kinds to
+// transport codes in one place.
+var (
+	ErrNotFound    = errors.New("not found")
+	ErrInvalid     = errors.New("invalid argument")
+	ErrUnavailable = errors.New("unavailable")
+	ErrUnsupported = errors.New("not supported on this host")
+)
+
+// Limits bound what one sandbox may consume. Zero fields take the defaults.
+type Limits struct {
+	CPUs     float64 // CPU quota in cores
+	MemoryMB int64   // memory limit, OOM kills stay inside the sandbox
+	Pids     int64   // maximum number of tasks
+	DiskMB   int64   // writable layer size
+	TmpMB    int64   // size of the tmpfs at /tmp
+}
+
+// Default limits, as documented for POST /v1/sandboxes.
+var DefaultLimits = Limits{CPUs: 1, MemoryMB: 512, Pids: 256, DiskMB: 1024, TmpMB: 256}
+
+// WithDefaults returns l with every zero field set to its default.
+func (l Limits) WithDefaults() Limits {
+	d := DefaultLimits
+	if l.CPUs == 0 {
+		l.CPUs = d.CPUs
+	}
+	if l.MemoryMB == 0 {
+		l.MemoryMB = d.MemoryMB
+	}
+	if l.Pids == 0 {
+		l.Pids = d.Pids
+	}
+	if l.DiskMB == 0 {
+		l.DiskMB = d.DiskMB
+	}
+	if l.TmpMB == 0 {
+		l.TmpMB = min(d.TmpMB, l.MemoryMB/2)
+	}
+	return l
+}
+
+// Validate refuses limits that cannot be honoured.
+func (l Limits) Validate() error {
+	switch {
+	case l.CPUs < 0.01 || l.CPUs > 1024:
+		return errors.Join(ErrInvalid, errors.New("cpus must be between 0.01 and 1024"))
+	case l.MemoryMB < 16:
+		return errors.Join(ErrInvalid, errors.New("memory must be at least 16 MiB"))
+	case l.Pids < 8:
+		return errors.Join(ErrInvalid, errors.New("pids must be at least 8"))
+	case l.DiskMB < 16:
+		return errors.Join(ErrInvalid, errors.New("disk must be at least 16 MiB"))
+	case l.TmpMB < 1 || l.TmpMB > l.MemoryMB:
+		return errors.Join(ErrInvalid, errors.New("tmp size must be between 1 MiB and the memory limit"))
+	}
+	return nil
+}
+
+// Spec describes a sandbox to create.
+type Spec struct {
+	ID       string            // unique, [a-z0-9-], chosen by the caller
+	Template string            // "base" unless set
+	Limits   Limits            // zero fields take defaults
+	Env      map[string]string // added to every process's environment
+	Hostname string            // defaults to the ID
+	Workdir  string            // default working directory, /home/user unless set
+}
+
+// ExecRequest starts one process inside a sandbox.
+type ExecRequest struct {
+	Argv    []string          // argv[0] looked up in PATH when it has no slash
+	Shell   string            // run with /bin/sh -c when Argv is empty
+	Env     map[string]string // merged over the sandbox environment
+	Cwd     string            // defaults to the sandbox workdir
+	Stdin   io.Reader         // nil means /dev/null
+	Stdout  io.Writer         // nil discards
+	Stderr  io.Writer         // nil discards
+	Timeout time.Duration     // 0 means none; on expiry the whole process tree is killed
+}
+
+// ExitStatus is how a process ended.
+type ExitStatus struct {
+	Code      int           // exit code, or 128+signal when killed
+	Signal    int           // signal that killed it, 0 when it exited
+	TimedOut  bool          // killed by the wall-clock timeout
+	OOMKilled bool          // killed by the sandbox's memory limit
+	Duration  time.Duration // wall time from start to exit
+}
+
+// FileInfo describes a file inside a sandbox.
+type FileInfo struct {
+	Name    string      `json:"name"`
+	Path    string      `json:"path"`
+	Size    int64       `json:"size"`
+	Mode    fs.FileMode `json:"mode"`
+	ModTime time.Time   `json:"mod_time"`
+	IsDir   bool        `json:"is_dir"`
+	Link    string      `json:"link,omitempty"` // symlink target, when a symlink
+}
+
+// Stats is a point-in-time reading of a sandbox's resource use.
+type Stats struct {
+	CPUSeconds      float64 `json:"cpu_seconds"`
+	MemoryBytes     int64   `json:"memory_bytes"`
+	MemoryPeakBytes int64   `json:"memory_peak_bytes"`
+	Pids            int64   `json:"pids"`
+	DiskBytes       int64   `json:"disk_bytes"`
+	OOMKills        int64   `json:"oom_kills"`
+}
+
+// Runtime creates and finds sandboxes.
+type Runtime interface {
+	Create(ctx context.Context, spec Spec) (Sandbox, error)
+	// Get re-attaches to a sandbox that exists, for example after a restart.
+	Get(ctx context.Context, id string) (Sandbox, error)
+	// List returns the IDs of sandboxes this runtime holds.
+	List(ctx context.Context) ([]string, error)
+	// Protections reports which isolation layers this host enforces.
+	Protections() []Protection
+}
+
+// Sandbox is one live sandbox.
+type Sandbox interface {
+	ID() string
+	// Exec runs a process to its end, streaming its output.
+	Exec(ctx context.Context, req ExecRequest) (ExitStatus, error)
+	// Start begins a process without waiting for it; Wait on the result
+	// collects its status. Cancelling ctx kills its process tree.
+	Start(ctx context.Context, req ExecRequest) (Process, error)
+	// Signal sends sig to the process with that pid inside the sandbox.
+	Signal(ctx context.Context, pid int, sig int) error
+
+	ReadFile(ctx context.Context, path string, w io.Writer) (int64, error)
+	WriteFile(ctx context.Context, path string, r io.Reader, mode fs.FileMode) (int64, error)
+	Stat(ctx context.Context, path string) (FileInfo, error)
+	ListDir(ctx context.Context, path string) ([]FileInfo, error)
+	MkdirAll(ctx context.Context, path string, mode fs.FileMode) error
+	Remove(ctx context.Context, path string, recursive bool) error
+	Rename(ctx context.Context, from, to string) error
+
+	Stats(ctx context.Context) (Stats, error)
+	// Destroy kills every process, removes every mount, cgroup and directory
+	// of the sandbox. It is idempotent.
+	Destroy(ctx context.Context) error
+}
+
+// Process is one process started in a sandbox.
+type Process interface {
+	Pid() int // pid inside the sandbox
+	Wait() (ExitStatus, error)
+}
+
+// Protection is one isolation layer and whether this host enforces it.
+type Protection struct {
+	Name     string `json:"name"`
+	Enforced bool   `json:"enforced"`
+	Detail   string `json:"detail,omitempty"`
+}
