@@ -21,13 +21,25 @@ func benchCmd(args []string) error {
 	fs := flag.NewFlagSet("bench spawn", flag.ContinueOnError)
 	n := fs.Int("n", 200, "iterations per contender")
 	stateDir := fs.String("state-dir", defaultStateDir(), "where sandboxes and templates live")
+	verbose := fs.Bool("v", false, "also print where the time goes, phase by phase")
 	if err := fs.Parse(args[1:]); err != nil {
 		return exitError(2)
 	}
 	if *n < 1 {
 		return errors.New("-n must be at least 1")
 	}
-	rt, err := linux.New(linux.Config{StateDir: *stateDir})
+	phases := map[string][]time.Duration{}
+	var order []string
+	cfg := linux.Config{StateDir: *stateDir}
+	if *verbose {
+		cfg.Trace = func(name string, d time.Duration) {
+			if _, ok := phases[name]; !ok {
+				order = append(order, name)
+			}
+			phases[name] = append(phases[name], d)
+		}
+	}
+	rt, err := linux.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -59,6 +71,9 @@ func benchCmd(args []string) error {
 	row("  create", create)
 	row("  exec true", execT)
 	row("  destroy", destroy)
+	for _, name := range order {
+		row("    "+name, phases[name])
+	}
 	peers := []struct {
 		name string
 		argv []string

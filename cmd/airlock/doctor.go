@@ -10,7 +10,7 @@ import (
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 	"github.com/airlockhq/airlock/internal/runtime/linux/cgroups"
 	"github.com/airlockhq/airlock/internal/runtime/linux/landlock"
-	
+
 	"github.com/airlockhq/airlock/internal/runtime/linux/seccomp"
 )
 

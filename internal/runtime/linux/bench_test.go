@@ -34,7 +34,9 @@ func BenchmarkSpawn(b *testing.B) {
 		d = append(d, time.Since(start))
 	}
 	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	at := func(q float64) float64 { return float64(d[min(len(d)-1, int(q*float64(len(d))))].Microseconds()) / 1000 }
+	at := func(q float64) float64 {
+		return float64(d[min(len(d)-1, int(q*float64(len(d))))].Microseconds()) / 1000
+	}
 	b.ReportMetric(at(0.50), "p50-ms")
 	b.ReportMetric(at(0.95), "p95-ms")
 	b.ReportMetric(at(0.99), "p99-ms")

@@ -56,7 +56,9 @@ func (r *Runtime) create(ctx context.Context, spec runtime.Spec, lim runtime.Lim
 		// every capability dropped.
 		uid, gid = -1, -1
 	} else {
+		end := r.phase("create: claim uid range")
 		s, err := claimSlot(r.cfg.StateDir, spec.ID)
+		end()
 		if err != nil {
 			return nil, err
 		}
@@ -68,14 +70,17 @@ func (r *Runtime) create(ctx context.Context, spec runtime.Spec, lim runtime.Lim
 			}
 		}
 	}
-	if err := r.layout(dir, spec, hostUID); err != nil {
+	end := r.phase("create: writable layer")
+	err = r.layout(dir, spec, hostUID)
+	end()
+	if err != nil {
 		return nil, err
 	}
 	cfg := &initConfig{
 		ID: spec.ID, Hostname: hostname(spec), Lower: r.tmpl.rootfs, Binds: r.tmpl.binds,
 		Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work"), Rootfs: filepath.Join(dir, "rootfs"),
 		TmpMB: lim.TmpMB, Env: mergeEnv(defaultEnv, spec.Env), Workdir: workdir(spec),
-		UID: uid, GID: gid, Rootless: r.rootless,
+		UID: uid, GID: gid, Rootless: r.rootless, Trace: r.cfg.Trace != nil,
 	}
 	if err := r.start(ctx, sb, cfg, hostUID); err != nil {
 		return nil, err
@@ -198,7 +203,10 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostU
 		// namespace and every mount fails with EPERM.
 		Credential: &syscall.Credential{Uid: 0, Gid: 0},
 	}
-	if err := cmd.Start(); err != nil {
+	end := r.phase("create: clone init")
+	err = cmd.Start()
+	end()
+	if err != nil {
 		return fmt.Errorf("start sandbox init: %w", err)
 	}
 	sb.p.Pid = cmd.Process.Pid
@@ -207,7 +215,9 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostU
 	cfgR.Close()
 	stW.Close()
 	if r.cgErr == nil && !r.rootless {
+		end := r.phase("create: cgroup")
 		cg, err := cgroups.New(cfg.ID, sb.p.Limits)
+		end()
 		if err != nil {
 			return fmt.Errorf("create cgroup: %w", err)
 		}
@@ -220,6 +230,7 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostU
 		return fmt.Errorf("send init config: %w", err)
 	}
 	cfgW.Close()
+	defer r.phase("create: init setup until agent ready")()
 	return waitReady(ctx, stR, filepath.Join(sb.dir, "init.log"))
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/airlockhq/airlock/internal/agent"
@@ -44,6 +45,7 @@ type initConfig struct {
 	UID      int      `json:"uid"`
 	GID      int      `json:"gid"`
 	Rootless bool     `json:"rootless"`
+	Trace    bool     `json:"trace"` // print phase times to init.log
 
 	status *os.File
 }
@@ -101,15 +103,24 @@ func runInit(status *os.File) (*initConfig, error) {
 // finished, root filesystem built, network loopback up, then every layer
 // that cannot be undone.
 func prepare(c *initConfig) error {
+	t0 := time.Now()
+	step := func(name string) {
+		if c.Trace {
+			fmt.Fprintf(os.Stderr, "trace %s %d\n", name, time.Since(t0).Microseconds())
+		}
+	}
+	step("go-runtime-started")
 	if _, _, e := syscall.AllThreadsSyscall(unix.SYS_UNSHARE, unix.CLONE_NEWCGROUP, 0, 0); e != 0 {
 		return fmt.Errorf("unshare cgroup namespace: %w", e)
 	}
 	if err := unix.Sethostname([]byte(c.Hostname)); err != nil {
 		return fmt.Errorf("set hostname: %w", err)
 	}
+	step("cgroupns+hostname")
 	if err := setupRootfs(c); err != nil {
 		return err
 	}
+	step("rootfs")
 	if err := loopbackUp(); err != nil {
 		return err
 	}
@@ -118,15 +129,19 @@ func prepare(c *initConfig) error {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("set not dumpable: %w", err)
 	}
+	step("lo+dumpable")
 	if _, err := landlock.Restrict([]string{"/"}, writableDirs); err != nil && !errors.Is(err, landlock.ErrUnsupported) {
 		return fmt.Errorf("landlock: %w", err)
 	}
+	step("landlock")
 	if err := dropCapabilities(); err != nil {
 		return err
 	}
+	step("caps")
 	if err := seccomp.Install(); err != nil {
 		return fmt.Errorf("seccomp: %w", err)
 	}
+	step("seccomp")
 	return nil
 }
 

@@ -63,8 +63,8 @@ func (s *sandbox) save() error {
 }
 
 type process struct {
-	p  *agent.Process
-	sb *sandbox
+	p         *agent.Process
+	sb        *sandbox
 	oomBefore int64
 }
 
@@ -183,13 +183,17 @@ func (s *sandbox) Destroy(ctx context.Context) error {
 func (s *sandbox) destroy() error {
 	var errs []error
 	if s.cg != nil {
-		if err := s.cg.Destroy(); err != nil {
+		end := s.r.phase("destroy: cgroup kill and remove")
+		err := s.cg.Destroy()
+		end()
+		if err != nil {
 			errs = append(errs, fmt.Errorf("destroy cgroup: %w", err))
 		}
 	}
 	// Killing PID 1 of the namespace kills every process in it; with a
 	// cgroup this is already done, without one (rootless) it is the only
 	// kill there is.
+	end := s.r.phase("destroy: reap init")
 	if s.cmd != nil {
 		s.cmd.Process.Kill() // by pidfd: never a recycled pid
 		s.cmd.Wait()
@@ -199,12 +203,16 @@ func (s *sandbox) destroy() error {
 			time.Sleep(2 * time.Millisecond)
 		}
 	}
+	end()
 	if s.r.quota != nil && s.p.Slot >= 0 {
 		if err := s.r.quota.Clear(s.slot.projectID()); err != nil {
 			errs = append(errs, fmt.Errorf("clear disk limit: %w", err))
 		}
 	}
-	if err := os.RemoveAll(s.dir); err != nil {
+	end = s.r.phase("destroy: remove files")
+	err := os.RemoveAll(s.dir)
+	end()
+	if err != nil {
 		errs = append(errs, fmt.Errorf("remove sandbox dir: %w", err))
 	}
 	if err := s.slot.release(); err != nil {

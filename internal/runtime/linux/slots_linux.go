@@ -27,7 +27,7 @@ type slot struct {
 	dir string
 }
 
-func (s slot) hostUID() int     { return uidBase + s.n*uidCount }
+func (s slot) hostUID() int      { return uidBase + s.n*uidCount }
 func (s slot) projectID() uint32 { return uint32(s.n + 1) }
 
 func claimSlot(stateDir, id string) (slot, error) {

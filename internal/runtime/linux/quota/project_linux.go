@@ -1,0 +1,160 @@
+package quota
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// From linux/fs.h; x/sys/unix has neither the struct nor the requests.
+const (
+	fsIOCGetXattr    = 0x801c581f // _IOR('X', 31, struct fsxattr)
+	fsIOCSetXattr    = 0x401c5820 // _IOW('X', 32, struct fsxattr)
+	fsXflagProjInher = 0x200      // FS_XFLAG_PROJINHERIT
+)
+
+type fsxattr struct {
+	Xflags     uint32
+	Extsize    uint32
+	Nextents   uint32
+	Projid     uint32
+	Cowextsize uint32
+	_          [8]byte
+}
+
+// From linux/quota.h.
+const (
+	qGetQuota  = 0x800007
+	qSetQuota  = 0x800008
+	prjQuota   = 2
+	qifLimits  = 1 | 4 // QIF_BLIMITS | QIF_ILIMITS
+	blockBytes = 1024  // QIF_DQBLKSIZE: the unit of block limits
+)
+
+// inodeLimit bounds the files one project may create, so a sandbox cannot
+// exhaust the shared filesystem's inodes with empty files.
+const inodeLimit = 1 << 20
+
+// dqblk is struct if_dqblk.
+type dqblk struct {
+	BHardLimit uint64
+	BSoftLimit uint64
+	CurSpace   uint64
+	IHardLimit uint64
+	ISoftLimit uint64
+	CurInodes  uint64
+	BTime      uint64
+	ITime      uint64
+	Valid      uint32
+	_          uint32
+}
+
+// Limit makes the directory at path, on this filesystem, the root of project
+// id and caps the project at bytes. Files created in it later inherit the
+// project (FS_XFLAG_PROJINHERIT), through an overlay whose upper and work dirs
+// live in it too; files already there keep theirs, so callers limit a fresh
+// directory.
+func (f *FS) Limit(path string, id uint32, bytes int64) error {
+	if id == 0 {
+		return fmt.Errorf("limit %s: project 0 is every other file's project", path)
+	}
+	if bytes <= 0 {
+		return fmt.Errorf("limit %s: size %d must be positive", path, bytes)
+	}
+	if err := f.setProject(path, id); err != nil {
+		return err
+	}
+	blocks := uint64((bytes + blockBytes - 1) / blockBytes)
+	q := dqblk{BHardLimit: blocks, BSoftLimit: blocks, IHardLimit: inodeLimit, ISoftLimit: inodeLimit, Valid: qifLimits}
+	if err := f.quotactl(qSetQuota, id, &q); err != nil {
+		return fmt.Errorf("limit %s: %w", path, err)
+	}
+	return nil
+}
+
+func (f *FS) setProject(path string, id uint32) error {
+	d, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("set project of %s: %w", path, err)
+	}
+	defer d.Close()
+	var st, root unix.Stat_t
+	if err := unix.Fstat(int(d.Fd()), &st); err != nil {
+		return fmt.Errorf("set project of %s: %w", path, err)
+	}
+	if err := unix.Stat(f.dir, &root); err != nil {
+		return fmt.Errorf("set project of %s: %w", path, err)
+	}
+	if st.Dev != root.Dev || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("set project of %s: not a directory on %s", path, f.dir)
+	}
+	var x fsxattr
+	if err := ioctl(d, fsIOCGetXattr, &x); err != nil {
+		return fmt.Errorf("get attributes of %s: %w", path, err)
+	}
+	x.Projid = id
+	x.Xflags |= fsXflagProjInher
+	if err := ioctl(d, fsIOCSetXattr, &x); err != nil {
+		return fmt.Errorf("set project of %s: %w", path, err)
+	}
+	return nil
+}
+
+func ioctl(f *os.File, req uintptr, x *fsxattr) error {
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), req, uintptr(unsafe.Pointer(x)))
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// Usage reports the bytes project id holds.
+func (f *FS) Usage(id uint32) (int64, error) {
+	var q dqblk
+	if err := f.quotactl(qGetQuota, id, &q); err != nil {
+		return 0, fmt.Errorf("usage of project %d: %w", id, err)
+	}
+	return int64(q.CurSpace), nil
+}
+
+// Clear lifts the limits of project id, for a sandbox that is gone.
+func (f *FS) Clear(id uint32) error {
+	if id == 0 {
+		return nil
+	}
+	q := dqblk{Valid: qifLimits}
+	if err := f.quotactl(qSetQuota, id, &q); err != nil {
+		return fmt.Errorf("clear project %d: %w", id, err)
+	}
+	return nil
+}
+
+// quotactl addresses the filesystem by a directory fd (quotactl_fd, Linux
+// 5.14+) and falls back to its block device.
+func (f *FS) quotactl(cmd int, id uint32, q *dqblk) error {
+	qcmd := uintptr(cmd<<8 | prjQuota)
+	d, err := os.Open(f.dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	_, _, errno := unix.Syscall6(unix.SYS_QUOTACTL_FD, d.Fd(), qcmd, uintptr(id), uintptr(unsafe.Pointer(q)), 0, 0)
+	if !errors.Is(errno, unix.ENOSYS) {
+		if errno != 0 {
+			return fmt.Errorf("quotactl_fd: %w", errno)
+		}
+		return nil
+	}
+	dev, err := unix.BytePtrFromString(f.source)
+	if err != nil {
+		return err
+	}
+	_, _, errno = unix.Syscall6(unix.SYS_QUOTACTL, qcmd, uintptr(unsafe.Pointer(dev)), uintptr(id), uintptr(unsafe.Pointer(q)), 0, 0)
+	if errno != 0 {
+		return fmt.Errorf("quotactl %s: %w", f.source, errno)
+	}
+	return nil
+}
