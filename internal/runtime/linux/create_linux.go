@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -85,9 +86,11 @@ func (r *Runtime) create(ctx context.Context, spec runtime.Spec, lim runtime.Lim
 	if err := r.start(ctx, sb, cfg, hostUID); err != nil {
 		return nil, err
 	}
+	endSave := r.phase("create: save")
 	if err := sb.save(); err != nil {
 		return nil, err
 	}
+	endSave()
 	r.mu.Lock()
 	r.live[spec.ID] = sb
 	r.mu.Unlock()
@@ -155,6 +158,7 @@ func (r *Runtime) layout(dir string, spec runtime.Spec, hostUID int) error {
 // start re-executes the binary as the sandbox init, places it in its
 // cgroup, hands it its configuration and waits for its agent to answer.
 func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostUID int) error {
+	endPrep := r.phase("create: sockets and pipes")
 	sock := filepath.Join(sb.dir, "agent.sock")
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
 	if err != nil {
@@ -185,6 +189,7 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostU
 	}
 	defer logf.Close()
 
+	endPrep()
 	cmd := exec.Command(r.cfg.Binary, InitArg, cfg.ID)
 	cmd.Env = []string{}
 	cmd.Stderr = logf
@@ -203,6 +208,20 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostU
 		// namespace and every mount fails with EPERM.
 		Credential: &syscall.Credential{Uid: 0, Gid: 0},
 	}
+	// The config fits the pipe's buffer: the init reads it as soon as it
+	// starts, and builds its root while we place it in its cgroup.
+	if err := json.NewEncoder(cfgW).Encode(cfg); err != nil {
+		return fmt.Errorf("send init config: %w", err)
+	}
+	if r.cgErr == nil && !r.rootless {
+		end := r.phase("create: cgroup")
+		cg, err := cgroups.New(cfg.ID, sb.p.Limits)
+		end()
+		if err != nil {
+			return fmt.Errorf("create cgroup: %w", err)
+		}
+		sb.cg, sb.p.Cgroup = cg, true
+	}
 	end := r.phase("create: clone init")
 	err = cmd.Start()
 	end()
@@ -214,37 +233,42 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostU
 	sb.cmd = cmd
 	cfgR.Close()
 	stW.Close()
-	if r.cgErr == nil && !r.rootless {
-		end := r.phase("create: cgroup")
-		cg, err := cgroups.New(cfg.ID, sb.p.Limits)
-		end()
+	if sb.cg != nil {
+		endAdd := r.phase("create: place in cgroup")
+		err = sb.cg.Add(sb.p.Pid)
+		endAdd()
 		if err != nil {
-			return fmt.Errorf("create cgroup: %w", err)
-		}
-		sb.cg, sb.p.Cgroup = cg, true
-		if err := cg.Add(sb.p.Pid); err != nil {
 			return fmt.Errorf("place init in cgroup: %w", err)
 		}
 	}
-	if err := json.NewEncoder(cfgW).Encode(cfg); err != nil {
-		return fmt.Errorf("send init config: %w", err)
-	}
-	cfgW.Close()
+	cfgW.Close() // tells the init it is placed
 	defer r.phase("create: init setup until agent ready")()
-	return waitReady(ctx, stR, filepath.Join(sb.dir, "init.log"))
+	return waitReady(ctx, stR, filepath.Join(sb.dir, "init.log"), r.cfg.Trace)
 }
 
 // waitReady reads the init's one-line status; the init closes the pipe (and
 // the read fails) if it dies first.
-func waitReady(ctx context.Context, status *os.File, logPath string) error {
+func waitReady(ctx context.Context, status *os.File, logPath string, trace func(string, time.Duration)) error {
 	type result struct {
 		line string
 		err  error
 	}
 	ch := make(chan result, 1)
 	go func() {
-		line, err := bufio.NewReader(status).ReadString('\n')
-		ch <- result{line, err}
+		br := bufio.NewReader(status)
+		for {
+			line, err := br.ReadString('\n')
+			// "trace init: <phase> <µs>" lines come first when tracing.
+			if rest, ok := strings.CutPrefix(line, "trace "); ok && err == nil {
+				i := strings.LastIndexByte(rest, ' ')
+				if us, perr := strconv.ParseInt(strings.TrimSpace(rest[i+1:]), 10, 64); perr == nil && i > 0 && trace != nil {
+					trace(rest[:i], time.Duration(us)*time.Microsecond)
+				}
+				continue
+			}
+			ch <- result{line, err}
+			return
+		}
 	}()
 	timer := time.NewTimer(30 * time.Second)
 	defer timer.Stop()

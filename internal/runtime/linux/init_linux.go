@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -48,6 +49,7 @@ type initConfig struct {
 	Trace    bool     `json:"trace"` // print phase times to init.log
 
 	status *os.File
+	placed func() error // blocks until the host has placed the init in its cgroups
 }
 
 func (c *initConfig) warn(format string, args ...any) {
@@ -76,14 +78,21 @@ func runInit(status *os.File) (*initConfig, error) {
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
 	c := &initConfig{status: status}
 	cfgFile := os.NewFile(fdConfig, "config")
-	if err := json.NewDecoder(cfgFile).Decode(c); err != nil {
+	dec := json.NewDecoder(cfgFile)
+	if err := dec.Decode(c); err != nil {
 		return nil, fmt.Errorf("read init config: %w", err)
 	}
-	// The host closes its end once the cgroup placement is done; only then
-	// may the cgroup namespace be created, rooted at the sandbox's group.
-	var b [1]byte
-	cfgFile.Read(b[:])
-	cfgFile.Close()
+	c.placed = func() error {
+		// The host closes its end of the pipe once this process is in its
+		// cgroups; only then may the cgroup namespace be created, rooted at
+		// the sandbox's own group.
+		_, err := io.Copy(io.Discard, dec.Buffered())
+		if err == nil {
+			_, err = io.Copy(io.Discard, cfgFile)
+		}
+		cfgFile.Close()
+		return err
+	}
 	ln, err := net.FileListener(os.NewFile(fdListener, "agent.sock"))
 	if err != nil {
 		return nil, fmt.Errorf("agent listener: %w", err)
@@ -106,21 +115,20 @@ func prepare(c *initConfig) error {
 	t0 := time.Now()
 	step := func(name string) {
 		if c.Trace {
-			fmt.Fprintf(os.Stderr, "trace %s %d\n", name, time.Since(t0).Microseconds())
+			fmt.Fprintf(c.status, "trace init: %s %d\n", name, time.Since(t0).Microseconds())
+			t0 = time.Now()
 		}
 	}
-	step("go-runtime-started")
-	if _, _, e := syscall.AllThreadsSyscall(unix.SYS_UNSHARE, unix.CLONE_NEWCGROUP, 0, 0); e != 0 {
-		return fmt.Errorf("unshare cgroup namespace: %w", e)
-	}
+	// The root filesystem is built while the host moves this process into
+	// its cgroups (a migration waits for an RCU grace period): no sandboxed
+	// code runs until both are done.
 	if err := unix.Sethostname([]byte(c.Hostname)); err != nil {
 		return fmt.Errorf("set hostname: %w", err)
 	}
-	step("cgroupns+hostname")
 	if err := setupRootfs(c); err != nil {
 		return err
 	}
-	step("rootfs")
+	step("root filesystem")
 	if err := loopbackUp(); err != nil {
 		return err
 	}
@@ -129,7 +137,15 @@ func prepare(c *initConfig) error {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("set not dumpable: %w", err)
 	}
-	step("lo+dumpable")
+	step("loopback, not dumpable")
+	if err := c.placed(); err != nil {
+		return fmt.Errorf("wait for cgroup placement: %w", err)
+	}
+	step("wait for cgroup placement")
+	if _, _, e := syscall.AllThreadsSyscall(unix.SYS_UNSHARE, unix.CLONE_NEWCGROUP, 0, 0); e != 0 {
+		return fmt.Errorf("unshare cgroup namespace: %w", e)
+	}
+	step("cgroup namespace")
 	if _, err := landlock.Restrict([]string{"/"}, writableDirs); err != nil && !errors.Is(err, landlock.ErrUnsupported) {
 		return fmt.Errorf("landlock: %w", err)
 	}
@@ -137,7 +153,7 @@ func prepare(c *initConfig) error {
 	if err := dropCapabilities(); err != nil {
 		return err
 	}
-	step("caps")
+	step("drop capabilities")
 	if err := seccomp.Install(); err != nil {
 		return fmt.Errorf("seccomp: %w", err)
 	}

@@ -52,17 +52,23 @@ type dqblk struct {
 	_          uint32
 }
 
-// Limit makes the directory at path, on this filesystem, the root of project
-// id and caps the project at bytes. Files created in it later inherit the
-// project (FS_XFLAG_PROJINHERIT), through an overlay whose upper and work dirs
-// live in it too; files already there keep theirs, so callers limit a fresh
-// directory.
+// Limit caps what can be written below the directory at path, on this
+// filesystem, at bytes; id names the limit and must be unique per directory.
+//
+// In project mode path becomes the root of project id: files created in it
+// later inherit the project (FS_XFLAG_PROJINHERIT), also through an overlay
+// whose upper and work dirs live in it; files already there keep theirs, so
+// callers limit a fresh directory. In image mode a new filesystem of that
+// size is mounted on path, hiding what it held.
 func (f *FS) Limit(path string, id uint32, bytes int64) error {
 	if id == 0 {
 		return fmt.Errorf("limit %s: project 0 is every other file's project", path)
 	}
 	if bytes <= 0 {
 		return fmt.Errorf("limit %s: size %d must be positive", path, bytes)
+	}
+	if f.images {
+		return f.limitImage(path, id, bytes)
 	}
 	if err := f.setProject(path, id); err != nil {
 		return err
@@ -111,8 +117,16 @@ func ioctl(f *os.File, req uintptr, x *fsxattr) error {
 	return nil
 }
 
-// Usage reports the bytes project id holds.
+// Usage reports the bytes project id holds (in image mode, the blocks used
+// in its filesystem).
 func (f *FS) Usage(id uint32) (int64, error) {
+	if f.images {
+		n, err := f.usageImage(id)
+		if err != nil {
+			return 0, fmt.Errorf("usage of project %d: %w", id, err)
+		}
+		return n, nil
+	}
 	var q dqblk
 	if err := f.quotactl(qGetQuota, id, &q); err != nil {
 		return 0, fmt.Errorf("usage of project %d: %w", id, err)
@@ -120,9 +134,17 @@ func (f *FS) Usage(id uint32) (int64, error) {
 	return int64(q.CurSpace), nil
 }
 
-// Clear lifts the limits of project id, for a sandbox that is gone.
+// Clear releases project id, for a sandbox that is gone. In project mode it
+// lifts the limits; in image mode it unmounts and deletes the image and all
+// it holds, so the caller unmounts any overlay on it first. It is idempotent.
 func (f *FS) Clear(id uint32) error {
 	if id == 0 {
+		return nil
+	}
+	if f.images {
+		if err := f.clearImage(id); err != nil {
+			return fmt.Errorf("clear project %d: %w", id, err)
+		}
 		return nil
 	}
 	q := dqblk{Valid: qifLimits}

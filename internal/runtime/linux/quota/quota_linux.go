@@ -16,17 +16,42 @@ import (
 // loop devices, no mkfs.ext4...); the message says which.
 var ErrUnavailable = errors.New("disk quota unavailable")
 
-// mountOptions: prjquota enforces project limits; discard lets deleted data
-// punch holes in the sparse image so the host gets the space back;
+// Mount options: prjquota enforces project limits; discard lets deleted
+// data punch holes in the sparse image so the host gets the space back;
 // noinit_itable stops the kernel zeroing inode tables in the background,
 // which would fill the sparse image for nothing (a fresh image reads as
 // zeros already).
-const mountOptions = "prjquota,discard,noinit_itable"
+const (
+	sharedMount = "prjquota,discard,noinit_itable"
+	imageMount  = "discard,noinit_itable"
+)
 
-// FS is a mounted filesystem with project quotas.
+// mkfs.ext4 options. Lazy init keeps mkfs from writing the inode tables and
+// journal, so images stay sparse; -m 0 reserves no blocks for root, limits
+// are per sandbox anyway. A per-directory image holds one disposable
+// sandbox layer: it needs no journal, and twice the default inode density
+// because package trees are many small files.
+var (
+	sharedMkfs = []string{"-O", "quota,project", "-E", "nodiscard,lazy_itable_init=1,lazy_journal_init=1"}
+	imageMkfs  = []string{"-O", "^has_journal", "-i", "8192", "-E", "nodiscard,lazy_itable_init=1"}
+)
+
+// FS is the place sandbox layers live, with one of two ways to bound them:
+// project quotas on one shared filesystem mounted at Dir, or, where the
+// kernel lacks quota support (no CONFIG_QFMT_V2 / CONFIG_XFS_QUOTA), one
+// small ext4 image per limited directory, mounted on it.
 type FS struct {
 	dir    string
-	source string // block device, for quotactl on kernels without quotactl_fd
+	source string // project mode: block device, for quotactl without quotactl_fd
+	images bool   // image mode: one image per limited directory
+}
+
+// Mode names how limits are enforced: "project" or "image".
+func (f *FS) Mode() string {
+	if f.images {
+		return "image"
+	}
+	return "project"
 }
 
 // Dir is where the filesystem is mounted.
@@ -35,7 +60,9 @@ func (f *FS) Dir() string { return f.dir }
 // Setup makes dir the mount point of a filesystem that enforces project
 // quotas. A filesystem already mounted there is reused if it enforces them
 // (a restarted daemon finds its own); otherwise the sparse image dir+".img"
-// is mounted, created with sizeBytes of capacity if it does not exist.
+// is mounted, created with sizeBytes of capacity if it does not exist. When
+// dir is another mount, or the kernel cannot enforce project quotas, it
+// returns an FS in image mode instead.
 func Setup(dir string, sizeBytes int64) (*FS, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -44,10 +71,13 @@ func Setup(dir string, sizeBytes int64) (*FS, error) {
 	if m, ok, err := mountAt(dir); err != nil {
 		return nil, fmt.Errorf("quota setup %s: %w", dir, err)
 	} else if ok {
-		if !m.enforcesProjectQuota() {
-			return nil, fmt.Errorf("quota setup: %s is a %s mount without project quota: %w", dir, m.FSType, ErrUnavailable)
+		if m.enforcesProjectQuota() {
+			return &FS{dir: dir, source: m.Source}, nil
 		}
-		return &FS{dir: dir, source: m.Source}, nil
+		if os.Geteuid() != 0 {
+			return nil, fmt.Errorf("quota setup: mounting needs root: %w", ErrUnavailable)
+		}
+		return &FS{dir: dir, images: true}, nil
 	}
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("quota setup: mounting needs root: %w", ErrUnavailable)
@@ -55,15 +85,22 @@ func Setup(dir string, sizeBytes int64) (*FS, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("quota setup: %w", err)
 	}
+	ok, err := projectQuotaWorks()
+	if err != nil {
+		return nil, fmt.Errorf("quota setup: %w", err)
+	}
+	if !ok {
+		return &FS{dir: dir, images: true}, nil
+	}
 	img := dir + ".img"
 	made := false
 	if _, err := os.Stat(img); errors.Is(err, fs.ErrNotExist) {
-		if err := makeImage(img, sizeBytes); err != nil {
+		if err := makeImage(img, sizeBytes, sharedMkfs...); err != nil {
 			return nil, err
 		}
 		made = true
 	}
-	src, err := mountImage(img, dir)
+	src, err := mountImage(img, dir, sharedMount)
 	if err != nil {
 		if made {
 			os.Remove(img)
@@ -73,10 +110,10 @@ func Setup(dir string, sizeBytes int64) (*FS, error) {
 	return &FS{dir: dir, source: src}, nil
 }
 
-// makeImage formats a sparse ext4 image with the quota and project features.
-// It formats a temporary file and renames it into place, so an image at the
-// final path is always complete and never formatted twice.
-func makeImage(img string, size int64) error {
+// makeImage formats a sparse ext4 image of size bytes with the mkfs.ext4
+// options opts. It formats a temporary file and renames it into place, so an
+// image at the final path is always complete and never formatted twice.
+func makeImage(img string, size int64, opts ...string) error {
 	mkfs, err := findMkfs()
 	if err != nil {
 		return err
@@ -94,11 +131,8 @@ func makeImage(img string, size int64) error {
 		os.Remove(tmp)
 		return fmt.Errorf("create image: %w", err)
 	}
-	// Lazy init keeps mkfs from writing the inode tables and journal: the
-	// image stays sparse. -m 0: no blocks reserved for root, the limits are
-	// per project anyway.
-	out, err := exec.Command(mkfs, "-q", "-F", "-m", "0", "-O", "quota,project",
-		"-E", "nodiscard,lazy_itable_init=1,lazy_journal_init=1", tmp).CombinedOutput()
+	args := append(append([]string{"-q", "-F", "-m", "0"}, opts...), tmp)
+	out, err := exec.Command(mkfs, args...).CombinedOutput()
 	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("mkfs.ext4 %s: %w: %s", img, err, strings.TrimSpace(string(out)))
@@ -124,9 +158,9 @@ func findMkfs() (string, error) {
 	return "", fmt.Errorf("mkfs.ext4 not found (install e2fsprogs): %w", ErrUnavailable)
 }
 
-// mountImage attaches img to a loop device and mounts it at dir, returning
-// the device path.
-func mountImage(img, dir string) (string, error) {
+// mountImage attaches img to a loop device and mounts it at dir with the
+// ext4 options opts, returning the device path.
+func mountImage(img, dir, opts string) (string, error) {
 	f, err := os.OpenFile(img, os.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", fmt.Errorf("open image: %w", err)
@@ -139,24 +173,29 @@ func mountImage(img, dir string) (string, error) {
 	// Closing the device after mounting leaves the mount as its only user,
 	// so autoclear detaches it on unmount (or now, if the mount failed).
 	defer dev.Close()
-	if err := unix.Mount(dev.Name(), dir, "ext4", unix.MS_NOSUID|unix.MS_NODEV, mountOptions); err != nil {
+	if err := unix.Mount(dev.Name(), dir, "ext4", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return "", fmt.Errorf("mount %s at %s: %w", img, dir, err)
 	}
 	return dev.Name(), nil
 }
 
-// Close unmounts the filesystem; its loop device detaches itself. The image
-// stays, so a later Setup mounts the same data again. The daemon keeps the
-// filesystem mounted across restarts and never calls it.
+// Close unmounts the shared filesystem; its loop device detaches itself. The
+// image stays, so a later Setup mounts the same data again. The daemon keeps
+// the filesystem mounted across restarts and never calls it. In image mode
+// it does nothing: each limited directory is released by Clear.
 func (f *FS) Close() error {
+	if f.images {
+		return nil
+	}
 	if err := unix.Unmount(f.dir, 0); err != nil && !errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("unmount %s: %w", f.dir, err)
 	}
 	return nil
 }
 
-// Detect says whether dir has, or Setup could give it, enforced project
-// quotas, and why, for `airlock doctor`.
+// Detect says whether dir has, or Setup could give it, a disk limit, and
+// how, for `airlock doctor`. As root it formats and mounts a small probe
+// image to learn whether the kernel enforces project quotas.
 func Detect(dir string) (ok bool, detail string) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -168,10 +207,8 @@ func Detect(dir string) (ok bool, detail string) {
 		return false, err.Error()
 	case mounted && m.enforcesProjectQuota():
 		return true, fmt.Sprintf("%s: %s with project quota on %s", dir, m.FSType, m.Source)
-	case mounted:
-		return false, fmt.Sprintf("%s: %s mounted without project quota", dir, m.FSType)
 	case os.Geteuid() != 0:
-		return false, "not root: cannot mount a quota filesystem"
+		return false, "not root: cannot mount quota filesystems"
 	}
 	if _, err := os.Stat("/dev/loop-control"); err != nil {
 		return false, "no /dev/loop-control: loop devices unavailable"
@@ -182,5 +219,12 @@ func Detect(dir string) (ok bool, detail string) {
 	if _, err := findMkfs(); err != nil {
 		return false, err.Error()
 	}
-	return true, fmt.Sprintf("%s: will mount sparse ext4 image %s.img with project quota", dir, dir)
+	works, err := projectQuotaWorks()
+	switch {
+	case err != nil:
+		return false, err.Error()
+	case mounted || !works:
+		return true, fmt.Sprintf("%s: one sparse ext4 image per sandbox layer (kernel lacks ext4 project quota)", dir)
+	}
+	return true, fmt.Sprintf("%s: sparse ext4 image %s.img with project quota", dir, dir)
 }

@@ -1,0 +1,108 @@
+package quota
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// imagePath is where the image of project id lives in image mode: derived
+// from the id alone, so a restarted daemon finds it again.
+func (f *FS) imagePath(id uint32) string {
+	return filepath.Join(f.dir, fmt.Sprintf(".quota-%d.img", id))
+}
+
+// limitImage gives path a filesystem of its own, bytes in size: writes past
+// it fail with ENOSPC. The new root keeps path's owner and mode, so a
+// directory prepared for the sandbox's uid stays usable.
+func (f *FS) limitImage(path string, id uint32, bytes int64) error {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fmt.Errorf("limit %s: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("limit %s: not a directory", path)
+	}
+	img := f.imagePath(id)
+	if _, err := os.Stat(img); err == nil {
+		return fmt.Errorf("limit %s: project %d: %w", path, id, fs.ErrExist)
+	}
+	if err := makeImage(img, bytes, imageMkfs...); err != nil {
+		return fmt.Errorf("limit %s: %w", path, err)
+	}
+	if _, err := mountImage(img, path, imageMount); err != nil {
+		os.Remove(img)
+		return fmt.Errorf("limit %s: %w", path, err)
+	}
+	if err := errors.Join(os.Chown(path, int(st.Uid), int(st.Gid)), os.Chmod(path, fs.FileMode(st.Mode&0o7777))); err != nil {
+		unix.Unmount(path, 0)
+		os.Remove(img)
+		return fmt.Errorf("limit %s: %w", path, err)
+	}
+	return nil
+}
+
+// imageMount finds where the image of project id is mounted.
+func (f *FS) imageMount(id uint32) (string, bool, error) {
+	img := f.imagePath(id)
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", false, fmt.Errorf("read mountinfo: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		sep := slices.Index(fields, "-")
+		if sep < 6 || len(fields) < sep+3 || !strings.HasPrefix(fields[sep+2], "/dev/loop") {
+			continue
+		}
+		dev := filepath.Base(fields[sep+2])
+		b, err := os.ReadFile(filepath.Join("/sys/block", dev, "loop", "backing_file"))
+		if err == nil && strings.TrimSpace(string(b)) == img {
+			return unescape(fields[4]), true, nil
+		}
+	}
+	return "", false, sc.Err()
+}
+
+func (f *FS) usageImage(id uint32) (int64, error) {
+	mnt, ok, err := f.imageMount(id)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, fmt.Errorf("project %d: %w", id, fs.ErrNotExist)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(mnt, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Blocks-st.Bfree) * st.Bsize, nil
+}
+
+// clearImage unmounts and deletes the image of project id, with everything
+// the sandbox wrote in it.
+func (f *FS) clearImage(id uint32) error {
+	mnt, ok, err := f.imageMount(id)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if err := unix.Unmount(mnt, 0); err != nil {
+			return fmt.Errorf("unmount %s: %w", mnt, err)
+		}
+	}
+	if err := os.Remove(f.imagePath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
