@@ -4,4 +4,4 @@ go 1.26.0
 
 require golang.org/x/sys v0.50.0
 
-require github.com/google/go-cmp v0.7.0 // indirect
+require github.com/google/go-cmp v0.7.0

@@ -10,6 +10,7 @@ import (
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 	"github.com/airlockhq/airlock/internal/runtime/linux/cgroups"
 	"github.com/airlockhq/airlock/internal/runtime/linux/landlock"
+	"github.com/airlockhq/airlock/internal/runtime/linux/quota"
 
 	"github.com/airlockhq/airlock/internal/runtime/linux/seccomp"
 )
@@ -50,7 +51,7 @@ func doctorCmd(args []string) error {
 	fmt.Printf("  overlay       %s\n", yesNo(ovl, ovlDetail))
 	idm, idmDetail := idmappedMounts()
 	fmt.Printf("  idmapped mnts %s\n", yesNo(idm, idmDetail))
-	qok, qdetail := false, "pending"
+	qok, qdetail := quota.Detect(*stateDir + "/sandboxes")
 	fmt.Printf("  disk quota    %s\n", yesNo(qok, qdetail))
 
 	rt, err := linux.New(linux.Config{StateDir: *stateDir})

@@ -1,6 +1,6 @@
 package linux
 
-import "errors"
+import "github.com/airlockhq/airlock/internal/runtime/linux/quota"
 
 // diskLimiter caps the bytes a sandbox's writable layer may use.
 type diskLimiter interface {
@@ -8,8 +8,13 @@ type diskLimiter interface {
 	Usage(project uint32) (int64, error)
 	Clear(project uint32) error
 	Close() error
+	Mode() string
 }
 
 func setupDiskPool(dir string, size int64) (diskLimiter, error) {
-	return nil, errors.New("pending")
+	fs, err := quota.Setup(dir, size)
+	if err != nil {
+		return nil, err
+	}
+	return fs, nil
 }

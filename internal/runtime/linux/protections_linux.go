@@ -37,7 +37,11 @@ func (r *Runtime) Protections() []runtime.Protection {
 		add("landlock", false, "kernel has no landlock (or it is disabled)")
 	}
 	add("cgroup limits (memory, cpu, pids)", r.cgErr == nil && !r.rootless, errString(r.cgErr))
-	add("disk limit on the writable layer", r.quota != nil, errString(r.quotaErr))
+	if r.quota != nil {
+		add("disk limit on the writable layer", true, r.quota.Mode()+" mode")
+	} else {
+		add("disk limit on the writable layer", false, errString(r.quotaErr))
+	}
 	add("network: loopback only", true, "")
 	return ps
 }

@@ -238,7 +238,9 @@ func (c *Cgroup) Unified() string { return c.unified }
 // hierarchy. Children it forks before Add may stay outside, so callers add a
 // process before it runs untrusted code.
 func (c *Cgroup) Add(pid int) error {
-	if pid <= 0 {
+	// The daemon in a sandbox group would share its limits and die with
+	// its Kill.
+	if pid <= 0 || pid == os.Getpid() {
 		return fmt.Errorf("add pid %d to cgroup %s: %w", pid, c.name, runtime.ErrInvalid)
 	}
 	for _, d := range c.dirs {

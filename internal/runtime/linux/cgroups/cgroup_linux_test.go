@@ -373,8 +373,10 @@ func TestOOMKillStaysInside(t *testing.T) {
 	if s.OOMKills < 1 {
 		t.Errorf("OOMKills = %d, want >= 1", s.OOMKills)
 	}
-	if s.MemoryPeakBytes <= 0 || s.MemoryPeakBytes > 64<<20 {
-		t.Errorf("MemoryPeakBytes = %d, want in (0, 64 MiB]", s.MemoryPeakBytes)
+	// The kernel charges in per-CPU batches, so the peak may pass the
+	// limit by a few pages before reclaim and the OOM killer act.
+	if s.MemoryPeakBytes < 32<<20 || s.MemoryPeakBytes > 65<<20 {
+		t.Errorf("MemoryPeakBytes = %d, want about the 64 MiB limit", s.MemoryPeakBytes)
 	}
 	if s.CPUSeconds <= 0 {
 		t.Errorf("CPUSeconds = %v, want > 0", s.CPUSeconds)
@@ -420,5 +422,34 @@ func TestProcCgroupFormat(t *testing.T) {
 		if strings.Count(sc.Text(), ":") < 2 {
 			t.Errorf("line %q: want id:controllers:path", sc.Text())
 		}
+	}
+}
+
+// BenchmarkLifecycle measures what a sandbox pays for its group: create with
+// limits, add a process, kill it, destroy.
+func BenchmarkLifecycle(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("requires root: creates cgroups")
+	}
+	info, err := Detect()
+	if err != nil || !info.Writable {
+		b.Skipf("requires writable cgroups: %v", err)
+	}
+	for b.Loop() {
+		c, err := create(info, testName(), runtime.Limits{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command("sleep", "1000")
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Add(cmd.Process.Pid); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Destroy(); err != nil {
+			b.Fatal(err)
+		}
+		cmd.Wait()
 	}
 }

@@ -54,7 +54,8 @@ func (f *FS) Mode() string {
 	return "project"
 }
 
-// Dir is where the filesystem is mounted.
+// Dir is where the shared filesystem is mounted (project mode) or where the
+// per-directory images are kept (image mode).
 func (f *FS) Dir() string { return f.dir }
 
 // Setup makes dir the mount point of a filesystem that enforces project
@@ -118,11 +119,12 @@ func makeImage(img string, size int64, opts ...string) error {
 	if err != nil {
 		return err
 	}
-	tmp := img + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	// A unique temporary name: two sandboxes may need the same template.
+	f, err := os.CreateTemp(filepath.Dir(img), filepath.Base(img)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("create image: %w", err)
 	}
+	tmp := f.Name()
 	err = f.Truncate(size)
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -15,18 +15,33 @@ import (
 
 const mib = 1 << 20
 
-// setup mounts a fresh 512 MiB quota filesystem that is unmounted, and its
-// loop device released, when the test ends however it ends.
-func setup(t *testing.T) *FS {
+func requiresRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("requires root: mounts a loop device")
+		t.Skip("requires root: mounts loop devices")
 	}
-	if ok, detail := Detect(filepath.Join(t.TempDir(), "probe")); !ok {
-		t.Skipf("requires disk quota support: %s", detail)
+	if _, err := findMkfs(); err != nil {
+		t.Skipf("requires mkfs.ext4: %v", err)
 	}
-	dir := filepath.Join(t.TempDir(), "fs")
-	f, err := Setup(dir, 512*mib)
+}
+
+// setup returns an FS in the given mode ("project" or "image") that is torn
+// down when the test ends, however it ends. Project mode needs a kernel with
+// ext4 quota support; the test skips without one.
+func setup(t *testing.T, mode string) *FS {
+	t.Helper()
+	requiresRoot(t)
+	if mode == "image" {
+		return &FS{dir: t.TempDir(), images: true}
+	}
+	works, err := projectQuotaWorks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !works {
+		t.Skip("kernel cannot mount ext4 with prjquota (built without CONFIG_QFMT_V2): project mode untestable here")
+	}
+	f, err := Setup(filepath.Join(t.TempDir(), "fs"), 512*mib)
 	if err != nil {
 		t.Fatalf("Setup: %v", err)
 	}
@@ -38,7 +53,15 @@ func setup(t *testing.T) *FS {
 	return f
 }
 
-// project makes a directory on f limited to limit bytes.
+// forEachMode runs test in both modes.
+func forEachMode(t *testing.T, test func(t *testing.T, f *FS)) {
+	for _, mode := range []string{"project", "image"} {
+		t.Run(mode, func(t *testing.T) { test(t, setup(t, mode)) })
+	}
+}
+
+// project makes a directory on f limited to limit bytes, released when the
+// test ends.
 func project(t *testing.T, f *FS, name string, id uint32, limit int64) string {
 	t.Helper()
 	dir := filepath.Join(f.Dir(), name)
@@ -48,6 +71,11 @@ func project(t *testing.T, f *FS, name string, id uint32, limit int64) string {
 	if err := f.Limit(dir, id, limit); err != nil {
 		t.Fatalf("Limit: %v", err)
 	}
+	t.Cleanup(func() {
+		if err := f.Clear(id); err != nil {
+			t.Errorf("Clear: %v", err)
+		}
+	})
 	return dir
 }
 
@@ -56,8 +84,7 @@ type zeros struct{}
 func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
 // fill writes zeros to path until a write fails or max bytes are written.
-func fill(t *testing.T, path string, max int64) (int64, error) {
-	t.Helper()
+func fill(path string, max int64) (int64, error) {
 	w, err := os.Create(path)
 	if err != nil {
 		return 0, err
@@ -74,122 +101,188 @@ func overQuota(err error) bool {
 }
 
 func TestLimitStopsWrites(t *testing.T) {
-	f := setup(t)
-	a := project(t, f, "a", 1001, 32*mib)
-	b := project(t, f, "b", 1002, 256*mib)
+	forEachMode(t, func(t *testing.T, f *FS) {
+		a := project(t, f, "a", 1001, 32*mib)
+		b := project(t, f, "b", 1002, 256*mib)
 
-	n, err := fill(t, filepath.Join(a, "file"), 64*mib)
-	if !overQuota(err) {
-		t.Fatalf("writing 64 MiB under a 32 MiB limit: wrote %d, err %v; want EDQUOT or ENOSPC", n, err)
-	}
-	if n > 32*mib || n < 30*mib {
-		t.Errorf("wrote %d bytes before the limit, want close to 32 MiB and not above", n)
-	}
-	used, err := f.Usage(1001)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if used < n || used > 32*mib {
-		t.Errorf("Usage = %d, want between %d written and the 32 MiB limit", used, n)
-	}
+		n, err := fill(filepath.Join(a, "file"), 64*mib)
+		if !overQuota(err) {
+			t.Fatalf("writing 64 MiB under a 32 MiB limit: wrote %d, err %v; want EDQUOT or ENOSPC", n, err)
+		}
+		// Image mode loses some of the limit to filesystem metadata.
+		if n > 32*mib || n < 28*mib {
+			t.Errorf("wrote %d bytes before the limit, want close to 32 MiB and not above", n)
+		}
+		used, err := f.Usage(1001)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if used < n || used > 32*mib {
+			t.Errorf("Usage = %d, want between %d written and the 32 MiB limit", used, n)
+		}
 
-	// Another project is unaffected, and subdirectories inherit it.
-	if err := os.Mkdir(filepath.Join(b, "sub"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := fill(t, filepath.Join(b, "sub", "file"), 40*mib); err != nil {
-		t.Fatalf("project b: wrote %d: %v", n, err)
-	}
-	if used, err := f.Usage(1002); err != nil || used < 40*mib {
-		t.Errorf("Usage(b) = %d, %v; want >= 40 MiB counted through the subdirectory", used, err)
-	}
+		// Another project is unaffected, and subdirectories count.
+		if err := os.Mkdir(filepath.Join(b, "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := fill(filepath.Join(b, "sub", "file"), 40*mib); err != nil {
+			t.Fatalf("project b: wrote %d: %v", n, err)
+		}
+		if used, err := f.Usage(1002); err != nil || used < 40*mib {
+			t.Errorf("Usage(b) = %d, %v; want >= 40 MiB counted through the subdirectory", used, err)
+		}
+	})
+}
 
-	// Clearing lifts the limit.
-	if err := f.Clear(1001); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := fill(t, filepath.Join(a, "more"), 8*mib); err != nil {
-		t.Errorf("after Clear: wrote %d: %v", n, err)
-	}
+func TestClearLiftsLimit(t *testing.T) {
+	forEachMode(t, func(t *testing.T, f *FS) {
+		a := project(t, f, "a", 1001, 16*mib)
+		if _, err := fill(filepath.Join(a, "file"), 32*mib); !overQuota(err) {
+			t.Fatalf("want the limit hit first, got %v", err)
+		}
+		if err := f.Clear(1001); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Clear(1001); err != nil {
+			t.Fatalf("second Clear: %v", err)
+		}
+		if n, err := fill(filepath.Join(a, "more"), 24*mib); err != nil {
+			t.Errorf("after Clear: wrote %d: %v", n, err)
+		}
+	})
 }
 
 func TestLimitRefuses(t *testing.T) {
-	f := setup(t)
-	dir := filepath.Join(f.Dir(), "d")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Limit(dir, 0, mib); err == nil {
-		t.Error("Limit accepted project 0")
-	}
-	if err := f.Limit(t.TempDir(), 7, mib); err == nil {
-		t.Error("Limit accepted a directory on another filesystem")
-	}
+	forEachMode(t, func(t *testing.T, f *FS) {
+		dir := filepath.Join(f.Dir(), "d")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Limit(dir, 0, mib); err == nil {
+			t.Error("Limit accepted project 0")
+		}
+		if err := f.Limit(dir, 5, 0); err == nil {
+			t.Error("Limit accepted a zero size")
+		}
+		if f.images {
+			return
+		}
+		if err := f.Limit(t.TempDir(), 7, mib); err == nil {
+			t.Error("Limit accepted a directory on another filesystem")
+		}
+	})
 }
 
 func TestLimitThroughOverlay(t *testing.T) {
-	f := setup(t)
-	layer := project(t, f, "sandbox", 1003, 16*mib)
-	upper, work := filepath.Join(layer, "upper"), filepath.Join(layer, "work")
-	for _, d := range []string{upper, work} {
-		if err := os.Mkdir(d, 0o755); err != nil {
+	forEachMode(t, func(t *testing.T, f *FS) {
+		layer := project(t, f, "sandbox", 1003, 16*mib)
+		upper, work := filepath.Join(layer, "upper"), filepath.Join(layer, "work")
+		for _, d := range []string{upper, work} {
+			if err := os.Mkdir(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lower, merged := t.TempDir(), t.TempDir()
+		if err := os.WriteFile(filepath.Join(lower, "base"), []byte("from the template\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	}
-	lower, merged := t.TempDir(), t.TempDir()
-	if err := os.WriteFile(filepath.Join(lower, "base"), []byte("from the template\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work)
-	if err := unix.Mount("overlay", merged, "overlay", 0, opts); err != nil {
-		t.Fatalf("mount overlay: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(merged, 0); err != nil {
-			t.Errorf("unmount overlay: %v", err)
+		opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work)
+		if err := unix.Mount("overlay", merged, "overlay", 0, opts); err != nil {
+			t.Fatalf("mount overlay: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := unix.Unmount(merged, 0); err != nil {
+				t.Errorf("unmount overlay: %v", err)
+			}
+		})
+
+		// A copy-up lands in the project too.
+		base, err := os.OpenFile(filepath.Join(merged, "base"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := base.WriteString("changed\n"); err != nil {
+			t.Fatal(err)
+		}
+		base.Close()
+		n, err := fill(filepath.Join(merged, "big"), 64*mib)
+		if !overQuota(err) || n > 16*mib {
+			t.Fatalf("overlay write: wrote %d, err %v; want EDQUOT or ENOSPC by 16 MiB", n, err)
+		}
+		if f.images {
+			return
+		}
+		var x fsxattr
+		d, err := os.Open(filepath.Join(upper, "base"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		if err := ioctl(d, fsIOCGetXattr, &x); err != nil || x.Projid != 1003 {
+			t.Errorf("copied-up file: project %d, %v; want 1003", x.Projid, err)
 		}
 	})
-
-	// A copy-up lands in the project too.
-	base, err := os.OpenFile(filepath.Join(merged, "base"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := base.WriteString("changed\n"); err != nil {
-		t.Fatal(err)
-	}
-	base.Close()
-	n, err := fill(t, filepath.Join(merged, "big"), 64*mib)
-	if !overQuota(err) || n > 16*mib {
-		t.Fatalf("overlay write: wrote %d, err %v; want EDQUOT or ENOSPC by 16 MiB", n, err)
-	}
-	var x fsxattr
-	d, err := os.Open(filepath.Join(upper, "base"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	if err := ioctl(d, fsIOCGetXattr, &x); err != nil || x.Projid != 1003 {
-		t.Errorf("copied-up file: project %d, %v; want 1003", x.Projid, err)
-	}
 }
 
-func TestCloseDetachesAndSetupRemounts(t *testing.T) {
-	f := setup(t)
+// TestImageSparseAndReleased checks the host side of image mode: the image
+// costs only what was written, the directory keeps its owner, and Clear
+// frees the loop device and the file.
+func TestImageSparseAndReleased(t *testing.T) {
+	f := setup(t, "image")
+	dir := filepath.Join(f.Dir(), "sb")
+	if err := os.Mkdir(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, 100000, 100000); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Limit(dir, 42, 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Clear(42) })
+	if n, err := fill(filepath.Join(dir, "f"), 8*mib); err != nil {
+		t.Fatalf("wrote %d: %v", n, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil || st.Uid != 100000 || st.Mode&0o777 != 0o750 {
+		t.Errorf("limited dir: uid %d mode %o (%v), want 100000 and 750", st.Uid, st.Mode&0o777, err)
+	}
+	img := f.imagePath(42)
+	if err := unix.Stat(img, &st); err != nil {
+		t.Fatal(err)
+	}
+	if used := st.Blocks * 512; used > 32*mib {
+		t.Errorf("1 GiB image holding 8 MiB uses %d bytes of host disk, want it sparse", used)
+	}
+	mnt, _, err := f.imageMount(42)
+	if err != nil || mnt != dir {
+		t.Fatalf("imageMount = %q, %v; want %s", mnt, err, dir)
+	}
+	dev := loopOf(t, dir)
+	if err := f.Clear(42); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(img); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("image still there after Clear: %v", err)
+	}
+	assertDetached(t, dev)
+}
+
+func TestSetupSharedRemounts(t *testing.T) {
+	f := setup(t, "project")
 	if err := os.WriteFile(filepath.Join(f.Dir(), "kept"), []byte("data"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// While mounted, a second Setup (a restarted daemon) reuses the mount.
 	again, err := Setup(f.Dir(), 512*mib)
-	if err != nil || again.source != f.source {
-		t.Fatalf("Setup on a mounted dir: %v, %v; want the mount on %s", again, err, f.source)
+	if err != nil || again.source != f.source || again.images {
+		t.Fatalf("Setup on a mounted dir: %+v, %v; want the mount on %s", again, err, f.source)
 	}
 	if ok, detail := Detect(f.Dir()); !ok {
 		t.Errorf("Detect on the mount: %s", detail)
 	}
-	img := f.Dir() + ".img"
 	var st unix.Stat_t
-	if err := unix.Stat(img, &st); err != nil {
+	if err := unix.Stat(f.Dir()+".img", &st); err != nil {
 		t.Fatal(err)
 	}
 	if used := st.Blocks * 512; used > 64*mib {
@@ -198,11 +291,7 @@ func TestCloseDetachesAndSetupRemounts(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	backing := filepath.Join("/sys/block", filepath.Base(f.source), "loop", "backing_file")
-	if !eventually(func() bool { _, err := os.Stat(backing); return err != nil }) {
-		b, _ := os.ReadFile(backing)
-		t.Errorf("%s still bound to %s after Close", f.source, strings.TrimSpace(string(b)))
-	}
+	assertDetached(t, f.source)
 
 	// After Close the image is mounted again, not formatted again.
 	f2, err := Setup(f.Dir(), 512*mib)
@@ -215,14 +304,65 @@ func TestCloseDetachesAndSetupRemounts(t *testing.T) {
 	}
 }
 
-// eventually waits a bounded while for cond: loop autoclear may run just
-// after umount returns.
-func eventually(cond func() bool) bool {
+// TestSetupMatchesDetect checks that Setup picks the mode Detect announces.
+func TestSetupMatchesDetect(t *testing.T) {
+	requiresRoot(t)
+	dir := filepath.Join(t.TempDir(), "fs")
+	ok, detail := Detect(dir)
+	if !ok {
+		t.Fatalf("Detect as root with mkfs.ext4: %s", detail)
+	}
+	f, err := Setup(dir, 512*mib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if want := f.Mode() == "image"; strings.Contains(detail, "per sandbox") != want {
+		t.Errorf("Setup chose %s mode, Detect said %q", f.Mode(), detail)
+	}
+}
+
+func loopOf(t *testing.T, dir string) string {
+	t.Helper()
+	m, ok, err := mountAt(dir)
+	if err != nil || !ok || !strings.HasPrefix(m.Source, "/dev/loop") {
+		t.Fatalf("mount at %s: %+v %v %v", dir, m, ok, err)
+	}
+	return m.Source
+}
+
+// assertDetached waits a bounded while for dev to lose its backing file:
+// loop autoclear may finish just after umount returns.
+func assertDetached(t *testing.T, dev string) {
+	t.Helper()
+	backing := filepath.Join("/sys/block", filepath.Base(dev), "loop", "backing_file")
 	for range 500 {
-		if cond() {
-			return true
+		if _, err := os.Stat(backing); err != nil {
+			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return false
+	b, _ := os.ReadFile(backing)
+	t.Errorf("%s still bound to %s", dev, strings.TrimSpace(string(b)))
+}
+
+// BenchmarkImageLimitClear measures what image mode adds to a sandbox's
+// creation and teardown: format, attach, mount a 1 GiB image, then release it.
+func BenchmarkImageLimitClear(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("requires root: mounts loop devices")
+	}
+	f := &FS{dir: b.TempDir(), images: true}
+	dir := filepath.Join(f.dir, "sb")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := f.Limit(dir, 9, 1<<30); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Clear(9); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
