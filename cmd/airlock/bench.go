@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime"
@@ -16,63 +17,36 @@ import (
 
 func benchCmd(args []string) error {
 	if len(args) == 0 || args[0] != "spawn" {
-		return errors.New("usage: airlock bench spawn [-n 200]")
+		return errors.New("usage: airlock bench spawn [-n 200] [-pool 2] [-v]")
 	}
 	fs := flag.NewFlagSet("bench spawn", flag.ContinueOnError)
 	n := fs.Int("n", 200, "iterations per contender")
+	poolSize := fs.Int("pool", 2, "warm pool size for the pooled row (0 skips it)")
 	stateDir := fs.String("state-dir", defaultStateDir(), "where sandboxes and templates live")
 	verbose := fs.Bool("v", false, "also print where the time goes, phase by phase")
 	if err := fs.Parse(args[1:]); err != nil {
 		return exitError(2)
 	}
-	if *n < 1 {
-		return errors.New("-n must be at least 1")
+	if *n < 1 || *poolSize < 0 {
+		return errors.New("-n must be at least 1 and -pool at least 0")
 	}
-	phases := map[string][]time.Duration{}
-	var order []string
-	cfg := linux.Config{StateDir: *stateDir}
-	if *verbose {
-		cfg.Trace = func(name string, d time.Duration) {
-			if _, ok := phases[name]; !ok {
-				order = append(order, name)
-			}
-			phases[name] = append(phases[name], d)
-		}
-	}
-	rt, err := linux.New(cfg)
+	fmt.Printf("spawn: create -> exec true -> destroy, n=%d per row, every airlock row with full isolation\n", *n)
+	fmt.Printf("%-40s %9s %9s %9s %9s\n", "contender", "p50", "p95", "p99", "max")
+	cold, err := spawnRows(*stateDir, *n, 0, *verbose)
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
-	var create, execT, destroy, total []time.Duration
-	for i := range *n {
-		t0 := time.Now()
-		sb, err := rt.Create(ctx, runtime.Spec{ID: fmt.Sprintf("bench-%d-%d", os.Getpid(), i)})
+	for _, r := range cold {
+		r.print()
+	}
+	if *poolSize > 0 {
+		warm, err := spawnRows(*stateDir, *n, *poolSize, *verbose)
 		if err != nil {
-			return fmt.Errorf("iteration %d: %w", i, err)
+			return err
 		}
-		t1 := time.Now()
-		st, err := sb.Exec(ctx, runtime.ExecRequest{Argv: []string{"true"}})
-		t2 := time.Now()
-		derr := sb.Destroy(ctx)
-		t3 := time.Now()
-		if err != nil || st.Code != 0 || derr != nil {
-			return fmt.Errorf("iteration %d: exec %v (exit %d), destroy %v", i, err, st.Code, derr)
+		for _, r := range warm {
+			r.print()
 		}
-		create, execT, destroy, total = append(create, t1.Sub(t0)), append(execT, t2.Sub(t1)), append(destroy, t3.Sub(t2)), append(total, t3.Sub(t0))
-	}
-	fmt.Printf("spawn: create -> exec true -> destroy, n=%d per row\n", *n)
-	fmt.Printf("%-34s %9s %9s %9s %9s\n", "contender", "p50", "p95", "p99", "max")
-	row := func(name string, d []time.Duration) {
-		p := percentiles(d)
-		fmt.Printf("%-34s %9s %9s %9s %9s\n", name, ms(p[0]), ms(p[1]), ms(p[2]), ms(p[3]))
-	}
-	row("airlock (full isolation)", total)
-	row("  create", create)
-	row("  exec true", execT)
-	row("  destroy", destroy)
-	for _, name := range order {
-		row("    "+name, phases[name])
 	}
 	peers := []struct {
 		name string
@@ -83,17 +57,82 @@ func benchCmd(args []string) error {
 	}
 	for _, p := range peers {
 		if _, err := exec.LookPath(p.argv[0]); err != nil {
-			fmt.Printf("%-34s not installed\n", p.name)
+			fmt.Printf("%-40s not installed\n", p.name)
 			continue
 		}
 		d, err := timeCommand(p.argv, *n)
 		if err != nil {
-			fmt.Printf("%-34s failed: %v\n", p.name, err)
+			fmt.Printf("%-40s failed: %v\n", p.name, err)
 			continue
 		}
-		row(p.name, d)
+		row{p.name, d}.print()
 	}
 	return nil
+}
+
+type row struct {
+	name string
+	d    []time.Duration
+}
+
+func (r row) print() {
+	p := percentiles(r.d)
+	fmt.Printf("%-40s %9s %9s %9s %9s\n", r.name, ms(p[0]), ms(p[1]), ms(p[2]), ms(p[3]))
+}
+
+// spawnRows runs n create -> exec true -> destroy cycles on a runtime with
+// the given warm pool size and returns the total and per-step rows.
+func spawnRows(stateDir string, n, poolSize int, verbose bool) ([]row, error) {
+	var mu sync.Mutex
+	phases := map[string][]time.Duration{}
+	var order []string
+	cfg := linux.Config{StateDir: stateDir, PoolSize: poolSize}
+	if verbose {
+		cfg.Trace = func(name string, d time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			if _, ok := phases[name]; !ok {
+				order = append(order, name)
+			}
+			phases[name] = append(phases[name], d)
+		}
+	}
+	rt, err := linux.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close()
+	label := "airlock, cold"
+	if poolSize > 0 {
+		label = fmt.Sprintf("airlock, warm pool of %d", poolSize)
+		// Start measuring with the pool full, as a running server would be.
+		time.Sleep(time.Duration(poolSize) * 100 * time.Millisecond)
+	}
+	ctx := context.Background()
+	var create, execT, destroy, total []time.Duration
+	for i := range n {
+		t0 := time.Now()
+		sb, err := rt.Create(ctx, runtime.Spec{ID: fmt.Sprintf("bench-%d-%d-%d", os.Getpid(), poolSize, i)})
+		if err != nil {
+			return nil, fmt.Errorf("iteration %d: %w", i, err)
+		}
+		t1 := time.Now()
+		st, err := sb.Exec(ctx, runtime.ExecRequest{Argv: []string{"true"}})
+		t2 := time.Now()
+		derr := sb.Destroy(ctx)
+		t3 := time.Now()
+		if err != nil || st.Code != 0 || derr != nil {
+			return nil, fmt.Errorf("iteration %d: exec %v (exit %d), destroy %v", i, err, st.Code, derr)
+		}
+		create, execT, destroy, total = append(create, t1.Sub(t0)), append(execT, t2.Sub(t1)), append(destroy, t3.Sub(t2)), append(total, t3.Sub(t0))
+	}
+	rows := []row{{label, total}, {"  create", create}, {"  exec true", execT}, {"  destroy", destroy}}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range order {
+		rows = append(rows, row{"    " + name, phases[name]})
+	}
+	return rows, nil
 }
 
 func timeCommand(argv []string, n int) ([]time.Duration, error) {

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net"
 	"sort"
+	"sync/atomic"
 
 	"github.com/airlockhq/airlock/internal/runtime"
 )
@@ -34,6 +35,8 @@ type clientConn struct {
 	fw   *frameWriter
 	buf  []byte
 	stop func() bool
+	// srcErr is the caller's reader failing mid-upload.
+	srcErr atomic.Pointer[error]
 }
 
 // open dials, sends req and arranges for ctx cancellation to close the
@@ -180,52 +183,48 @@ func (c *Client) readFile(ctx context.Context, path string, w io.Writer) (int64,
 	}
 }
 
-// sourceError marks a failure of the caller's reader, so it is reported
-// rather than the broken connection it causes.
-type sourceError struct{ err error }
-
-func (e sourceError) Error() string { return e.err.Error() }
-func (e sourceError) Unwrap() error { return e.err }
-
 // sendStream copies r to the agent as data frames and ends the stream. On a
-// read error it closes the connection so the agent discards what it got.
-func (cc *clientConn) sendStream(r io.Reader) error {
+// read error it closes the connection so the agent discards what it got,
+// and records the error so it is reported instead of the broken connection.
+func (cc *clientConn) sendStream(r io.Reader) {
 	buf := make([]byte, MaxPayload)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			if werr := cc.fw.write(FrameData, buf[:n]); werr != nil {
-				return werr
+			if cc.fw.write(FrameData, buf[:n]) != nil {
+				return // the connection's reader reports why
 			}
 		}
 		if errors.Is(err, io.EOF) {
-			return cc.fw.write(FrameEnd, nil)
+			_ = cc.fw.write(FrameEnd, nil)
+			return
 		}
 		if err != nil {
+			cc.srcErr.Store(&err)
 			cc.c.Close()
-			return sourceError{err}
+			return
 		}
 	}
 }
 
 // WriteFile atomically replaces the file at path with the content of r and
 // mode's permission bits (0644 when zero). It returns the bytes written.
+// Cancelling ctx abandons the upload and leaves the old file in place; as
+// with os/exec, a reader blocked in Read keeps its goroutine until it returns.
 func (c *Client) WriteFile(ctx context.Context, path string, r io.Reader, mode fs.FileMode) (int64, error) {
 	cc, err := c.open(ctx, Request{Op: OpWrite, Path: path, Mode: unixMode(mode)})
 	if err != nil {
 		return 0, fmt.Errorf("agent write %s: %w", path, err)
 	}
 	// Send and receive at once: the agent may refuse early (missing parent,
-	// permission, full disk) and the upload must then stop.
-	sent := make(chan error, 1)
-	go func() { sent <- cc.sendStream(r) }()
+	// permission, full disk) and the upload must then stop. The sender is not
+	// waited for: it may sit in r.Read, which only r can end.
+	go cc.sendStream(r)
 	var res SizeResult
 	err = cc.result(&res)
 	cc.close()
-	serr := <-sent
-	var src sourceError
-	if errors.As(serr, &src) && (err == nil || !isAgentError(err)) {
-		err = src.err
+	if src := cc.srcErr.Load(); src != nil && err != nil && !isAgentError(err) {
+		err = *src
 	}
 	if err != nil {
 		return 0, fmt.Errorf("agent write %s: %w", path, err)

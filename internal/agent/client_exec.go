@@ -69,7 +69,7 @@ func (c *Client) Start(ctx context.Context, req runtime.ExecRequest) (*Process, 
 	} else {
 		// The pump's error is not reported: a dead connection shows up as
 		// the output loop's error, and a failing reader just ends stdin.
-		go func() { _ = cc.sendStream(req.Stdin) }()
+		go cc.sendStream(req.Stdin)
 	}
 	go p.collect(cc, req.Stdout, req.Stderr)
 	return p, nil

@@ -19,6 +19,7 @@ var (
 	ErrInvalid     = errors.New("invalid argument")
 	ErrUnavailable = errors.New("unavailable")
 	ErrUnsupported = errors.New("not supported on this host")
+	ErrConflict    = errors.New("already exists")
 )
 
 // Limits bound what one sandbox may consume. Zero fields take the defaults.
@@ -27,7 +28,7 @@ type Limits struct {
 	MemoryMB int64   // memory limit, OOM kills stay inside the sandbox
 	Pids     int64   // maximum number of tasks
 	DiskMB   int64   // writable layer size
-	TmpMB    int64   // size of the tmpfs at /tmp
+	TmpMB    int64   // size of the tmpfs at /tmp (its pages count as memory)
 }
 
 // Default limits, as documented for POST /v1/sandboxes.
@@ -49,7 +50,7 @@ func (l Limits) WithDefaults() Limits {
 		l.DiskMB = d.DiskMB
 	}
 	if l.TmpMB == 0 {
-		l.TmpMB = min(d.TmpMB, l.MemoryMB/2)
+		l.TmpMB = d.TmpMB
 	}
 	return l
 }
@@ -65,8 +66,10 @@ func (l Limits) Validate() error {
 		return errors.Join(ErrInvalid, errors.New("pids must be at least 8"))
 	case l.DiskMB < 16:
 		return errors.Join(ErrInvalid, errors.New("disk must be at least 16 MiB"))
-	case l.TmpMB < 1 || l.TmpMB > l.MemoryMB:
-		return errors.Join(ErrInvalid, errors.New("tmp size must be between 1 MiB and the memory limit"))
+	case l.TmpMB < 1 || l.TmpMB > 1<<20:
+		// /tmp is memory: what is written there counts against the memory
+		// limit, whatever its size.
+		return errors.Join(ErrInvalid, errors.New("tmp size must be between 1 MiB and 1 TiB"))
 	}
 	return nil
 }

@@ -33,15 +33,18 @@ var defaultEnv = map[string]string{
 	"LANG":    "C.UTF-8",
 }
 
-func (r *Runtime) create(ctx context.Context, spec runtime.Spec, lim runtime.Limits) (_ runtime.Sandbox, err error) {
-	dir := filepath.Join(r.sandboxesDir(), spec.ID)
+// boot creates a sandbox named name (its directory and cgroup) that no
+// public id points at yet: the cold path binds it at once, the warm pool
+// later.
+func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, host string) (_ *sandbox, err error) {
+	dir := filepath.Join(r.sandboxesDir(), name)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		if errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("%w: sandbox %s already exists", runtime.ErrInvalid, spec.ID)
+			return nil, fmt.Errorf("%w: sandbox %s", runtime.ErrConflict, name)
 		}
 		return nil, fmt.Errorf("create sandbox dir: %w", err)
 	}
-	p := persisted{ID: spec.ID, Slot: -1, Limits: lim}
+	p := persisted{Name: name, Slot: -1, Limits: lim}
 	sb := newSandbox(r, p, dir)
 	defer func() {
 		if err != nil {
@@ -58,7 +61,7 @@ func (r *Runtime) create(ctx context.Context, spec runtime.Spec, lim runtime.Lim
 		uid, gid = -1, -1
 	} else {
 		end := r.phase("create: claim uid range")
-		s, err := claimSlot(r.cfg.StateDir, spec.ID)
+		s, err := claimSlot(r.cfg.StateDir, name)
 		end()
 		if err != nil {
 			return nil, err
@@ -66,54 +69,75 @@ func (r *Runtime) create(ctx context.Context, spec runtime.Spec, lim runtime.Lim
 		sb.slot, sb.p.Slot = s, s.n
 		hostUID = s.hostUID()
 		if r.quota != nil {
-			if err := r.quota.Limit(dir, s.projectID(), lim.DiskMB<<20); err != nil {
+			end := r.phase("create: disk limit")
+			err := r.quota.Limit(dir, s.projectID(), lim.DiskMB<<20)
+			end()
+			if err != nil {
 				return nil, fmt.Errorf("set disk limit: %w", err)
 			}
 		}
 	}
 	end := r.phase("create: writable layer")
-	err = r.layout(dir, spec, hostUID)
+	err = r.layout(dir, host, hostUID)
 	end()
 	if err != nil {
 		return nil, err
 	}
 	cfg := &initConfig{
-		ID: spec.ID, Hostname: hostname(spec), Lower: r.tmpl.rootfs, Binds: r.tmpl.binds,
+		ID: name, Hostname: host, Lower: r.tmpl.rootfs, Binds: r.tmpl.binds,
 		Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work"), Rootfs: filepath.Join(dir, "rootfs"),
-		TmpMB: lim.TmpMB, Env: mergeEnv(defaultEnv, spec.Env), Workdir: workdir(spec),
+		TmpMB: lim.TmpMB, Env: mergeEnv(defaultEnv, nil), Workdir: defaultWorkdir,
 		UID: uid, GID: gid, Rootless: r.rootless, Trace: r.cfg.Trace != nil,
 	}
 	if err := r.start(ctx, sb, cfg, hostUID); err != nil {
 		return nil, err
 	}
-	endSave := r.phase("create: save")
-	if err := sb.save(); err != nil {
-		return nil, err
+	return sb, sb.save()
+}
+
+// bind gives a booted sandbox its public id, limits, environment and
+// working directory. The id is claimed with an exclusive symlink, so two
+// creates of one id cannot both succeed.
+func (r *Runtime) bind(ctx context.Context, sb *sandbox, spec runtime.Spec, lim runtime.Limits) error {
+	defer r.phase("create: bind id")()
+	link := filepath.Join(r.idsDir(), spec.ID)
+	if err := os.Symlink(sb.p.Name, link); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("%w: sandbox %s", runtime.ErrConflict, spec.ID)
+		}
+		return fmt.Errorf("register sandbox id: %w", err)
 	}
-	endSave()
+	if sb.cg != nil && lim != sb.p.Limits {
+		if err := sb.cg.SetLimits(lim); err != nil {
+			os.Remove(link)
+			return fmt.Errorf("set limits: %w", err)
+		}
+	}
+	sb.p.ID, sb.p.Limits, sb.p.Env, sb.p.Workdir = spec.ID, lim, spec.Env, spec.Workdir
+	if sb.p.Workdir != "" && sb.p.Workdir != defaultWorkdir {
+		// Best effort, as the sandbox user: a workdir it may not create
+		// makes each exec fail with a clear chdir error instead.
+		sb.client.MkdirAll(ctx, sb.p.Workdir, 0o755)
+	}
+	if err := sb.save(); err != nil {
+		os.Remove(link)
+		return err
+	}
 	r.mu.Lock()
 	r.live[spec.ID] = sb
 	r.mu.Unlock()
-	return sb, nil
+	return nil
 }
 
-func hostname(spec runtime.Spec) string {
-	if spec.Hostname != "" {
-		return spec.Hostname
-	}
-	return spec.ID
-}
+const defaultWorkdir = "/home/user"
 
-func workdir(spec runtime.Spec) string {
-	if spec.Workdir != "" {
-		return spec.Workdir
-	}
-	return "/home/user"
-}
+// defaultHostname is every sandbox's hostname unless the spec names one: a
+// pooled sandbox is booted before its id is known.
+const defaultHostname = "sandbox"
 
 // layout creates the writable layer: upper and work dirs owned by the
 // sandbox's root, the workspace owned by its user, per-sandbox /etc files.
-func (r *Runtime) layout(dir string, spec runtime.Spec, hostUID int) error {
+func (r *Runtime) layout(dir string, h string, hostUID int) error {
 	own := func(p string, id int) error {
 		if r.rootless {
 			return nil
@@ -138,7 +162,6 @@ func (r *Runtime) layout(dir string, spec runtime.Spec, hostUID int) error {
 	if err := os.Chmod(dir, 0o711); err != nil {
 		return err
 	}
-	h := hostname(spec)
 	files := map[string]string{
 		"etc/hostname": h + "\n",
 		"etc/hosts":    fmt.Sprintf("127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost ip6-loopback\n", h),

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	goruntime "runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -29,6 +30,9 @@ type Config struct {
 	// DiskPoolBytes is the size of the sparse image that backs sandboxes'
 	// writable layers when the state directory has no project quotas.
 	DiskPoolBytes int64
+	// PoolSize is how many sandboxes with default settings are kept booted
+	// and unclaimed, so Create only has to hand one out. 0 disables the pool.
+	PoolSize int
 	// Trace, when set, receives the duration of each phase of create and
 	// destroy (for `airlock bench spawn -v`).
 	Trace func(phase string, d time.Duration)
@@ -52,13 +56,18 @@ type Runtime struct {
 	quotaErr error
 	cgErr    error // why cgroup limits are not enforced, if they are not
 
+	pool *pool // nil when Config.PoolSize is 0
+
 	mu   sync.Mutex
-	live map[string]*sandbox
+	live map[string]*sandbox // by public id
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
 
-var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+var (
+	idPattern       = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	hostnamePattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,62})$`)
+)
 
 // New prepares the state directory: the base template is built on first use
 // and the disk pool is mounted, so later Creates do neither.
@@ -82,6 +91,9 @@ func New(cfg Config) (*Runtime, error) {
 	if err := os.MkdirAll(cfg.StateDir, 0o711); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
 	}
+	if err := checkTraversable(cfg.StateDir); err != nil {
+		return nil, err
+	}
 	r := &Runtime{cfg: cfg, rootless: os.Geteuid() != 0, live: map[string]*sandbox{}}
 	tmpl, err := ensureBaseTemplate(cfg.StateDir)
 	if err != nil {
@@ -89,8 +101,10 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	r.tmpl = tmpl
 	sbDir := r.sandboxesDir()
-	if err := os.MkdirAll(sbDir, 0o711); err != nil {
-		return nil, fmt.Errorf("create sandboxes dir: %w", err)
+	for _, d := range []string{sbDir, r.idsDir()} {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return nil, fmt.Errorf("create state dirs: %w", err)
+		}
 	}
 	if r.rootless {
 		r.quotaErr = errors.New("needs root")
@@ -99,7 +113,34 @@ func New(cfg Config) (*Runtime, error) {
 		r.quota, r.quotaErr = setupDiskPool(sbDir, cfg.DiskPoolBytes)
 		r.cgErr = cgroupsUsable()
 	}
+	r.reapUnclaimed()
+	if cfg.PoolSize > 0 {
+		r.pool = newPool(r, cfg.PoolSize)
+	}
 	return r, nil
+}
+
+// reapUnclaimed destroys warm-pool sandboxes an earlier process left: nobody
+// holds them, and the new pool boots its own.
+func (r *Runtime) reapUnclaimed() {
+	entries, _ := os.ReadDir(r.sandboxesDir())
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), poolPrefix) {
+			continue
+		}
+		if sb, err := r.attach(e.Name()); err == nil && sb.p.ID == "" {
+			sb.destroy()
+		}
+	}
+}
+
+// Close stops the warm pool and destroys its unclaimed sandboxes. Claimed
+// sandboxes keep running: a restarted daemon re-attaches to them.
+func (r *Runtime) Close() error {
+	if r.pool == nil {
+		return nil
+	}
+	return r.pool.close()
 }
 
 func (r *Runtime) sandboxesDir() string { return filepath.Join(r.cfg.StateDir, "sandboxes") }
@@ -109,8 +150,11 @@ func (r *Runtime) sandboxesDir() string { return filepath.Join(r.cfg.StateDir, "
 // tests and one-shot tools do.
 func (r *Runtime) Teardown() error {
 	ctx := context.Background()
-	ids, err := r.List(ctx)
 	var errs []error
+	if r.pool != nil {
+		errs = append(errs, r.pool.close())
+	}
+	ids, err := r.List(ctx)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -146,7 +190,40 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Sandbo
 	if err := checkCapacity(lim); err != nil {
 		return nil, err
 	}
-	return r.create(ctx, spec, lim)
+	for k, v := range spec.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return nil, fmt.Errorf("%w: environment variable %q", runtime.ErrInvalid, k)
+		}
+	}
+	if spec.Hostname != "" && !hostnamePattern.MatchString(spec.Hostname) {
+		return nil, fmt.Errorf("%w: hostname %q", runtime.ErrInvalid, spec.Hostname)
+	}
+	if spec.Workdir != "" && !filepath.IsAbs(spec.Workdir) {
+		return nil, fmt.Errorf("%w: workdir %q must be absolute", runtime.ErrInvalid, spec.Workdir)
+	}
+	if _, err := os.Lstat(filepath.Join(r.idsDir(), spec.ID)); err == nil {
+		return nil, fmt.Errorf("%w: sandbox %s", runtime.ErrConflict, spec.ID)
+	}
+	if sb := r.pool.take(spec, lim); sb != nil {
+		if err := r.bind(ctx, sb, spec, lim); err != nil {
+			sb.destroy()
+			return nil, err
+		}
+		return sb, nil
+	}
+	host := spec.Hostname
+	if host == "" {
+		host = defaultHostname
+	}
+	sb, err := r.boot(ctx, spec.ID, lim, host)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.bind(ctx, sb, spec, lim); err != nil {
+		sb.destroy()
+		return nil, err
+	}
+	return sb, nil
 }
 
 // checkCapacity refuses limits no sandbox on this host could use.
@@ -176,41 +253,66 @@ func (r *Runtime) Get(ctx context.Context, id string) (runtime.Sandbox, error) {
 	if sb != nil {
 		return sb, nil
 	}
-	return r.attach(id)
+	name, err := os.Readlink(filepath.Join(r.idsDir(), id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: sandbox %s", runtime.ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up sandbox %s: %w", id, err)
+	}
+	sb, err = r.attach(name)
+	if err != nil {
+		return nil, err
+	}
+	if sb.p.ID != id {
+		return nil, fmt.Errorf("%w: sandbox %s", runtime.ErrNotFound, id)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cur := r.live[id]; cur != nil {
+		return cur, nil
+	}
+	r.live[id] = sb
+	return sb, nil
 }
 
-// List returns the ids of sandboxes whose state is on disk.
+// List returns the ids of the sandboxes handed out (the warm pool is not
+// listed).
 func (r *Runtime) List(ctx context.Context) ([]string, error) {
-	entries, err := os.ReadDir(r.sandboxesDir())
+	entries, err := os.ReadDir(r.idsDir())
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}
-	var ids []string
+	ids := make([]string, 0, len(entries))
 	for _, e := range entries {
-		if _, err := os.Stat(filepath.Join(r.sandboxesDir(), e.Name(), stateFile)); err == nil {
-			ids = append(ids, e.Name())
-		}
+		ids = append(ids, e.Name())
 	}
 	return ids, nil
 }
+
+func (r *Runtime) idsDir() string { return filepath.Join(r.cfg.StateDir, "ids") }
 
 const stateFile = "state.json"
 
 // persisted is what a restarted daemon needs to re-attach to a sandbox.
 type persisted struct {
-	ID     string         `json:"id"`
-	Pid    int            `json:"pid"`
-	Start  uint64         `json:"start"` // the init's start time, so a recycled pid is never killed
-	Slot   int            `json:"slot"`
-	Limits runtime.Limits `json:"limits"`
-	Cgroup bool           `json:"cgroup"`
+	ID      string            `json:"id"`   // public id, "" while in the warm pool
+	Name    string            `json:"name"` // directory and cgroup name
+	Pid     int               `json:"pid"`
+	Start   uint64            `json:"start"` // the init's start time, so a recycled pid is never killed
+	Slot    int               `json:"slot"`
+	Limits  runtime.Limits    `json:"limits"`
+	Cgroup  bool              `json:"cgroup"`
+	Env     map[string]string `json:"env,omitempty"`
+	Workdir string            `json:"workdir,omitempty"`
 }
 
-func (r *Runtime) attach(id string) (*sandbox, error) {
-	dir := filepath.Join(r.sandboxesDir(), id)
+// attach loads a sandbox from its directory.
+func (r *Runtime) attach(name string) (*sandbox, error) {
+	dir := filepath.Join(r.sandboxesDir(), name)
 	b, err := os.ReadFile(filepath.Join(dir, stateFile))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: sandbox %s", runtime.ErrNotFound, id)
+		return nil, fmt.Errorf("%w: sandbox %s", runtime.ErrNotFound, name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read sandbox state: %w", err)
@@ -221,18 +323,12 @@ func (r *Runtime) attach(id string) (*sandbox, error) {
 	}
 	sb := newSandbox(r, p, dir)
 	if p.Cgroup {
-		cg, err := cgroups.Open(id)
+		cg, err := cgroups.Open(p.Name)
 		if err != nil {
-			return nil, fmt.Errorf("re-attach cgroup of %s: %w", id, err)
+			return nil, fmt.Errorf("re-attach cgroup of %s: %w", name, err)
 		}
 		sb.cg = cg
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if cur := r.live[id]; cur != nil {
-		return cur, nil
-	}
-	r.live[id] = sb
 	return sb, nil
 }
 
@@ -272,4 +368,26 @@ func checkBinary(bin string) error {
 		return errors.New("this airlock binary links cgo and cannot lock down sandboxes: build it with CGO_ENABLED=0")
 	}
 	return nil
+}
+
+// checkTraversable makes sure a sandbox's root, an unprivileged host uid,
+// can reach its layers under dir: every directory above it must be
+// searchable by others.
+func checkTraversable(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("state dir: %w", err)
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("%w: state dir %s is below %s, which other users cannot traverse (chmod o+x it or pick another --state-dir)", runtime.ErrInvalid, abs, d)
+		}
+		if d == "/" {
+			return nil
+		}
+	}
 }

@@ -87,6 +87,21 @@ func (p *process) Wait() (runtime.ExitStatus, error) {
 }
 
 func (s *sandbox) Start(ctx context.Context, req runtime.ExecRequest) (runtime.Process, error) {
+	// The sandbox's own environment and workdir apply to every process;
+	// the request's win.
+	if len(s.p.Env) > 0 {
+		env := make(map[string]string, len(s.p.Env)+len(req.Env))
+		for k, v := range s.p.Env {
+			env[k] = v
+		}
+		for k, v := range req.Env {
+			env[k] = v
+		}
+		req.Env = env
+	}
+	if req.Cwd == "" {
+		req.Cwd = s.p.Workdir
+	}
 	var before int64
 	if s.cg != nil {
 		if st, err := s.cg.Stats(); err == nil {
@@ -176,12 +191,18 @@ func (s *sandbox) Stats(ctx context.Context) (runtime.Stats, error) {
 // namespace, which exists only as long as one of its processes does.
 func (s *sandbox) Destroy(ctx context.Context) error {
 	s.destroyOnce.Do(func() { s.destroyErr = s.destroy() })
-	s.r.forget(s.p.ID)
 	return s.destroyErr
 }
 
 func (s *sandbox) destroy() error {
 	var errs []error
+	if s.p.ID != "" {
+		// Unregister first: from here on the id is gone for every caller.
+		if err := os.Remove(filepath.Join(s.r.idsDir(), s.p.ID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("unregister id: %w", err))
+		}
+		s.r.forget(s.p.ID)
+	}
 	if s.cg != nil {
 		end := s.r.phase("destroy: cgroup kill and remove")
 		err := s.cg.Destroy()

@@ -1,0 +1,139 @@
+package linux
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/runtime"
+)
+
+// poolPrefix names warm-pool sandboxes' directories and cgroups.
+const poolPrefix = "pool-"
+
+// pool keeps sandboxes booted with the default limits so that Create only
+// binds one to its id: the namespaces, root filesystem, cgroup placement
+// and agent start (most of a cold create) happen ahead of time. A pooled
+// sandbox is exactly as isolated as a cold one; it differs only in its
+// name and its hostname being the default.
+type pool struct {
+	r    *Runtime
+	size int
+	lim  runtime.Limits
+
+	mu     sync.Mutex
+	ready  []*sandbox
+	closed bool
+
+	wake chan struct{}
+	stop chan struct{}
+	done chan struct{}
+	errs    int   // boot failures, for diagnosis
+	lastErr error // the latest of them
+}
+
+func newPool(r *Runtime, size int) *pool {
+	p := &pool{
+		r: r, size: size, lim: runtime.Limits{}.WithDefaults(),
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	go p.fill()
+	return p
+}
+
+// take hands out a pooled sandbox that fits spec, or nil (the caller then
+// boots one cold). Only limits a live sandbox can take are adjusted: the
+// /tmp size and, with disk images, the disk size are fixed at boot.
+func (p *pool) take(spec runtime.Spec, lim runtime.Limits) *sandbox {
+	if p == nil || spec.Hostname != "" || lim.TmpMB != p.lim.TmpMB {
+		return nil
+	}
+	if p.r.quota != nil && p.r.quota.Mode() == "image" && lim.DiskMB != p.lim.DiskMB {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.ready) == 0 {
+		return nil
+	}
+	sb := p.ready[0]
+	p.ready = p.ready[1:]
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+	return sb
+}
+
+// fill boots sandboxes until the pool is full, then waits for a take.
+func (p *pool) fill() {
+	defer close(p.done)
+	backoff := time.Duration(0)
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-time.After(backoff):
+		}
+		p.mu.Lock()
+		need := len(p.ready) < p.size
+		p.mu.Unlock()
+		if !need {
+			select {
+			case <-p.stop:
+				return
+			case <-p.wake:
+			}
+			continue
+		}
+		sb, err := p.r.boot(context.Background(), poolName(), p.lim, defaultHostname)
+		if err != nil {
+			// The host may be out of uid ranges, memory or disk: retry
+			// slowly rather than spin; Create still works cold.
+			p.mu.Lock()
+			p.errs++
+			p.lastErr = err
+			p.mu.Unlock()
+			backoff = min(max(2*backoff, 100*time.Millisecond), 10*time.Second)
+			continue
+		}
+		backoff = 0
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			sb.destroy()
+			return
+		}
+		p.ready = append(p.ready, sb)
+		p.mu.Unlock()
+	}
+}
+
+// close stops filling and destroys the unclaimed sandboxes. Idempotent.
+func (p *pool) close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	ready := p.ready
+	p.ready = nil
+	p.mu.Unlock()
+	close(p.stop)
+	<-p.done
+	var errs []error
+	for _, sb := range ready {
+		errs = append(errs, sb.destroy())
+	}
+	return errors.Join(errs...)
+}
+
+func poolName() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return poolPrefix + hex.EncodeToString(b)
+}
