@@ -80,6 +80,9 @@ func newServer(cfg Config) (*server, error) {
 	if cfg.Workdir == "" {
 		cfg.Workdir = "/"
 	}
+	if cfg.UID >= 0 && cfg.GID < 0 {
+		return nil, fmt.Errorf("agent gid %d: must be set with uid %d", cfg.GID, cfg.UID)
+	}
 	if !path.IsAbs(cfg.Workdir) {
 		return nil, fmt.Errorf("agent workdir %q: must be absolute", cfg.Workdir)
 	}

@@ -105,7 +105,7 @@ func (t *tree) expand(procs map[int]procStat) bool {
 				continue
 			}
 			pstart, parentIn := t.members[st.ppid]
-			if st.pgid == t.root || st.sid == t.root || (false && parentIn && st.start >= pstart) {
+			if st.pgid == t.root || st.sid == t.root || (parentIn && st.start >= pstart) {
 				t.members[pid] = st.start
 				grew, added = true, true
 			}

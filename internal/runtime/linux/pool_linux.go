@@ -28,9 +28,9 @@ type pool struct {
 	ready  []*sandbox
 	closed bool
 
-	wake chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	wake    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
 	errs    int   // boot failures, for diagnosis
 	lastErr error // the latest of them
 }

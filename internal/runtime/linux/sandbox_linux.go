@@ -203,18 +203,12 @@ func (s *sandbox) destroy() error {
 		}
 		s.r.forget(s.p.ID)
 	}
-	if s.cg != nil {
-		end := s.r.phase("destroy: cgroup kill and remove")
-		err := s.cg.Destroy()
-		end()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("destroy cgroup: %w", err))
-		}
-	}
-	// Killing PID 1 of the namespace kills every process in it; with a
-	// cgroup this is already done, without one (rootless) it is the only
-	// kill there is.
-	end := s.r.phase("destroy: reap init")
+	// When PID 1 of a pid namespace dies the kernel kills every other
+	// process in it and reaps them before the init's own exit completes;
+	// every process of the sandbox is in that namespace (setns and
+	// namespace-creating clones are filtered). So waiting for the init is
+	// waiting for all of them.
+	end := s.r.phase("destroy: kill init and wait")
 	if s.cmd != nil {
 		s.cmd.Process.Kill() // by pidfd: never a recycled pid
 		s.cmd.Wait()
@@ -225,11 +219,23 @@ func (s *sandbox) destroy() error {
 		}
 	}
 	end()
+	if s.cg != nil {
+		// Kills whatever might still be in the group (nothing, unless the
+		// init's wait above gave up), then removes it.
+		end := s.r.phase("destroy: remove cgroup")
+		err := s.cg.Destroy()
+		end()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("destroy cgroup: %w", err))
+		}
+	}
+	end = s.r.phase("destroy: clear disk limit")
 	if s.r.quota != nil && s.p.Slot >= 0 {
 		if err := s.r.quota.Clear(s.slot.projectID()); err != nil {
 			errs = append(errs, fmt.Errorf("clear disk limit: %w", err))
 		}
 	}
+	end()
 	end = s.r.phase("destroy: remove files")
 	err := os.RemoveAll(s.dir)
 	end()
