@@ -24,14 +24,23 @@ func airlock(t *testing.T, stdin string, args ...string) (stdout, stderr string,
 	t.Helper()
 	linuxtest.Require(t)
 	bin, _ := linuxtest.Build(t)
-	state := t.TempDir()
-	t.Cleanup(func() { unix.Unmount(filepath.Join(state, "sandboxes"), unix.MNT_DETACH) })
+	// Not t.TempDir: its parent is private to root, and a sandbox's root
+	// (an unprivileged host uid) must traverse the state dir.
+	state, err := os.MkdirTemp("", "airlock-cli-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(state, 0o711)
+	t.Cleanup(func() {
+		unix.Unmount(filepath.Join(state, "sandboxes"), unix.MNT_DETACH)
+		os.RemoveAll(state)
+	})
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "AIRLOCK_STATE_DIR="+state)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	err = cmd.Run()
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):

@@ -55,10 +55,15 @@ func (s *server) exec(c *opConn, req Request) error {
 		pipes[i] = [2]*os.File{r, w}
 	}
 	childFiles := []uintptr{pipes[0][0].Fd(), pipes[1][1].Fd(), pipes[2][1].Fd()}
-	pid, statusc, err := s.reaper.start(func() (int, error) {
-		return syscall.ForkExec(spec.path, spec.argv, &syscall.ProcAttr{
-			Dir: spec.dir, Env: spec.env, Files: childFiles, Sys: s.sysProcAttr(),
+	marker := newMarker()
+	env := append(spec.env, markerVar+"="+marker)
+	pid, statusc, err := s.reaper.start(func() (pid int, err error) {
+		s.cfg.Thread(func() {
+			pid, err = syscall.ForkExec(spec.path, spec.argv, &syscall.ProcAttr{
+				Dir: spec.dir, Env: env, Files: childFiles, Sys: s.sysProcAttr(),
+			})
 		})
+		return pid, err
 	})
 	// The child has its copies; ours would keep its stdin open and its
 	// output pipes from ever reaching EOF.
@@ -73,7 +78,7 @@ func (s *server) exec(c *opConn, req Request) error {
 		return fmt.Errorf("start %s: %w", spec.argv[0], err)
 	}
 	start := time.Now()
-	r := &execRun{s: s, c: c, pid: pid, tree: s.tracker.add(pid)}
+	r := &execRun{s: s, c: c, pid: pid, tree: s.tracker.add(pid, marker)}
 	defer s.tracker.remove(r.tree)
 	if err := c.fw.json(FrameStarted, StartedFrame{Pid: pid}); err != nil {
 		r.killTree()

@@ -18,6 +18,12 @@ import (
 
 // Config is how the sandbox runtime sets the agent up.
 type Config struct {
+	// Thread, when set, runs f on the one OS thread every sandboxed
+	// process is forked from (it carries per-thread state the children
+	// must inherit: an empty capability bounding set, one landlock
+	// domain). nil runs f on the calling goroutine's thread.
+	Thread func(f func())
+
 	UID, GID int      // sandbox user for processes and file ops; -1 = do not switch
 	Root     string   // "/" in a sandbox; file-op paths resolve inside it
 	Env      []string // base environment, KEY=VALUE
@@ -101,13 +107,18 @@ func newServer(cfg Config) (*server, error) {
 			return nil, fmt.Errorf("become child subreaper: %w", err)
 		}
 	}
-	return &server{
+	if cfg.Thread == nil {
+		cfg.Thread = func(f func()) { f() }
+	}
+	s := &server{
 		cfg:     cfg,
 		rootFD:  fd,
 		reaper:  newReaper(cfg.Reap),
 		tracker: newTracker(),
 		conns:   map[net.Conn]struct{}{},
-	}, nil
+	}
+	s.tracker.marked = s.marked
+	return s, nil
 }
 
 // cloexecInherited marks every fd above stderr close-on-exec. Go does so

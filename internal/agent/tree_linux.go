@@ -83,6 +83,7 @@ func parseStat(b []byte) (procStat, bool) {
 // belong too; descendants that called setsid are found by parent links.
 type tree struct {
 	root    int
+	marker  string         // value of markerVar in the tree's environment
 	members map[int]uint64 // pid -> start time
 }
 
@@ -129,12 +130,15 @@ func (t *tree) live(procs map[int]procStat) []int {
 type tracker struct {
 	mu    sync.Mutex
 	trees map[*tree]struct{}
+	// marked returns the processes whose environment carries a marker, with
+	// their start times; nil skips that search.
+	marked func(marker string) map[int]uint64
 }
 
 func newTracker() *tracker { return &tracker{trees: map[*tree]struct{}{}} }
 
-func (tr *tracker) add(root int) *tree {
-	t := &tree{root: root, members: map[int]uint64{}}
+func (tr *tracker) add(root int, marker string) *tree {
+	t := &tree{root: root, marker: marker, members: map[int]uint64{}}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.trees[t] = struct{}{}
@@ -188,7 +192,20 @@ func (tr *tracker) kill(t *tree) {
 				unix.Kill(pid, unix.SIGSTOP)
 			}
 			procs = scanProcs()
-			if !t.expand(procs) {
+			grew := t.expand(procs)
+			// A daemon whose middle process exited before any scan saw
+			// it has lost every link to the tree but still carries the
+			// tree's environment marker.
+			if tr.marked != nil && t.marker != "" {
+				for pid, start := range tr.marked(t.marker) {
+					if _, ok := t.members[pid]; !ok {
+						t.members[pid], grew = start, true
+						unix.Kill(pid, unix.SIGSTOP)
+					}
+				}
+				procs = scanProcs()
+			}
+			if !grew {
 				break
 			}
 		}

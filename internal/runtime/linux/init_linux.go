@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	goruntime "runtime"
 	"syscall"
 	"time"
 	"unsafe"
@@ -50,6 +51,7 @@ type initConfig struct {
 
 	status *os.File
 	placed func() error // blocks until the host has placed the init in its cgroups
+	forker *forkThread  // the thread every sandboxed process is forked from
 }
 
 func (c *initConfig) warn(format string, args ...any) {
@@ -74,8 +76,15 @@ func InitMain() {
 
 func runInit(status *os.File) (*initConfig, error) {
 	// PID 1 of a pid namespace only gets the signals it handles; sandboxed
-	// code must not be able to stop the agent with a stray kill.
-	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	// code must not be able to stop the agent with a stray kill. Handled
+	// and dropped, not ignored: an ignored signal stays ignored across
+	// fork and exec, and every command would inherit that.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	go func() {
+		for range sigs {
+		}
+	}()
 	c := &initConfig{status: status}
 	cfgFile := os.NewFile(fdConfig, "config")
 	dec := json.NewDecoder(cfgFile)
@@ -103,7 +112,8 @@ func runInit(status *os.File) (*initConfig, error) {
 	fmt.Fprintln(status, "ok")
 	status.Close()
 	err = agent.Serve(context.Background(), ln, agent.Config{
-		UID: c.UID, GID: c.GID, Root: "/", Env: c.Env, Workdir: c.Workdir, Reap: true,
+		Thread: c.forker.run,
+		UID:    c.UID, GID: c.GID, Root: "/", Env: c.Env, Workdir: c.Workdir, Reap: true,
 	})
 	return c, err
 }
@@ -146,11 +156,16 @@ func prepare(c *initConfig) error {
 		return fmt.Errorf("unshare cgroup namespace: %w", e)
 	}
 	step("cgroup namespace")
+	f, err := newForkThread()
+	if err != nil {
+		return err
+	}
+	c.forker = f
 	if _, err := landlock.Restrict([]string{"/"}, writableDirs); err != nil && !errors.Is(err, landlock.ErrUnsupported) {
 		return fmt.Errorf("landlock: %w", err)
 	}
 	step("landlock")
-	if err := dropCapabilities(); err != nil {
+	if err := dropCapabilities(c.forker); err != nil {
 		return err
 	}
 	step("drop capabilities")
@@ -185,19 +200,27 @@ func loopbackUp() error {
 // processes and file operations, and signalling processes of that user.
 var agentCaps = []uint{unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_KILL}
 
-// dropCapabilities empties the bounding and ambient sets and keeps only
-// agentCaps, on every thread (capabilities are per thread). Children fork
-// with an empty bounding set and lose the rest when they setuid to the
-// sandbox user, so a command ends with every set empty.
-func dropCapabilities() error {
-	last := lastCap()
-	for cp := uintptr(0); cp <= last; cp++ {
-		if _, _, e := syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, cp, 0); e != 0 && e != unix.EINVAL {
-			return fmt.Errorf("drop capability %d from bounding set: %w", cp, e)
+// dropCapabilities leaves the agent only agentCaps, on every thread
+// (capabilities are per thread), and empties the bounding and ambient sets
+// of the fork thread, the only one that ever forks. A command inherits those
+// empty sets and loses the rest when it setuids to the sandbox user, so it
+// ends with every set empty. (Dropping the bounding set on every thread
+// would take one stop-the-world per capability: ~4 ms of each create.)
+func dropCapabilities(f *forkThread) error {
+	var err error
+	f.run(func() {
+		for cp := uintptr(0); cp <= lastCap(); cp++ {
+			if e := unix.Prctl(unix.PR_CAPBSET_DROP, cp, 0, 0, 0); e != nil && e != unix.EINVAL {
+				err = fmt.Errorf("drop capability %d from bounding set: %w", cp, e)
+				return
+			}
 		}
-	}
-	if _, _, e := syscall.AllThreadsSyscall6(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0); e != 0 {
-		return fmt.Errorf("clear ambient capabilities: %w", e)
+		if e := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); e != nil {
+			err = fmt.Errorf("clear ambient capabilities: %w", e)
+		}
+	})
+	if err != nil {
+		return err
 	}
 	var mask [2]uint32
 	for _, cp := range agentCaps {
@@ -212,6 +235,31 @@ func dropCapabilities() error {
 		return fmt.Errorf("set capabilities: %w", e)
 	}
 	return nil
+}
+
+// forkThread is one OS thread, locked for good, that runs what it is
+// given. Per-thread kernel state set on it (bounding set, landlock domain)
+// is what every sandboxed process inherits, and all of them share it: a
+// process forked from another thread would sit in a sibling landlock domain
+// and could not, say, read its neighbours' /proc entries.
+type forkThread struct{ work chan func() }
+
+func newForkThread() (*forkThread, error) {
+	f := &forkThread{work: make(chan func())}
+	go func() {
+		goruntime.LockOSThread() // never unlocked: the thread dies with the agent
+		for fn := range f.work {
+			fn()
+		}
+	}()
+	return f, nil
+}
+
+// run calls fn on the fork thread and waits for it.
+func (f *forkThread) run(fn func()) {
+	done := make(chan struct{})
+	f.work <- func() { defer close(done); fn() }
+	<-done
 }
 
 func lastCap() uintptr {

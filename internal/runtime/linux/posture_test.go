@@ -24,7 +24,7 @@ var namespaces = []string{"pid", "mnt", "net", "uts", "ipc", "user", "cgroup"}
 
 func TestPosture(t *testing.T) {
 	sb := newSandbox(t, runtime.Limits{})
-	script := `grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' /proc/self/status
+	script := `grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp|SigIgn):' /proc/self/status
 echo "uid: $(id -u)"
 echo "uidmap: $(cat /proc/self/uid_map)"
 for n in ` + strings.Join(namespaces, " ") + `; do echo "ns $n: $(readlink /proc/self/ns/$n)"; done
@@ -64,6 +64,8 @@ sed 's/^/cgroup: /' /proc/self/cgroup`
 			"CapInh": "0000000000000000", "CapPrm": "0000000000000000", "CapEff": "0000000000000000",
 			"CapBnd": "0000000000000000", "CapAmb": "0000000000000000",
 			"NoNewPrivs": "1", "Seccomp": "2",
+			// Nothing inherited as ignored from the agent.
+			"SigIgn": "0000000000000000",
 		},
 		UID:           strconv.Itoa(1000),
 		HostUIDZero:   false,

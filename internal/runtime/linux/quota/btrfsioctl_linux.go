@@ -1,0 +1,222 @@
+package quota
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// From linux/btrfs.h and linux/btrfs_tree.h; x/sys/unix has none of them.
+// Sizes are checked by TestBtrfsStructSizes.
+const (
+	btrfsIocSubvolCreate = 0x5000940e // _IOW(0x94, 14, struct btrfs_ioctl_vol_args)
+	btrfsIocSnapDestroy  = 0x5000940f // _IOW(0x94, 15, struct btrfs_ioctl_vol_args)
+	btrfsIocTreeSearch   = 0xd0009411 // _IOWR(0x94, 17, struct btrfs_ioctl_search_args)
+	btrfsIocInoLookup    = 0xd0009412 // _IOWR(0x94, 18, struct btrfs_ioctl_ino_lookup_args)
+	btrfsIocQuotaCtl     = 0xc0109428 // _IOWR(0x94, 40, struct btrfs_ioctl_quota_ctl_args)
+	btrfsIocQgroupCreate = 0x4010942a // _IOW(0x94, 42, struct btrfs_ioctl_qgroup_create_args)
+	btrfsIocQgroupLimit  = 0x8030942b // _IOR(0x94, 43, struct btrfs_ioctl_qgroup_limit_args)
+
+	btrfsQuotaCtlEnable       = 1
+	btrfsQuotaCtlEnableSimple = 4 // squota, Linux 6.7+
+
+	btrfsQgroupLimitMaxRfer = 1 << 0
+	btrfsQgroupLimitMaxExcl = 1 << 1
+
+	btrfsQuotaTreeObjectID = 8
+	btrfsQgroupInfoKey     = 242
+	btrfsFirstFreeObjectID = 256 // inode number of every subvolume's root
+	btrfsSuperMagic        = 0x9123683e
+)
+
+// btrfsVolArgs is struct btrfs_ioctl_vol_args.
+type btrfsVolArgs struct {
+	Fd   int64
+	Name [4088]byte
+}
+
+// btrfsInoLookupArgs is struct btrfs_ioctl_ino_lookup_args.
+type btrfsInoLookupArgs struct {
+	TreeID   uint64
+	ObjectID uint64
+	Name     [4080]byte
+}
+
+// btrfsQuotaCtlArgs is struct btrfs_ioctl_quota_ctl_args.
+type btrfsQuotaCtlArgs struct {
+	Cmd    uint64
+	Status uint64
+}
+
+// btrfsQgroupCreateArgs is struct btrfs_ioctl_qgroup_create_args.
+type btrfsQgroupCreateArgs struct {
+	Create   uint64
+	QgroupID uint64
+}
+
+// btrfsQgroupLimitArgs is struct btrfs_ioctl_qgroup_limit_args, with its
+// struct btrfs_qgroup_limit inlined.
+type btrfsQgroupLimitArgs struct {
+	QgroupID uint64
+	Flags    uint64
+	MaxRfer  uint64
+	MaxExcl  uint64
+	RsvRfer  uint64
+	RsvExcl  uint64
+}
+
+// btrfsSearchKey is struct btrfs_ioctl_search_key.
+type btrfsSearchKey struct {
+	TreeID      uint64
+	MinObjectID uint64
+	MaxObjectID uint64
+	MinOffset   uint64
+	MaxOffset   uint64
+	MinTransID  uint64
+	MaxTransID  uint64
+	MinType     uint32
+	MaxType     uint32
+	NrItems     uint32
+	_           uint32
+	_           [4]uint64
+}
+
+// btrfsSearchArgs is struct btrfs_ioctl_search_args: the key, then the
+// items found, each a 32-byte struct btrfs_ioctl_search_header and its data.
+type btrfsSearchArgs struct {
+	Key btrfsSearchKey
+	Buf [4096 - unsafe.Sizeof(btrfsSearchKey{})]byte
+}
+
+const btrfsSearchHeaderSize = 32
+
+func btrfsIoctl[T any](f *os.File, req uintptr, arg *T) error {
+	for {
+		_, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), req, uintptr(unsafe.Pointer(arg)))
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return errno
+		}
+		return nil
+	}
+}
+
+func btrfsName(name string) ([4088]byte, error) {
+	var b [4088]byte
+	if name == "" || len(name) >= len(b) {
+		return b, fmt.Errorf("subvolume name %q: %w", name, unix.ENAMETOOLONG)
+	}
+	copy(b[:], name)
+	return b, nil
+}
+
+// createSubvolume makes an empty subvolume called name in the directory dir.
+func createSubvolume(dir *os.File, name string) error {
+	var a btrfsVolArgs
+	var err error
+	if a.Name, err = btrfsName(name); err != nil {
+		return err
+	}
+	return btrfsIoctl(dir, btrfsIocSubvolCreate, &a)
+}
+
+// destroySubvolume deletes the subvolume called name in dir, however full:
+// the kernel unlinks it at once and frees its extents in the background.
+func destroySubvolume(dir *os.File, name string) error {
+	var a btrfsVolArgs
+	var err error
+	if a.Name, err = btrfsName(name); err != nil {
+		return err
+	}
+	return btrfsIoctl(dir, btrfsIocSnapDestroy, &a)
+}
+
+// subvolumeID returns the id of the subvolume holding the open file f.
+func subvolumeID(f *os.File) (uint64, error) {
+	a := btrfsInoLookupArgs{ObjectID: btrfsFirstFreeObjectID}
+	if err := btrfsIoctl(f, btrfsIocInoLookup, &a); err != nil {
+		return 0, err
+	}
+	return a.TreeID, nil
+}
+
+// enableQuota turns on simple quotas, which charge each extent to the
+// subvolume that wrote it and cost next to nothing; kernels before 6.7 do
+// not know them (EINVAL), and get full qgroups, which account every extent's
+// sharing at each commit. Enabling is a no-op when quotas are on already.
+func enableQuota(root *os.File) (simple bool, err error) {
+	a := btrfsQuotaCtlArgs{Cmd: btrfsQuotaCtlEnableSimple}
+	err = btrfsIoctl(root, btrfsIocQuotaCtl, &a)
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, unix.EINVAL) {
+		return false, fmt.Errorf("enable simple quota: %w", err)
+	}
+	a = btrfsQuotaCtlArgs{Cmd: btrfsQuotaCtlEnable}
+	if err := btrfsIoctl(root, btrfsIocQuotaCtl, &a); err != nil {
+		return false, fmt.Errorf("enable quota: %w", err)
+	}
+	return false, nil
+}
+
+// limitQgroup caps the bytes the level-0 qgroup of subvolume id refers to.
+// Within one subvolume that has no snapshots referenced and exclusive bytes
+// are the same, and simple quotas only know exclusive ones, so both are set.
+func limitQgroup(root *os.File, id uint64, bytes uint64) error {
+	a := btrfsQgroupLimitArgs{
+		QgroupID: id,
+		Flags:    btrfsQgroupLimitMaxRfer | btrfsQgroupLimitMaxExcl,
+		MaxRfer:  bytes,
+		MaxExcl:  bytes,
+	}
+	return btrfsIoctl(root, btrfsIocQgroupLimit, &a)
+}
+
+// removeQgroup deletes the level-0 qgroup of subvolume id.
+func removeQgroup(root *os.File, id uint64) error {
+	a := btrfsQgroupCreateArgs{Create: 0, QgroupID: id}
+	return btrfsIoctl(root, btrfsIocQgroupCreate, &a)
+}
+
+// qgroupInfo is the part of struct btrfs_qgroup_info_item this package reads.
+type qgroupInfo struct {
+	Rfer, Excl uint64
+}
+
+// readQgroupInfo reads the accounting item of the level-0 qgroup of
+// subvolume id from the quota tree, as of the last transaction commit.
+func readQgroupInfo(root *os.File, id uint64) (qgroupInfo, bool, error) {
+	var a btrfsSearchArgs
+	a.Key = btrfsSearchKey{
+		TreeID:     btrfsQuotaTreeObjectID,
+		MinOffset:  id,
+		MaxOffset:  id,
+		MaxTransID: ^uint64(0),
+		MinType:    btrfsQgroupInfoKey,
+		MaxType:    btrfsQgroupInfoKey,
+		NrItems:    1,
+	}
+	if err := btrfsIoctl(root, btrfsIocTreeSearch, &a); err != nil {
+		return qgroupInfo{}, false, err
+	}
+	if a.Key.NrItems == 0 {
+		return qgroupInfo{}, false, nil
+	}
+	h := a.Buf[:btrfsSearchHeaderSize]
+	le := binary.LittleEndian
+	typ, n := le.Uint32(h[24:]), le.Uint32(h[28:])
+	if le.Uint64(h[16:]) != id || typ != btrfsQgroupInfoKey || n < 40 {
+		return qgroupInfo{}, false, nil
+	}
+	// struct btrfs_qgroup_info_item: generation, rfer, rfer_cmpr, excl,
+	// excl_cmpr, each __le64.
+	item := a.Buf[btrfsSearchHeaderSize:]
+	return qgroupInfo{Rfer: le.Uint64(item[8:]), Excl: le.Uint64(item[24:])}, true, nil
+}
