@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
@@ -93,5 +94,41 @@ func TestRunBadInput(t *testing.T) {
 		if code == 0 || stderr == "" {
 			t.Errorf("airlock %v: exit %d, stderr %q; want an error", args, code, stderr)
 		}
+	}
+}
+
+// TestRunRootless runs the CLI as an unprivileged user: user namespaces,
+// the overlay root, landlock and seccomp still apply; doctor says what not.
+func TestRunRootless(t *testing.T) {
+	linuxtest.Require(t)
+	bin, _ := linuxtest.Build(t)
+	home, err := os.MkdirTemp("", "airlock-rootless-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(home)
+	os.Chmod(home, 0o777)
+	run := func(args ...string) (string, int) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = []string{"HOME=" + home, "XDG_DATA_HOME=" + home + "/data", "PATH=/usr/bin:/bin"}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(out), ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	out, code := run("run", "--", "sh", "-c", "grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; echo x 2>/dev/null > /usr/f || echo denied")
+	want := "CapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n"
+	if code != 0 || !strings.HasPrefix(out, want) || !strings.HasSuffix(out, "denied\n") {
+		t.Errorf("rootless run: exit %d, output %q", code, out)
+	}
+	out, code = run("doctor")
+	if code == 0 || !strings.Contains(out, "[NO ] cgroup limits") || !strings.Contains(out, "[yes] seccomp filter") {
+		t.Errorf("rootless doctor: exit %d, output %q", code, out)
 	}
 }

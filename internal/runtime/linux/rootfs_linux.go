@@ -47,7 +47,7 @@ func setupRootfs(c *initConfig) error {
 			return err
 		}
 	}
-	if err := setupDev(r("/dev"), c.TmpMB); err != nil {
+	if err := setupDev(r("/dev"), c.TmpMB, !c.Rootless); err != nil {
 		return err
 	}
 	if err := unix.Mount("tmpfs", r("/tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=1777,size=%dm", c.TmpMB)); err != nil {
@@ -67,7 +67,7 @@ func setupRootfs(c *initConfig) error {
 	return pivot(c.Rootfs)
 }
 
-func setupDev(dev string, shmMB int64) error {
+func setupDev(dev string, shmMB int64, ttyGroup bool) error {
 	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=755,size=64k"); err != nil {
 		return fmt.Errorf("mount /dev: %w", err)
 	}
@@ -85,7 +85,12 @@ func setupDev(dev string, shmMB int64) error {
 			return err
 		}
 	}
-	if err := unix.Mount("devpts", filepath.Join(dev, "pts"), "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5"); err != nil {
+	// gid 5 (tty) exists only when the namespace maps a whole id range.
+	ptsOpts := "newinstance,ptmxmode=0666,mode=0620"
+	if ttyGroup {
+		ptsOpts += ",gid=5"
+	}
+	if err := unix.Mount("devpts", filepath.Join(dev, "pts"), "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, ptsOpts); err != nil {
 		return fmt.Errorf("mount /dev/pts: %w", err)
 	}
 	if err := unix.Mount("tmpfs", filepath.Join(dev, "shm"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, fmt.Sprintf("mode=1777,size=%dm", shmMB)); err != nil {
