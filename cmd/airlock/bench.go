@@ -106,7 +106,11 @@ func spawnRows(stateDir string, n, poolSize int, verbose bool) ([]row, error) {
 	if poolSize > 0 {
 		label = fmt.Sprintf("airlock, warm pool of %d", poolSize)
 		// Start measuring with the pool full, as a running server would be.
-		time.Sleep(time.Duration(poolSize) * 100 * time.Millisecond)
+		for deadline := time.Now().Add(time.Minute); rt.PoolReady() < poolSize; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				return nil, errors.New("the warm pool did not fill within a minute")
+			}
+		}
 	}
 	ctx := context.Background()
 	var create, execT, destroy, total []time.Duration

@@ -137,3 +137,13 @@ func poolName() string {
 	rand.Read(b)
 	return poolPrefix + hex.EncodeToString(b)
 }
+
+// PoolReady reports how many booted sandboxes wait in the warm pool.
+func (r *Runtime) PoolReady() int {
+	if r.pool == nil {
+		return 0
+	}
+	r.pool.mu.Lock()
+	defer r.pool.mu.Unlock()
+	return len(r.pool.ready)
+}
