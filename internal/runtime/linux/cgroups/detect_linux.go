@@ -2,6 +2,7 @@ package cgroups
 
 import (
 	"fmt"
+	"github.com/airlockhq/airlock/internal/runtime/linux/mountinfo"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -61,7 +62,7 @@ func Detect() (Info, error) {
 	if err != nil {
 		return Info{}, fmt.Errorf("detect cgroups: %w", err)
 	}
-	mounts, err := parseMountinfo(data)
+	mounts, err := mountinfo.Parse(data)
 	if err != nil {
 		return Info{}, fmt.Errorf("detect cgroups: %w", err)
 	}
@@ -90,7 +91,7 @@ func Detect() (Info, error) {
 // layout derives the version and controller placement from the mounts. known
 // holds the kernel's controller names (nil accepts every v1 option), which
 // tells a controller from a mount option such as "clone_children".
-func layout(mounts []mount, known map[string]bool, v2ctl []string) Info {
+func layout(mounts []mountinfo.Mount, known map[string]bool, v2ctl []string) Info {
 	info := Info{Controllers: map[string]string{}}
 	hasV1 := false
 	for _, m := range mounts {
