@@ -113,6 +113,14 @@ func (r *Runtime) bind(ctx context.Context, sb *sandbox, spec runtime.Spec, lim 
 			return fmt.Errorf("set limits: %w", err)
 		}
 	}
+	// A pooled sandbox's disk limit changes in place, except in image mode
+	// (the pool then only hands out sandboxes of the default size).
+	if r.quota != nil && sb.p.Slot >= 0 && lim.DiskMB != sb.p.Limits.DiskMB {
+		if err := r.quota.Limit(sb.dir, sb.slot.projectID(), lim.DiskMB<<20); err != nil {
+			os.Remove(link)
+			return fmt.Errorf("set disk limit: %w", err)
+		}
+	}
 	sb.p.ID, sb.p.Limits, sb.p.Env, sb.p.Workdir = spec.ID, lim, spec.Env, spec.Workdir
 	if sb.p.Workdir != "" && sb.p.Workdir != defaultWorkdir {
 		// Best effort, as the sandbox user: a workdir it may not create

@@ -1,7 +1,6 @@
 package quota
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -15,11 +14,10 @@ import (
 const (
 	btrfsIocSubvolCreate = 0x5000940e // _IOW(0x94, 14, struct btrfs_ioctl_vol_args)
 	btrfsIocSnapDestroy  = 0x5000940f // _IOW(0x94, 15, struct btrfs_ioctl_vol_args)
-	btrfsIocTreeSearch   = 0xd0009411 // _IOWR(0x94, 17, struct btrfs_ioctl_search_args)
 	btrfsIocInoLookup    = 0xd0009412 // _IOWR(0x94, 18, struct btrfs_ioctl_ino_lookup_args)
 	btrfsIocQuotaCtl     = 0xc0109428 // _IOWR(0x94, 40, struct btrfs_ioctl_quota_ctl_args)
-	btrfsIocQgroupCreate = 0x4010942a // _IOW(0x94, 42, struct btrfs_ioctl_qgroup_create_args)
 	btrfsIocQgroupLimit  = 0x8030942b // _IOR(0x94, 43, struct btrfs_ioctl_qgroup_limit_args)
+	btrfsIocFSInfo       = 0x8400941f // _IOR(0x94, 31, struct btrfs_ioctl_fs_info_args)
 
 	btrfsQuotaCtlEnable       = 1
 	btrfsQuotaCtlEnableSimple = 4 // squota, Linux 6.7+
@@ -27,10 +25,7 @@ const (
 	btrfsQgroupLimitMaxRfer = 1 << 0
 	btrfsQgroupLimitMaxExcl = 1 << 1
 
-	btrfsQuotaTreeObjectID = 8
-	btrfsQgroupInfoKey     = 242
 	btrfsFirstFreeObjectID = 256 // inode number of every subvolume's root
-	btrfsSuperMagic        = 0x9123683e
 )
 
 // btrfsVolArgs is struct btrfs_ioctl_vol_args.
@@ -52,12 +47,6 @@ type btrfsQuotaCtlArgs struct {
 	Status uint64
 }
 
-// btrfsQgroupCreateArgs is struct btrfs_ioctl_qgroup_create_args.
-type btrfsQgroupCreateArgs struct {
-	Create   uint64
-	QgroupID uint64
-}
-
 // btrfsQgroupLimitArgs is struct btrfs_ioctl_qgroup_limit_args, with its
 // struct btrfs_qgroup_limit inlined.
 type btrfsQgroupLimitArgs struct {
@@ -69,30 +58,13 @@ type btrfsQgroupLimitArgs struct {
 	RsvExcl  uint64
 }
 
-// btrfsSearchKey is struct btrfs_ioctl_search_key.
-type btrfsSearchKey struct {
-	TreeID      uint64
-	MinObjectID uint64
-	MaxObjectID uint64
-	MinOffset   uint64
-	MaxOffset   uint64
-	MinTransID  uint64
-	MaxTransID  uint64
-	MinType     uint32
-	MaxType     uint32
-	NrItems     uint32
-	_           uint32
-	_           [4]uint64
+// btrfsFSInfoArgs is struct btrfs_ioctl_fs_info_args, up to the fsid.
+type btrfsFSInfoArgs struct {
+	MaxID      uint64
+	NumDevices uint64
+	FSID       [16]byte
+	_          [1024 - 32]byte
 }
-
-// btrfsSearchArgs is struct btrfs_ioctl_search_args: the key, then the
-// items found, each a 32-byte struct btrfs_ioctl_search_header and its data.
-type btrfsSearchArgs struct {
-	Key btrfsSearchKey
-	Buf [4096 - unsafe.Sizeof(btrfsSearchKey{})]byte
-}
-
-const btrfsSearchHeaderSize = 32
 
 func btrfsIoctl[T any](f *os.File, req uintptr, arg *T) error {
 	for {
@@ -179,44 +151,13 @@ func limitQgroup(root *os.File, id uint64, bytes uint64) error {
 	return btrfsIoctl(root, btrfsIocQgroupLimit, &a)
 }
 
-// removeQgroup deletes the level-0 qgroup of subvolume id.
-func removeQgroup(root *os.File, id uint64) error {
-	a := btrfsQgroupCreateArgs{Create: 0, QgroupID: id}
-	return btrfsIoctl(root, btrfsIocQgroupCreate, &a)
-}
-
-// qgroupInfo is the part of struct btrfs_qgroup_info_item this package reads.
-type qgroupInfo struct {
-	Rfer, Excl uint64
-}
-
-// readQgroupInfo reads the accounting item of the level-0 qgroup of
-// subvolume id from the quota tree, as of the last transaction commit.
-func readQgroupInfo(root *os.File, id uint64) (qgroupInfo, bool, error) {
-	var a btrfsSearchArgs
-	a.Key = btrfsSearchKey{
-		TreeID:     btrfsQuotaTreeObjectID,
-		MinOffset:  id,
-		MaxOffset:  id,
-		MaxTransID: ^uint64(0),
-		MinType:    btrfsQgroupInfoKey,
-		MaxType:    btrfsQgroupInfoKey,
-		NrItems:    1,
+// btrfsSysfs returns the directory where the kernel shows the filesystem
+// of the open file f, /sys/fs/btrfs/<fsid>.
+func btrfsSysfs(f *os.File) (string, error) {
+	var a btrfsFSInfoArgs
+	if err := btrfsIoctl(f, btrfsIocFSInfo, &a); err != nil {
+		return "", err
 	}
-	if err := btrfsIoctl(root, btrfsIocTreeSearch, &a); err != nil {
-		return qgroupInfo{}, false, err
-	}
-	if a.Key.NrItems == 0 {
-		return qgroupInfo{}, false, nil
-	}
-	h := a.Buf[:btrfsSearchHeaderSize]
-	le := binary.LittleEndian
-	typ, n := le.Uint32(h[24:]), le.Uint32(h[28:])
-	if le.Uint64(h[16:]) != id || typ != btrfsQgroupInfoKey || n < 40 {
-		return qgroupInfo{}, false, nil
-	}
-	// struct btrfs_qgroup_info_item: generation, rfer, rfer_cmpr, excl,
-	// excl_cmpr, each __le64.
-	item := a.Buf[btrfsSearchHeaderSize:]
-	return qgroupInfo{Rfer: le.Uint64(item[8:]), Excl: le.Uint64(item[24:])}, true, nil
+	u := a.FSID
+	return fmt.Sprintf("/sys/fs/btrfs/%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16]), nil
 }

@@ -1,9 +1,12 @@
 // Package quota bounds the disk a sandbox's writable layer may use. It keeps
-// one ext4 filesystem with project quotas, backed by a sparse image on a loop
-// device and mounted at the runtime's state directory; each sandbox's upper
-// directory is a project with a hard block and inode limit, so writes past the
-// limit fail with EDQUOT and the host disk grows by at most what was written.
+// one filesystem, backed by a sparse image on a loop device and mounted at
+// the runtime's state directory, in which each sandbox's directory is
+// bounded: on btrfs it is a subvolume with a qgroup limit, on ext4 a project
+// with a hard block and inode limit. Writes past the limit fail with EDQUOT
+// and the host disk grows by at most what was written. Where the kernel
+// supports neither, each directory gets a small ext4 image of its own.
 //
 // It must never format or overwrite an existing image or filesystem, never
-// limit project 0 (the default project of every other file), and never print.
+// turn on quotas of a btrfs it did not format, never limit project 0 (the
+// default project of every other file), and never print.
 package quota

@@ -1,14 +1,12 @@
 package quota
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/runtime/linux/mountinfo"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -38,7 +36,7 @@ func (f *FS) limitImage(path string, id uint32, bytes int64) error {
 	if err := f.copyTemplate(img, bytes); err != nil {
 		return fmt.Errorf("limit %s: %w", path, err)
 	}
-	if _, err := mountImage(img, path, imageMount); err != nil {
+	if _, err := mountImage(img, path, "ext4", imageMount); err != nil {
 		os.Remove(img)
 		return fmt.Errorf("limit %s: %w", path, err)
 	}
@@ -56,7 +54,7 @@ func (f *FS) limitImage(path string, id uint32, bytes int64) error {
 func (f *FS) copyTemplate(img string, size int64) error {
 	tpl := filepath.Join(f.dir, fmt.Sprintf(".quota-template-%d.img", size))
 	if _, err := os.Stat(tpl); errors.Is(err, fs.ErrNotExist) {
-		if err := makeImage(tpl, size, imageMkfs...); err != nil {
+		if err := makeImage(tpl, size, "ext4", imageMkfs...); err != nil {
 			return err
 		}
 	}
@@ -118,25 +116,20 @@ func copySparse(dst, src *os.File, size int64) error {
 // imageMount finds where the image of project id is mounted.
 func (f *FS) imageMount(id uint32) (string, bool, error) {
 	img := f.imagePath(id)
-	data, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := mountinfo.Read()
 	if err != nil {
-		return "", false, fmt.Errorf("read mountinfo: %w", err)
+		return "", false, err
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		sep := slices.Index(fields, "-")
-		if sep < 6 || len(fields) < sep+3 || !strings.HasPrefix(fields[sep+2], "/dev/loop") {
+	for _, m := range mounts {
+		if !strings.HasPrefix(m.Source, "/dev/loop") {
 			continue
 		}
-		dev := filepath.Base(fields[sep+2])
-		b, err := os.ReadFile(filepath.Join("/sys/block", dev, "loop", "backing_file"))
+		b, err := os.ReadFile(filepath.Join("/sys/block", filepath.Base(m.Source), "loop", "backing_file"))
 		if err == nil && strings.TrimSpace(string(b)) == img {
-			return unescape(fields[4]), true, nil
+			return m.Point, true, nil
 		}
 	}
-	return "", false, sc.Err()
+	return "", false, nil
 }
 
 func (f *FS) usageImage(id uint32) (int64, error) {

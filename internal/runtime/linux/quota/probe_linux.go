@@ -24,10 +24,10 @@ var projectQuotaWorks = sync.OnceValues(func() (bool, error) {
 	if err := os.Mkdir(mnt, 0o700); err != nil {
 		return false, fmt.Errorf("probe project quota: %w", err)
 	}
-	if err := makeImage(img, 16<<20, sharedMkfs...); err != nil {
+	if err := makeImage(img, 16<<20, "ext4", sharedMkfs...); err != nil {
 		return false, err
 	}
-	_, err = mountImage(img, mnt, sharedMount)
+	_, err = mountImage(img, mnt, "ext4", sharedMount)
 	if errors.Is(err, unix.EINVAL) {
 		return false, nil
 	}

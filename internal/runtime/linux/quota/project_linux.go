@@ -58,14 +58,19 @@ type dqblk struct {
 // In project mode path becomes the root of project id: files created in it
 // later inherit the project (FS_XFLAG_PROJINHERIT), also through an overlay
 // whose upper and work dirs live in it; files already there keep theirs, so
-// callers limit a fresh directory. In image mode a new filesystem of that
-// size is mounted on path, hiding what it held.
+// callers limit a fresh directory. In btrfs mode path, which must be an
+// empty directory directly in Dir, is replaced by a subvolume with the same
+// owner and mode; a second Limit of it changes its limit. In image mode a
+// new filesystem of that size is mounted on path, hiding what it held.
 func (f *FS) Limit(path string, id uint32, bytes int64) error {
 	if id == 0 {
 		return fmt.Errorf("limit %s: project 0 is every other file's project", path)
 	}
 	if bytes <= 0 {
 		return fmt.Errorf("limit %s: size %d must be positive", path, bytes)
+	}
+	if f.btrfs != nil {
+		return f.limitSubvolume(path, id, bytes)
 	}
 	if f.images {
 		return f.limitImage(path, id, bytes)
@@ -118,8 +123,15 @@ func ioctl(f *os.File, req uintptr, x *fsxattr) error {
 }
 
 // Usage reports the bytes project id holds (in image mode, the blocks used
-// in its filesystem).
+// in its filesystem; in btrfs mode, the bytes charged to its qgroup).
 func (f *FS) Usage(id uint32) (int64, error) {
+	if f.btrfs != nil {
+		n, err := f.usageSubvolume(id)
+		if err != nil {
+			return 0, fmt.Errorf("usage of project %d: %w", id, err)
+		}
+		return n, nil
+	}
 	if f.images {
 		n, err := f.usageImage(id)
 		if err != nil {
@@ -136,9 +148,17 @@ func (f *FS) Usage(id uint32) (int64, error) {
 
 // Clear releases project id, for a sandbox that is gone. In project mode it
 // lifts the limits; in image mode it unmounts and deletes the image and all
-// it holds, so the caller unmounts any overlay on it first. It is idempotent.
+// it holds, so the caller unmounts any overlay on it first; in btrfs mode it
+// deletes the subvolume and all it holds, so the limited directory is gone.
+// It is idempotent.
 func (f *FS) Clear(id uint32) error {
 	if id == 0 {
+		return nil
+	}
+	if f.btrfs != nil {
+		if err := f.clearSubvolume(id); err != nil {
+			return fmt.Errorf("clear project %d: %w", id, err)
+		}
 		return nil
 	}
 	if f.images {

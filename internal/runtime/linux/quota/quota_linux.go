@@ -32,38 +32,45 @@ const (
 // sandbox layer: it needs no journal, and twice the default inode density
 // because package trees are many small files.
 var (
-	sharedMkfs = []string{"-O", "quota,project", "-E", "nodiscard,lazy_itable_init=1,lazy_journal_init=1"}
-	imageMkfs  = []string{"-O", "^has_journal", "-i", "8192", "-E", "nodiscard,lazy_itable_init=1"}
+	sharedMkfs = []string{"-q", "-F", "-m", "0", "-O", "quota,project", "-E", "nodiscard,lazy_itable_init=1,lazy_journal_init=1"}
+	imageMkfs  = []string{"-q", "-F", "-m", "0", "-O", "^has_journal", "-i", "8192", "-E", "nodiscard,lazy_itable_init=1"}
 )
 
-// FS is the place sandbox layers live, with one of two ways to bound them:
-// project quotas on one shared filesystem mounted at Dir, or, where the
-// kernel lacks quota support (no CONFIG_QFMT_V2 / CONFIG_XFS_QUOTA), one
-// small ext4 image per limited directory, mounted on it.
+// FS is the place sandbox layers live, with one of three ways to bound them:
+// a btrfs filesystem mounted at Dir with one subvolume and qgroup limit per
+// limited directory; project quotas on one shared ext4 filesystem mounted
+// at Dir; or, where neither is available (no mkfs.btrfs, and a kernel
+// without CONFIG_QFMT_V2 / CONFIG_XFS_QUOTA), one small ext4 image per
+// limited directory, mounted on it.
 type FS struct {
 	dir    string
-	source string // project mode: block device, for quotactl without quotactl_fd
-	images bool   // image mode: one image per limited directory
+	source string      // block device: for quotactl without quotactl_fd
+	images bool        // image mode: one image per limited directory
+	btrfs  *subvolumes // btrfs mode
 }
 
-// Mode names how limits are enforced: "project" or "image".
+// Mode names how limits are enforced: "btrfs", "project" or "image".
 func (f *FS) Mode() string {
-	if f.images {
+	switch {
+	case f.btrfs != nil:
+		return "btrfs"
+	case f.images:
 		return "image"
 	}
 	return "project"
 }
 
-// Dir is where the shared filesystem is mounted (project mode) or where the
-// per-directory images are kept (image mode).
+// Dir is where the shared filesystem is mounted (btrfs and project mode) or
+// where the per-directory images are kept (image mode).
 func (f *FS) Dir() string { return f.dir }
 
-// Setup makes dir the mount point of a filesystem that enforces project
+// Setup makes dir the mount point of a filesystem that enforces quotas:
+// btrfs where mkfs.btrfs and the kernel allow, else ext4 with project
 // quotas. A filesystem already mounted there is reused if it enforces them
 // (a restarted daemon finds its own); otherwise the sparse image dir+".img"
 // is mounted, created with sizeBytes of capacity if it does not exist. When
-// dir is another mount, or the kernel cannot enforce project quotas, it
-// returns an FS in image mode instead.
+// dir is another mount, or the kernel can enforce neither, it returns an FS
+// in image mode instead.
 func Setup(dir string, sizeBytes int64) (*FS, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -72,7 +79,13 @@ func Setup(dir string, sizeBytes int64) (*FS, error) {
 	if m, ok, err := mountAt(dir); err != nil {
 		return nil, fmt.Errorf("quota setup %s: %w", dir, err)
 	} else if ok {
-		if m.enforcesProjectQuota() {
+		if m.FSType == "btrfs" && os.Geteuid() == 0 {
+			f, err := openBtrfs(dir, m.Source, ownsImage(dir, m.Source))
+			if err == nil || !errors.Is(err, ErrUnavailable) {
+				return f, err
+			}
+		}
+		if enforcesProjectQuota(m) {
 			return &FS{dir: dir, source: m.Source}, nil
 		}
 		if os.Geteuid() != 0 {
@@ -86,6 +99,11 @@ func Setup(dir string, sizeBytes int64) (*FS, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("quota setup: %w", err)
 	}
+	if ok, err := choosesBtrfs(dir); err != nil {
+		return nil, fmt.Errorf("quota setup: %w", err)
+	} else if ok {
+		return setupBtrfs(dir, sizeBytes)
+	}
 	ok, err := projectQuotaWorks()
 	if err != nil {
 		return nil, fmt.Errorf("quota setup: %w", err)
@@ -96,12 +114,12 @@ func Setup(dir string, sizeBytes int64) (*FS, error) {
 	img := dir + ".img"
 	made := false
 	if _, err := os.Stat(img); errors.Is(err, fs.ErrNotExist) {
-		if err := makeImage(img, sizeBytes, sharedMkfs...); err != nil {
+		if err := makeImage(img, sizeBytes, "ext4", sharedMkfs...); err != nil {
 			return nil, err
 		}
 		made = true
 	}
-	src, err := mountImage(img, dir, sharedMount)
+	src, err := mountImage(img, dir, "ext4", sharedMount)
 	if err != nil {
 		if made {
 			os.Remove(img)
@@ -111,11 +129,11 @@ func Setup(dir string, sizeBytes int64) (*FS, error) {
 	return &FS{dir: dir, source: src}, nil
 }
 
-// makeImage formats a sparse ext4 image of size bytes with the mkfs.ext4
-// options opts. It formats a temporary file and renames it into place, so an
-// image at the final path is always complete and never formatted twice.
-func makeImage(img string, size int64, opts ...string) error {
-	mkfs, err := findMkfs()
+// makeImage formats a sparse image of size bytes with mkfs.<fstype> and
+// the options opts. It formats a temporary file and renames it into place,
+// so an image at the final path is always complete and never formatted twice.
+func makeImage(img string, size int64, fstype string, opts ...string) error {
+	mkfs, err := findMkfs(fstype)
 	if err != nil {
 		return err
 	}
@@ -133,11 +151,10 @@ func makeImage(img string, size int64, opts ...string) error {
 		os.Remove(tmp)
 		return fmt.Errorf("create image: %w", err)
 	}
-	args := append(append([]string{"-q", "-F", "-m", "0"}, opts...), tmp)
-	out, err := exec.Command(mkfs, args...).CombinedOutput()
+	out, err := exec.Command(mkfs, append(opts, tmp)...).CombinedOutput()
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("mkfs.ext4 %s: %w: %s", img, err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("mkfs.%s %s: %w: %s", fstype, img, err, strings.TrimSpace(string(out)))
 	}
 	if err := os.Rename(tmp, img); err != nil {
 		os.Remove(tmp)
@@ -148,21 +165,23 @@ func makeImage(img string, size int64, opts ...string) error {
 
 // findMkfs looks in PATH and then in the sbin directories a daemon's PATH
 // often lacks.
-func findMkfs() (string, error) {
-	if p, err := exec.LookPath("mkfs.ext4"); err == nil {
+func findMkfs(fstype string) (string, error) {
+	name := "mkfs." + fstype
+	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	for _, p := range []string{"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4"} {
+	for _, p := range []string{"/usr/sbin/" + name, "/sbin/" + name} {
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("mkfs.ext4 not found (install e2fsprogs): %w", ErrUnavailable)
+	pkg := map[string]string{"ext4": "e2fsprogs", "btrfs": "btrfs-progs"}[fstype]
+	return "", fmt.Errorf("%s not found (install %s): %w", name, pkg, ErrUnavailable)
 }
 
-// mountImage attaches img to a loop device and mounts it at dir with the
-// ext4 options opts, returning the device path.
-func mountImage(img, dir, opts string) (string, error) {
+// mountImage attaches img to a loop device and mounts its fstype
+// filesystem at dir with the options opts, returning the device path.
+func mountImage(img, dir, fstype, opts string) (string, error) {
 	f, err := os.OpenFile(img, os.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", fmt.Errorf("open image: %w", err)
@@ -175,13 +194,14 @@ func mountImage(img, dir, opts string) (string, error) {
 	// Closing the device after mounting leaves the mount as its only user,
 	// so autoclear detaches it on unmount (or now, if the mount failed).
 	defer dev.Close()
-	if err := unix.Mount(dev.Name(), dir, "ext4", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+	if err := unix.Mount(dev.Name(), dir, fstype, unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return "", fmt.Errorf("mount %s at %s: %w", img, dir, err)
 	}
 	return dev.Name(), nil
 }
 
-// Close unmounts the shared filesystem; its loop device detaches itself. The
+// Close unmounts the shared filesystem (btrfs or project mode); its loop
+// device detaches itself. The
 // image stays, so a later Setup mounts the same data again. The daemon keeps
 // the filesystem mounted across restarts and never calls it. In image mode
 // it does nothing: each limited directory is released by Clear.
@@ -207,10 +227,14 @@ func Detect(dir string) (ok bool, detail string) {
 	switch {
 	case err != nil:
 		return false, err.Error()
-	case mounted && m.enforcesProjectQuota():
+	case mounted && enforcesProjectQuota(m):
 		return true, fmt.Sprintf("%s: %s with project quota on %s", dir, m.FSType, m.Source)
 	case os.Geteuid() != 0:
 		return false, "not root: cannot mount quota filesystems"
+	case mounted && m.FSType == "btrfs":
+		if f, err := openBtrfs(dir, m.Source, false); err == nil {
+			return true, fmt.Sprintf("%s: btrfs on %s, one subvolume with a %s limit for each sandbox layer", dir, m.Source, f.btrfs.quota)
+		}
 	}
 	if _, err := os.Stat("/dev/loop-control"); err != nil {
 		return false, "no /dev/loop-control: loop devices unavailable"
@@ -218,7 +242,14 @@ func Detect(dir string) (ok bool, detail string) {
 	if b, err := os.ReadFile("/proc/filesystems"); err != nil || !strings.Contains(string(b), "\text4\n") {
 		return false, "kernel has no ext4"
 	}
-	if _, err := findMkfs(); err != nil {
+	if !mounted {
+		if ok, err := choosesBtrfs(dir); err != nil {
+			return false, err.Error()
+		} else if ok {
+			return true, fmt.Sprintf("%s: sparse btrfs image %s.img, one subvolume with a qgroup limit for each sandbox layer", dir, dir)
+		}
+	}
+	if _, err := findMkfs("ext4"); err != nil {
 		return false, err.Error()
 	}
 	works, err := projectQuotaWorks()
