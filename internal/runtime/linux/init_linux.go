@@ -208,8 +208,9 @@ var agentCaps = []uint{unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_KILL}
 // would take one stop-the-world per capability: ~4 ms of each create.)
 func dropCapabilities(f *forkThread) error {
 	var err error
+	last := lastCap()
 	f.run(func() {
-		for cp := uintptr(0); cp <= lastCap(); cp++ {
+		for cp := uintptr(0); cp <= last; cp++ {
 			if e := unix.Prctl(unix.PR_CAPBSET_DROP, cp, 0, 0, 0); e != nil && e != unix.EINVAL {
 				err = fmt.Errorf("drop capability %d from bounding set: %w", cp, e)
 				return

@@ -37,7 +37,10 @@ func setupRootfs(c *initConfig) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
 	}
-	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,userxattr", c.Lower, c.Upper, c.Work)
+	// volatile: the writable layer dies with the sandbox, so the overlay
+	// never needs to sync it; without it, unmounting at destroy forces a
+	// sync (a filesystem commit) of the disk pool.
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,userxattr,volatile", c.Lower, c.Upper, c.Work)
 	if err := unix.Mount("overlay", c.Rootfs, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount overlay root: %w", err)
 	}
