@@ -237,7 +237,7 @@ func (s *sandbox) destroy() error {
 	}
 	end()
 	end = s.r.phase("destroy: remove files")
-	err := os.RemoveAll(s.dir)
+	err := removeLayer(s.dir)
 	end()
 	if err != nil {
 		errs = append(errs, fmt.Errorf("remove sandbox dir: %w", err))
@@ -267,4 +267,22 @@ func procStart(pid int) uint64 {
 	}
 	v, _ := strconv.ParseUint(f[19], 10, 64)
 	return v
+}
+
+// removeLayer removes a sandbox's directory. The overlay leaves its work dir
+// mode 000: root removes it anyway, a rootless runtime must first make such
+// directories its own again. The sandbox is dead by now, so nothing inside
+// can swap a directory for a symlink (and WalkDir does not follow them).
+func removeLayer(dir string) error {
+	err := os.RemoveAll(dir)
+	if err == nil || !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if d != nil && d.IsDir() {
+			os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
 }
