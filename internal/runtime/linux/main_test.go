@@ -126,3 +126,11 @@ func copyIn(t *testing.T, sb runtime.Sandbox, hostPath, path string) {
 		t.Fatalf("copy %s into sandbox: %v", hostPath, err)
 	}
 }
+
+func itoa(n int) string { return fmt.Sprint(n) }
+
+// containsState reports whether a /proc/<pid>/stat line has state s.
+func containsState(stat []byte, s byte) bool {
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == s
+}

@@ -1,0 +1,83 @@
+package linux_test
+
+import (
+	"context"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/runtime/linux"
+	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
+)
+
+func TestSignal(t *testing.T) {
+	sb := newSandbox(t, runtime.Limits{})
+	ctx := context.Background()
+	p, err := sb.Start(ctx, runtime.ExecRequest{Argv: []string{"sleep", "100"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Signal(ctx, p.Pid(), int(syscall.SIGTERM)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.Wait()
+	if err != nil || st.Signal != int(syscall.SIGTERM) || st.Code != 143 {
+		t.Errorf("after SIGTERM: %+v %v, want signal 15 and exit 143", st, err)
+	}
+	if err := sb.Signal(ctx, 1, int(syscall.SIGKILL)); err == nil {
+		t.Errorf("signalling the agent (pid 1) was allowed")
+	}
+}
+
+func TestStats(t *testing.T) {
+	sb := newSandbox(t, runtime.Limits{})
+	mustSh(t, sb, `python3 -c '
+import time
+a = b"a" * (64 << 20)
+t = time.process_time()
+while time.process_time() - t < 0.3: pass'`)
+	st, err := sb.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.CPUSeconds < 0.25 || st.MemoryPeakBytes < 64<<20 || st.Pids < 1 || st.MemoryBytes <= 0 {
+		t.Errorf("stats after burning 0.3 s of CPU and 64 MiB: %+v", st)
+	}
+}
+
+// TestReattach plays a daemon restart: a second runtime on the same state
+// directory finds the sandbox, runs commands in it and destroys it fully.
+func TestReattach(t *testing.T) {
+	ctx := context.Background()
+	sb := newSandbox(t, runtime.Limits{})
+	mustSh(t, sb, "echo kept > /home/user/f")
+	bin, _ := linuxtest.Build(t)
+	r2, err := linux.New(linux.Config{StateDir: stateDir, Binary: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := r2.Get(ctx, sb.ID())
+	if err != nil {
+		t.Fatalf("re-attach: %v", err)
+	}
+	if out := mustSh(t, again, "cat /home/user/f"); out != "kept\n" {
+		t.Errorf("re-attached sandbox reads %q", out)
+	}
+	initPid := sb.(interface{ InitPid() int }).InitPid()
+	if err := again.Destroy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The first runtime started the init; it must now be gone (a zombie
+	// until that runtime's destroy reaps it).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile("/proc/" + itoa(initPid) + "/stat")
+		if err != nil || containsState(b, 'Z') {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("init %d still alive after destroy from a second runtime", initPid)
+		}
+	}
+}
