@@ -243,6 +243,9 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostU
 	}
 	// The config fits the pipe's buffer: the init reads it as soon as it
 	// starts, and builds its root while we place it in its cgroup.
+	if cfg.Trace {
+		cfg.SentAt = time.Now().UnixNano()
+	}
 	if err := json.NewEncoder(cfgW).Encode(cfg); err != nil {
 		return fmt.Errorf("send init config: %w", err)
 	}

@@ -47,7 +47,8 @@ type initConfig struct {
 	UID      int      `json:"uid"`
 	GID      int      `json:"gid"`
 	Rootless bool     `json:"rootless"`
-	Trace    bool     `json:"trace"` // print phase times to init.log
+	Trace    bool     `json:"trace"` // report phase times on the status pipe
+	SentAt   int64    `json:"sent_at"` // host clock (ns) just before the clone, when tracing
 
 	status *os.File
 	placed func() error // blocks until the host has placed the init in its cgroups
@@ -122,13 +123,14 @@ func runInit(status *os.File) (*initConfig, error) {
 // finished, root filesystem built, network loopback up, then every layer
 // that cannot be undone.
 func prepare(c *initConfig) error {
-	t0 := time.Now()
+	t0 := time.Unix(0, c.SentAt)
 	step := func(name string) {
 		if c.Trace {
 			fmt.Fprintf(c.status, "trace init: %s %d\n", name, time.Since(t0).Microseconds())
 			t0 = time.Now()
 		}
 	}
+	step("exec, Go start, config")
 	// The root filesystem is built while the host moves this process into
 	// its cgroups (a migration waits for an RCU grace period): no sandboxed
 	// code runs until both are done.

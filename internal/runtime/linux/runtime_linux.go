@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	goruntime "runtime"
 	"strings"
 	"sync"
@@ -64,10 +63,31 @@ type Runtime struct {
 
 var _ runtime.Runtime = (*Runtime)(nil)
 
-var (
-	idPattern       = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-	hostnamePattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,62})$`)
-)
+// validID: 1-63 of [a-z0-9-], not starting with '-'. (Plain loops, not
+// regexp: the sandbox init is this binary too, and every package-level
+// regexp costs each sandbox's start.)
+func validID(s string) bool {
+	return validName(s, func(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' })
+}
+
+// validHostname: 1-63 of [A-Za-z0-9.-], not starting with '-' or '.'.
+func validHostname(s string) bool {
+	return s[0] != '.' && validName(s, func(c byte) bool {
+		return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.'
+	})
+}
+
+func validName(s string, ok func(byte) bool) bool {
+	if len(s) == 0 || len(s) > 63 || s[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !ok(s[i]) {
+			return false
+		}
+	}
+	return true
+}
 
 // New prepares the state directory: the base template is built on first use
 // and the disk pool is mounted, so later Creates do neither.
@@ -177,7 +197,7 @@ func (r *Runtime) Teardown() error {
 
 // Create starts a sandbox and returns once its agent answers.
 func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Sandbox, error) {
-	if !idPattern.MatchString(spec.ID) {
+	if !validID(spec.ID) {
 		return nil, fmt.Errorf("%w: sandbox id %q must be 1-63 of [a-z0-9-]", runtime.ErrInvalid, spec.ID)
 	}
 	if spec.Template != "" && spec.Template != "base" {
@@ -195,7 +215,7 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Sandbo
 			return nil, fmt.Errorf("%w: environment variable %q", runtime.ErrInvalid, k)
 		}
 	}
-	if spec.Hostname != "" && !hostnamePattern.MatchString(spec.Hostname) {
+	if spec.Hostname != "" && !validHostname(spec.Hostname) {
 		return nil, fmt.Errorf("%w: hostname %q", runtime.ErrInvalid, spec.Hostname)
 	}
 	if spec.Workdir != "" && !filepath.IsAbs(spec.Workdir) {
@@ -244,7 +264,7 @@ func checkCapacity(lim runtime.Limits) error {
 // Get re-attaches to a sandbox by id, including one created by an earlier
 // process of the daemon.
 func (r *Runtime) Get(ctx context.Context, id string) (runtime.Sandbox, error) {
-	if !idPattern.MatchString(id) {
+	if !validID(id) {
 		return nil, fmt.Errorf("%w: sandbox %q", runtime.ErrNotFound, id)
 	}
 	r.mu.Lock()

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,7 +25,20 @@ const Parent = "airlock"
 // processes: it belongs to a live sandbox and must not be clobbered.
 var ErrInUse = errors.New("cgroup in use")
 
-var validName = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
+// validName: 1-64 of [a-z0-9-] (a loop, not a regexp: package-level
+// regexps cost every sandbox init's start, which links this package).
+func validName(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // detected caches the host layout: mounts do not move under a running daemon,
 // and probing on every sandbox creation would cost a mkdir.
@@ -82,7 +94,7 @@ func (c *Cgroup) v2(ctl string) bool {
 }
 
 func checkName(name string) error {
-	if !validName.MatchString(name) {
+	if !validName(name) {
 		return fmt.Errorf("cgroup name %q: must match [a-z0-9-]{1,64}: %w", name, runtime.ErrInvalid)
 	}
 	return nil
