@@ -47,7 +47,7 @@ type initConfig struct {
 	UID      int      `json:"uid"`
 	GID      int      `json:"gid"`
 	Rootless bool     `json:"rootless"`
-	Trace    bool     `json:"trace"` // report phase times on the status pipe
+	Trace    bool     `json:"trace"`   // report phase times on the status pipe
 	SentAt   int64    `json:"sent_at"` // host clock (ns) just before the clone, when tracing
 
 	status *os.File

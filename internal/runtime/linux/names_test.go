@@ -6,7 +6,7 @@ func TestValidNames(t *testing.T) {
 	for s, want := range map[string]bool{
 		"a": true, "abc-123": true, "-a": false, "": false, "A": false, "a_b": false, "a/b": false,
 		"../x": false, "a b": false, string(make([]byte, 64)): false,
-		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa": true,
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa":  true,
 		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa": false,
 	} {
 		if got := validID(s); got != want {
