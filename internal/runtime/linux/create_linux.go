@@ -196,6 +196,11 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostU
 		return fmt.Errorf("agent socket: %w", err)
 	}
 	ln.SetUnlinkOnClose(false)
+	// Whoever can connect can run anything in the sandbox: the daemon only.
+	if err := os.Chmod(sock, 0o600); err != nil {
+		ln.Close()
+		return fmt.Errorf("agent socket: %w", err)
+	}
 	lnFile, err := ln.File()
 	ln.Close()
 	if err != nil {

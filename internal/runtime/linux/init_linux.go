@@ -66,16 +66,17 @@ var writableDirs = []string{"/home/user", "/tmp", "/var/tmp", "/dev"}
 // InitMain runs the sandbox init and never returns.
 func InitMain() {
 	status := os.NewFile(fdStatus, "status")
-	c, err := runInit(status)
-	if err != nil {
+	if err := runInit(status); err != nil {
+		// Before "ok" the host reads the status pipe; after it, only the
+		// sandbox's init.log (this process's stderr) can tell.
 		fmt.Fprintf(status, "error: %v\n", err)
+		fmt.Fprintf(os.Stderr, "airlock init: %v\n", err)
 		os.Exit(1)
 	}
-	_ = c
 	os.Exit(0)
 }
 
-func runInit(status *os.File) (*initConfig, error) {
+func runInit(status *os.File) error {
 	// PID 1 of a pid namespace only gets the signals it handles; sandboxed
 	// code must not be able to stop the agent with a stray kill. Handled
 	// and dropped, not ignored: an ignored signal stays ignored across
@@ -90,7 +91,7 @@ func runInit(status *os.File) (*initConfig, error) {
 	cfgFile := os.NewFile(fdConfig, "config")
 	dec := json.NewDecoder(cfgFile)
 	if err := dec.Decode(c); err != nil {
-		return nil, fmt.Errorf("read init config: %w", err)
+		return fmt.Errorf("read init config: %w", err)
 	}
 	c.placed = func() error {
 		// The host closes its end of the pipe once this process is in its
@@ -105,18 +106,17 @@ func runInit(status *os.File) (*initConfig, error) {
 	}
 	ln, err := net.FileListener(os.NewFile(fdListener, "agent.sock"))
 	if err != nil {
-		return nil, fmt.Errorf("agent listener: %w", err)
+		return fmt.Errorf("agent listener: %w", err)
 	}
 	if err := prepare(c); err != nil {
-		return nil, err
+		return err
 	}
 	fmt.Fprintln(status, "ok")
 	status.Close()
-	err = agent.Serve(context.Background(), ln, agent.Config{
+	return agent.Serve(context.Background(), ln, agent.Config{
 		Thread: c.forker.run,
 		UID:    c.UID, GID: c.GID, Root: "/", Env: c.Env, Workdir: c.Workdir, Reap: true,
 	})
-	return c, err
 }
 
 // prepare turns this process into a locked-down sandbox init: namespaces
