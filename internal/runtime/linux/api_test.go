@@ -1,8 +1,11 @@
 package linux_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -79,5 +82,50 @@ func TestReattach(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("init %d still alive after destroy from a second runtime", initPid)
 		}
+	}
+}
+
+// TestConcurrentSandboxes creates, uses and destroys sandboxes in parallel:
+// uid ranges, ids, cgroups and disk limits must not collide.
+func TestConcurrentSandboxes(t *testing.T) {
+	r := testRuntime(t)
+	ctx := context.Background()
+	const n = 6
+	errs := make(chan error, n)
+	hostUIDs := make(chan string, n)
+	for i := range n {
+		go func() {
+			id := fmt.Sprintf("par%d-%d", os.Getpid(), i)
+			sb, err := r.Create(ctx, runtime.Spec{ID: id, Env: map[string]string{"N": fmt.Sprint(i)}})
+			if err != nil {
+				errs <- err
+				return
+			}
+			var out bytes.Buffer
+			st, err := sb.Exec(ctx, runtime.ExecRequest{Shell: `echo $N $(awk '{print $2}' /proc/self/uid_map)`, Stdout: &out})
+			derr := sb.Destroy(ctx)
+			switch {
+			case err != nil || derr != nil:
+				errs <- fmt.Errorf("%s: exec %v, destroy %v", id, err, derr)
+			case st.Code != 0 || !strings.HasPrefix(out.String(), fmt.Sprint(i)+" "):
+				errs <- fmt.Errorf("%s: exit %d output %q", id, st.Code, out.String())
+			default:
+				f := strings.Fields(out.String())
+				hostUIDs <- f[len(f)-1]
+				errs <- nil
+			}
+		}()
+	}
+	seen := map[string]bool{}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+			continue
+		}
+		u := <-hostUIDs
+		if seen[u] {
+			t.Errorf("two concurrent sandboxes share host uid %s", u)
+		}
+		seen[u] = true
 	}
 }
