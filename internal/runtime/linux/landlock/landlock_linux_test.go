@@ -41,7 +41,7 @@ func buildSubject(t *testing.T) string {
 		t.Skip("no go tool in PATH to build the test subject")
 	}
 	bin := filepath.Join(t.TempDir(), "restrict")
-	cmd := exec.Command(goTool, "build", "-o", bin, ".")
+	cmd := exec.Command(goTool, "build", "-buildvcs=false", "-o", bin, ".")
 	cmd.Dir = filepath.Join("testdata", "restrict")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
 	if out, err := cmd.CombinedOutput(); err != nil {

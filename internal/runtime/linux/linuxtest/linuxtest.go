@@ -62,7 +62,7 @@ func Build(t testing.TB) (airlock, probe string) {
 		}
 		root := moduleRoot()
 		for _, b := range [][2]string{{"airlock", "./cmd/airlock"}, {"probe", "./internal/runtime/linux/testdata/probe"}} {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(buildDir, b[0]), b[1])
+			cmd := exec.Command("go", "build", "-buildvcs=false", "-o", filepath.Join(buildDir, b[0]), b[1])
 			cmd.Dir = root
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 			if out, err := cmd.CombinedOutput(); err != nil {

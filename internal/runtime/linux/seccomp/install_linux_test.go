@@ -178,7 +178,7 @@ func buildProbe(t *testing.T) string {
 		t.Skip("no go tool in PATH to build the probe")
 	}
 	bin := filepath.Join(t.TempDir(), "probe")
-	cmd := exec.Command(goTool, "build", "-o", bin, ".")
+	cmd := exec.Command(goTool, "build", "-buildvcs=false", "-o", bin, ".")
 	cmd.Dir = filepath.Join("..", "testdata", "probe")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
 	if out, err := cmd.CombinedOutput(); err != nil {
