@@ -193,3 +193,20 @@ print(" ".join(sorted(fds)))'`)
 		t.Errorf("open fds in a plain exec: %q, want 0 1 2", out)
 	}
 }
+
+// TestHostToolsWork: the base template is the host's own system, so the
+// usual tools run with no image download.
+func TestHostToolsWork(t *testing.T) {
+	sb := newSandbox(t, runtime.Limits{})
+	out := mustSh(t, sb, `set -e
+bash -c 'echo bash ok'
+python3 -c 'import ssl, json, sqlite3; print("python ok")'
+git --version >/dev/null && git init -q /tmp/r && git -C /tmp/r -c user.email=a@b -c user.name=a commit -q --allow-empty -m x && echo git ok
+curl --version >/dev/null && echo curl ok
+ls /usr/bin/env >/dev/null && sort </dev/null && echo coreutils ok
+whoami`)
+	want := "bash ok\npython ok\ngit ok\ncurl ok\ncoreutils ok\nuser\n"
+	if out != want {
+		t.Errorf("tools:\n%s\nwant:\n%s", out, want)
+	}
+}
