@@ -152,7 +152,7 @@ func (r *Runtime) layout(dir string, h string, hostUID int) error {
 		}
 		return os.Lchown(p, hostUID+id, hostUID+id)
 	}
-	for _, d := range []string{"upper", "work", "rootfs", "upper/home", "upper/etc", "upper/home/user"} {
+	for _, d := range []string{"upper", "work", "rootfs", "lower", "upper/home", "upper/etc", "upper/home/user"} {
 		p := filepath.Join(dir, d)
 		if err := os.Mkdir(p, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)

@@ -112,6 +112,10 @@ func TestFilesystemIsolation(t *testing.T) {
 			t.Errorf("masked %s reads %q", p, r.stdout)
 		}
 	}
+	// The mount table names no host path.
+	if out := mustSh(t, sb, "cat /proc/self/mountinfo"); strings.Contains(out, stateDir) {
+		t.Errorf("mountinfo reveals the host's state dir %s:\n%s", stateDir, out)
+	}
 	if out := mustSh(t, sb, "ls -A /sys/firmware | wc -l"); strings.TrimSpace(out) != "0" {
 		t.Errorf("/sys/firmware not masked: %s entries", out)
 	}

@@ -37,10 +37,20 @@ func setupRootfs(c *initConfig) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
 	}
+	// The overlay's options show in the sandbox's /proc/self/mountinfo:
+	// name its layers relative to the sandbox dir (the template bound
+	// there) so they do not tell the host's paths.
+	dir := filepath.Dir(c.Upper)
+	if err := unix.Mount(c.Lower, filepath.Join(dir, "lower"), "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind template: %w", err)
+	}
+	if err := unix.Chdir(dir); err != nil {
+		return fmt.Errorf("chdir sandbox dir: %w", err)
+	}
 	// volatile: the writable layer dies with the sandbox, so the overlay
 	// never needs to sync it; without it, unmounting at destroy forces a
 	// sync (a filesystem commit) of the disk pool.
-	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,userxattr,volatile", c.Lower, c.Upper, c.Work)
+	const opts = "lowerdir=lower,upperdir=upper,workdir=work,userxattr,volatile"
 	if err := unix.Mount("overlay", c.Rootfs, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount overlay root: %w", err)
 	}
