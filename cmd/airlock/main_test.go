@@ -1,13 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
 	"golang.org/x/sys/unix"
@@ -131,4 +134,73 @@ func TestRunRootless(t *testing.T) {
 	if code == 0 || !strings.Contains(out, "[NO ] cgroup limits") || !strings.Contains(out, "[yes] seccomp filter") {
 		t.Errorf("rootless doctor: exit %d, output %q", code, out)
 	}
+}
+
+// TestRunCrashLeavesNothing kills `airlock run` mid-command: its sandbox
+// dies with it, and the next run on the same state dir removes what is left.
+func TestRunCrashLeavesNothing(t *testing.T) {
+	linuxtest.Require(t)
+	bin, _ := linuxtest.Build(t)
+	state, err := os.MkdirTemp("", "airlock-crash-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(state, 0o711)
+	defer func() {
+		unix.Unmount(filepath.Join(state, "sandboxes"), unix.MNT_DETACH)
+		os.RemoveAll(state)
+	}()
+	env := append(os.Environ(), "AIRLOCK_STATE_DIR="+state)
+	crash := exec.Command(bin, "run", "--", "sleep", "100")
+	crash.Env = env
+	if err := crash.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ids := filepath.Join(state, "ids")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if e, _ := os.ReadDir(ids); len(e) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("sandbox never appeared")
+		}
+	}
+	crash.Process.Kill()
+	crash.Wait()
+	// The init dies with its creator (SIGKILL on parent death); wait for
+	// that, as a later run would only ever come after it.
+	b, _ := os.ReadFile(filepath.Join(state, "sandboxes", mustOne(t, ids), "state.json"))
+	var st struct{ Pid int }
+	json.Unmarshal(b, &st)
+	for deadline := time.Now().Add(10 * time.Second); st.Pid > 0; time.Sleep(5 * time.Millisecond) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", st.Pid))
+		if err != nil || strings.Contains(string(stat), ") Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sandbox init outlived the killed airlock run")
+		}
+	}
+	after := exec.Command(bin, "run", "--", "true")
+	after.Env = env
+	if out, err := after.CombinedOutput(); err != nil {
+		t.Fatalf("next run: %v %s", err, out)
+	}
+	for _, d := range []string{"ids", "sandboxes", "slots"} {
+		entries, _ := os.ReadDir(filepath.Join(state, d))
+		for _, e := range entries {
+			if !strings.HasPrefix(e.Name(), ".") {
+				t.Errorf("left in %s: %s", d, e.Name())
+			}
+		}
+	}
+}
+
+func mustOne(t *testing.T, dir string) string {
+	t.Helper()
+	e, err := os.ReadDir(dir)
+	if err != nil || len(e) != 1 {
+		t.Fatalf("%s: %v entries, %v", dir, len(e), err)
+	}
+	return e[0].Name()
 }

@@ -70,7 +70,7 @@ func runCmd(args []string) error {
 	if *timeout < 0 {
 		return errors.New("--timeout must not be negative")
 	}
-	rt, err := linux.New(linux.Config{StateDir: *stateDir})
+	rt, err := linux.New(linux.Config{StateDir: *stateDir, DieWithCaller: true})
 	if err != nil {
 		return err
 	}

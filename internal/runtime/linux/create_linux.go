@@ -246,6 +246,9 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostU
 		// namespace and every mount fails with EPERM.
 		Credential: &syscall.Credential{Uid: 0, Gid: 0},
 	}
+	if r.cfg.DieWithCaller {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
 	// The config fits the pipe's buffer: the init reads it as soon as it
 	// starts, and builds its root while we place it in its cgroup.
 	if cfg.Trace {

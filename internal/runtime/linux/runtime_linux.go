@@ -29,6 +29,12 @@ type Config struct {
 	// DiskPoolBytes is the size of the sparse image that backs sandboxes'
 	// writable layers when the state directory has no project quotas.
 	DiskPoolBytes int64
+	// DieWithCaller kills each sandbox's init when the process that created
+	// it dies, for one-shot callers (`airlock run`) whose crash would
+	// otherwise leave sandboxes running; the next runtime on the state dir
+	// then cleans up after them. A daemon leaves it unset: its sandboxes
+	// outlive a restart.
+	DieWithCaller bool
 	// PoolSize is how many sandboxes with default settings are kept booted
 	// and unclaimed, so Create only has to hand one out. 0 disables the pool.
 	PoolSize int
@@ -55,7 +61,8 @@ type Runtime struct {
 	quotaErr error
 	cgErr    error // why cgroup limits are not enforced, if they are not
 
-	pool *pool // nil when Config.PoolSize is 0
+	pool     *pool    // nil when Config.PoolSize is 0
+	poolLock *os.File // flock held while this process owns the pool
 
 	mu   sync.Mutex
 	live map[string]*sandbox // by public id
@@ -133,22 +140,41 @@ func New(cfg Config) (*Runtime, error) {
 		r.quota, r.quotaErr = setupDiskPool(sbDir, cfg.DiskPoolBytes)
 		r.cgErr = cgroupsUsable()
 	}
-	r.reapUnclaimed()
+	r.reap(false)
 	if cfg.PoolSize > 0 {
+		// One pool owner per state dir: the lock is held for the life of
+		// this process, so pool sandboxes found unclaimed while holding it
+		// belong to an owner that is gone.
+		lock, err := os.OpenFile(filepath.Join(cfg.StateDir, "pool.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("pool lock: %w", err)
+		}
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			lock.Close()
+			return nil, fmt.Errorf("%w: another process keeps a warm pool in %s", runtime.ErrConflict, cfg.StateDir)
+		}
+		r.poolLock = lock
+		r.reap(true)
 		r.pool = newPool(r, cfg.PoolSize)
 	}
 	return r, nil
 }
 
-// reapUnclaimed destroys warm-pool sandboxes an earlier process left: nobody
-// holds them, and the new pool boots its own.
-func (r *Runtime) reapUnclaimed() {
+// reap destroys what earlier processes left behind: sandboxes whose init is
+// dead (a crashed `airlock run`, an agent killed by the kernel), and, for the
+// pool owner, unclaimed pool sandboxes. A sandbox still being created has no
+// state file yet and a live one has a live init: neither is touched, so
+// several processes may share a state dir.
+func (r *Runtime) reap(unclaimed bool) {
 	entries, _ := os.ReadDir(r.sandboxesDir())
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), poolPrefix) {
+		sb, err := r.attach(e.Name())
+		if err != nil {
 			continue
 		}
-		if sb, err := r.attach(e.Name()); err == nil && sb.p.ID == "" {
+		dead := sb.p.Pid > 0 && !procAlive(sb.p.Pid, sb.p.Start)
+		pooled := unclaimed && sb.p.ID == "" && strings.HasPrefix(e.Name(), poolPrefix)
+		if dead || pooled {
 			sb.destroy()
 		}
 	}
@@ -160,7 +186,9 @@ func (r *Runtime) Close() error {
 	if r.pool == nil {
 		return nil
 	}
-	return r.pool.close()
+	err := r.pool.close()
+	r.poolLock.Close()
+	return err
 }
 
 func (r *Runtime) sandboxesDir() string { return filepath.Join(r.cfg.StateDir, "sandboxes") }
@@ -171,9 +199,7 @@ func (r *Runtime) sandboxesDir() string { return filepath.Join(r.cfg.StateDir, "
 func (r *Runtime) Teardown() error {
 	ctx := context.Background()
 	var errs []error
-	if r.pool != nil {
-		errs = append(errs, r.pool.close())
-	}
+	errs = append(errs, r.Close())
 	ids, err := r.List(ctx)
 	if err != nil {
 		errs = append(errs, err)

@@ -248,6 +248,17 @@ func (s *sandbox) destroy() error {
 	return errors.Join(errs...)
 }
 
+// procAlive reports whether the process pid started at start is still
+// running: not gone, not a zombie, not a recycled pid.
+func procAlive(pid int, start uint64) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X' && procStart(pid) == start
+}
+
 // procStart returns a process's start time in clock ticks since boot, or 0
 // when it does not exist. A pid together with its start time names one
 // process for good; a pid alone may have been handed to another.
