@@ -16,8 +16,11 @@ import (
 )
 
 func benchCmd(args []string) error {
+	if len(args) > 0 && args[0] == "api" {
+		return benchAPI(args[1:])
+	}
 	if len(args) == 0 || args[0] != "spawn" {
-		return errors.New("usage: airlock bench spawn [-n 200] [-pool 2] [-v]")
+		return errors.New("usage: airlock bench spawn [-n 200] [-pool 2] [-v] | airlock bench api [-n 200]")
 	}
 	fs := flag.NewFlagSet("bench spawn", flag.ContinueOnError)
 	n := fs.Int("n", 200, "iterations per contender")

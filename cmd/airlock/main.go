@@ -1,5 +1,6 @@
-// Command airlock is the one Airlock binary: the sandbox CLI today, the
-// server later, and (under a hidden argument) each sandbox's init. It only
+// Command airlock is the one Airlock binary: the server, the CLI for it,
+// the embedded one-shot runner, and (under a hidden argument) each sandbox's
+// init. It only
 // parses flags and wires packages together.
 package main
 
@@ -14,9 +15,22 @@ import (
 const usage = `airlock: sandboxes for AI agents
 
 Usage:
+  airlock serve [--addr 127.0.0.1:7070] [--data-dir DIR]
+                                         run the server (REST API under /v1)
   airlock run [flags] -- CMD [ARGS...]   run a command in a new sandbox, then destroy it
   airlock doctor                         report which protections this host enforces
   airlock bench spawn [-n 200]           measure create -> exec true -> destroy
+
+On a server ($AIRLOCK_URL, default http://127.0.0.1:7070) with the key
+$AIRLOCK_API_KEY, else the admin.key in the data dir:
+  airlock create [flags]                 create a sandbox, print its id
+  airlock exec ID -- CMD [ARGS...]       run a command in a sandbox, stream its output
+  airlock ls [flags]                     list sandboxes
+  airlock rm ID...                       destroy sandboxes
+  airlock cp SRC DST                     copy a file in or out (ID:PATH; "-" is stdio)
+  airlock timeout ID DURATION            make a sandbox expire DURATION from now
+  airlock tenants create|ls              manage tenants (admin)
+  airlock keys create|ls|rm              manage API keys
 
 Run 'airlock COMMAND -h' for a command's flags.
 `
@@ -32,12 +46,30 @@ func main() {
 	}
 	var err error
 	switch os.Args[1] {
+	case "serve":
+		err = serveCmd(os.Args[2:])
 	case "run":
 		err = runCmd(os.Args[2:])
 	case "doctor":
 		err = doctorCmd(os.Args[2:])
 	case "bench":
 		err = benchCmd(os.Args[2:])
+	case "create":
+		err = createCmd(os.Args[2:])
+	case "exec":
+		err = execCmd(os.Args[2:])
+	case "ls":
+		err = lsCmd(os.Args[2:])
+	case "rm":
+		err = rmCmd(os.Args[2:])
+	case "cp":
+		err = cpCmd(os.Args[2:])
+	case "timeout":
+		err = timeoutCmd(os.Args[2:])
+	case "tenants":
+		err = tenantsCmd(os.Args[2:])
+	case "keys":
+		err = keysCmd(os.Args[2:])
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -1,0 +1,190 @@
+package clienttest
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/airlockhq/airlock/client"
+)
+
+type fileMode = uint32
+
+type file struct {
+	data  []byte
+	mode  fileMode
+	mtime time.Time
+}
+
+// abs resolves p as the API does: relative to /home/user.
+func abs(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		p = "/home/user/" + p
+	}
+	return path.Clean(p)
+}
+
+func parseMode(s string, def fileMode) (fileMode, bool) {
+	if s == "" {
+		return def, true
+	}
+	m, err := strconv.ParseUint(s, 8, 32)
+	return fileMode(m), err == nil && m <= 0o7777
+}
+
+func (s *Server) writeFile(w http.ResponseWriter, r *http.Request, b *sandbox) {
+	p := abs(r.URL.Query().Get("path"))
+	mode, ok := parseMode(r.URL.Query().Get("mode"), 0o644)
+	if !ok {
+		fail(w, 400, "invalid_argument", "mode must be octal, e.g. 0644")
+		return
+	}
+	var buf bytes.Buffer
+	if _, err := io.Copy(&buf, r.Body); err != nil {
+		fail(w, 400, "invalid_argument", "read body: "+err.Error())
+		return
+	}
+	s.mu.Lock()
+	b.files[p] = file{data: buf.Bytes(), mode: mode, mtime: time.Now().UTC()}
+	s.mu.Unlock()
+	writeJSON(w, 200, map[string]any{"path": p, "size": buf.Len()})
+}
+
+func (s *Server) readFile(w http.ResponseWriter, r *http.Request, b *sandbox) {
+	p := abs(r.URL.Query().Get("path"))
+	if r.URL.Query().Get("list") == "1" {
+		s.listDir(w, p, b)
+		return
+	}
+	s.mu.Lock()
+	f, ok := b.files[p]
+	s.mu.Unlock()
+	if !ok {
+		fail(w, 404, "not_found", fmt.Sprintf("%s: no such file", p))
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.Itoa(len(f.data)))
+	w.Write(f.data)
+}
+
+func (s *Server) listDir(w http.ResponseWriter, dir string, b *sandbox) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	entries := []client.FileEntry{}
+	seen := map[string]bool{}
+	add := func(p, typ string, size int64, mode fileMode, mtime time.Time) {
+		rest, ok := strings.CutPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+		if !ok || rest == "" {
+			return
+		}
+		name, deeper, _ := strings.Cut(rest, "/")
+		if deeper != "" {
+			typ, size, mode = "dir", 0, 0o755
+		}
+		if seen[name] {
+			return
+		}
+		seen[name] = true
+		entries = append(entries, client.FileEntry{Name: name, Path: path.Join(dir, name), Type: typ,
+			Size: size, Mode: fmt.Sprintf("%04o", mode), MTime: mtime})
+	}
+	for p, f := range b.files {
+		add(p, "file", int64(len(f.data)), f.mode, f.mtime)
+	}
+	for p, m := range b.dirs {
+		add(p, "dir", 0, m, time.Time{})
+	}
+	slices.SortFunc(entries, func(a, b client.FileEntry) int { return strings.Compare(a.Name, b.Name) })
+	writeJSON(w, 200, map[string]any{"entries": entries})
+}
+
+func (s *Server) remove(w http.ResponseWriter, r *http.Request, b *sandbox) {
+	p := abs(r.URL.Query().Get("path"))
+	recursive := r.URL.Query().Get("recursive") == "1"
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := b.files[p]; ok {
+		delete(b.files, p)
+		w.WriteHeader(204)
+		return
+	}
+	under := func(q string) bool { return strings.HasPrefix(q, p+"/") }
+	// A directory is one made with mkdir or one that files were written
+	// under.
+	_, isDir := b.dirs[p]
+	empty := true
+	for q := range b.files {
+		if under(q) {
+			isDir, empty = true, false
+		}
+	}
+	for q := range b.dirs {
+		empty = empty && !under(q)
+	}
+	switch {
+	case !isDir:
+		fail(w, 404, "not_found", fmt.Sprintf("%s: no such file or directory", p))
+		return
+	case !empty && !recursive:
+		fail(w, 409, "conflict", fmt.Sprintf("%s: directory not empty", p))
+		return
+	}
+	for q := range b.files {
+		if under(q) {
+			delete(b.files, q)
+		}
+	}
+	for q := range b.dirs {
+		if q == p || under(q) {
+			delete(b.dirs, q)
+		}
+	}
+	w.WriteHeader(204)
+}
+
+func (s *Server) mkdir(w http.ResponseWriter, r *http.Request, b *sandbox) {
+	var req struct {
+		Path string `json:"path"`
+		Mode string `json:"mode"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	mode, ok := parseMode(req.Mode, 0o755)
+	if !ok || req.Path == "" {
+		fail(w, 400, "invalid_argument", "want a path and an octal mode")
+		return
+	}
+	s.mu.Lock()
+	b.dirs[abs(req.Path)] = mode
+	s.mu.Unlock()
+	w.WriteHeader(204)
+}
+
+func (s *Server) move(w http.ResponseWriter, r *http.Request, b *sandbox) {
+	var req struct {
+		From string `json:"from"`
+		To   string `json:"to"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	from, to := abs(req.From), abs(req.To)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := b.files[from]
+	if !ok {
+		fail(w, 404, "not_found", fmt.Sprintf("%s: no such file", from))
+		return
+	}
+	delete(b.files, from)
+	b.files[to] = f
+	w.WriteHeader(204)
+}

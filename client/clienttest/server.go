@@ -1,0 +1,298 @@
+// Package clienttest is an in-memory fake of the Airlock API (docs/API.md)
+// for tests of programs that use package client. It runs nothing: exec
+// calls a function the test supplies, and files live in memory. It checks
+// credentials and refuses unknown JSON fields like the real server, but it
+// must not grow into a second server: it enforces no quotas and no tenancy
+// beyond a sandbox token's one sandbox.
+package clienttest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/client"
+)
+
+// Server is a running fake.
+type Server struct {
+	URL      string
+	AdminKey string // a credential the fake accepts, with admin rights
+
+	mu        sync.Mutex
+	exec      ExecFunc
+	seq       int
+	order     []string // sandbox ids in creation order, for pages
+	sandboxes map[string]*sandbox
+	tenants   []client.Tenant
+	keys      map[string]*key   // by secret
+	tokens    map[string]string // secret -> sandbox id
+}
+
+type sandbox struct {
+	client.Sandbox
+	files map[string]file // by clean absolute path
+	dirs  map[string]fileMode
+}
+
+type key struct {
+	client.Key
+	admin bool
+}
+
+// NewServer starts a fake that the test's cleanup stops.
+func NewServer(t testing.TB) *Server {
+	s := &Server{
+		AdminKey:  "alk_admin",
+		exec:      echo,
+		sandboxes: map[string]*sandbox{},
+		keys:      map[string]*key{"alk_admin": {Key: client.Key{ID: "key-admin", Tenant: "admin", Name: "admin"}, admin: true}},
+		tokens:    map[string]string{},
+	}
+	srv := httptest.NewServer(s.routes())
+	t.Cleanup(srv.Close)
+	s.URL = srv.URL
+	return s
+}
+
+// ExecFunc stands for a command run in a sandbox: it writes the output
+// and returns how the command ended (signal: the one that killed it, or 0).
+// A shell string arrives as sh -c STRING.
+type ExecFunc func(argv []string, stdout, stderr io.Writer) (exitCode, signal int)
+
+// SetExec makes f answer the execs that follow. The default writes argv
+// joined by spaces and a newline to stdout and exits 0.
+func (s *Server) SetExec(f ExecFunc) {
+	s.mu.Lock()
+	s.exec = f
+	s.mu.Unlock()
+}
+
+func echo(argv []string, stdout, _ io.Writer) (int, int) {
+	fmt.Fprintln(stdout, strings.Join(argv, " "))
+	return 0, 0
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, map[string]string{"status": "ok"})
+	})
+	sb := func(h func(http.ResponseWriter, *http.Request, *sandbox)) http.HandlerFunc {
+		return s.auth(false, s.withSandbox(h))
+	}
+	mux.HandleFunc("POST /v1/sandboxes", s.auth(false, s.create))
+	mux.HandleFunc("GET /v1/sandboxes", s.auth(false, s.list))
+	mux.HandleFunc("GET /v1/sandboxes/{id}", sb(func(w http.ResponseWriter, r *http.Request, b *sandbox) {
+		writeJSON(w, 200, b.Sandbox)
+	}))
+	mux.HandleFunc("DELETE /v1/sandboxes/{id}", sb(s.delete))
+	mux.HandleFunc("POST /v1/sandboxes/{id}/timeout", sb(s.setTimeout))
+	mux.HandleFunc("POST /v1/sandboxes/{id}/tokens", sb(s.token))
+	mux.HandleFunc("POST /v1/sandboxes/{id}/exec", sb(s.execute))
+	mux.HandleFunc("PUT /v1/sandboxes/{id}/files", sb(s.writeFile))
+	mux.HandleFunc("GET /v1/sandboxes/{id}/files", sb(s.readFile))
+	mux.HandleFunc("DELETE /v1/sandboxes/{id}/files", sb(s.remove))
+	mux.HandleFunc("POST /v1/sandboxes/{id}/files/mkdir", sb(s.mkdir))
+	mux.HandleFunc("POST /v1/sandboxes/{id}/files/move", sb(s.move))
+	mux.HandleFunc("POST /v1/tenants", s.auth(true, s.createTenant))
+	mux.HandleFunc("GET /v1/tenants", s.auth(true, func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		writeJSON(w, 200, map[string]any{"tenants": s.tenants})
+	}))
+	mux.HandleFunc("POST /v1/keys", s.auth(true, s.createKey))
+	mux.HandleFunc("GET /v1/keys", s.auth(false, s.listKeys))
+	mux.HandleFunc("DELETE /v1/keys/{id}", s.auth(true, s.deleteKey))
+	return mux
+}
+
+// auth lets a request through with a known credential; admin routes want
+// the admin key, and a sandbox token reaches only sandbox routes.
+func (s *Server) auth(admin bool, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		cred, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		s.mu.Lock()
+		k, isKey := s.keys[cred]
+		_, isToken := s.tokens[cred]
+		s.mu.Unlock()
+		switch {
+		case !ok || !isKey && !isToken:
+			fail(w, 401, "unauthenticated", "missing or unknown credential")
+		case admin && (!isKey || !k.admin):
+			fail(w, 403, "forbidden", "this route needs the admin key")
+		case isToken && r.PathValue("id") == "":
+			fail(w, 404, "not_found", "no such route for a sandbox token")
+		default:
+			h(w, r)
+		}
+	}
+}
+
+// withSandbox looks up {id}; for a sandbox token any other sandbox does
+// not exist.
+func (s *Server) withSandbox(h func(http.ResponseWriter, *http.Request, *sandbox)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		cred := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		s.mu.Lock()
+		b := s.sandboxes[id]
+		only, isToken := s.tokens[cred]
+		s.mu.Unlock()
+		if b == nil || isToken && only != id {
+			fail(w, 404, "not_found", fmt.Sprintf("sandbox %s not found", id))
+			return
+		}
+		h(w, r, b)
+	}
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Template string            `json:"template"`
+		CPUs     float64           `json:"cpus"`
+		MemoryMB int64             `json:"memory_mb"`
+		Pids     int64             `json:"pids"`
+		DiskMB   int64             `json:"disk_mb"`
+		TimeoutS int64             `json:"timeout_s"`
+		Env      map[string]string `json:"env"`
+		Metadata map[string]string `json:"metadata"`
+		Workdir  string            `json:"workdir"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	if req.TimeoutS < 0 || req.TimeoutS > 86400 || req.CPUs < 0 || req.MemoryMB < 0 {
+		fail(w, 400, "invalid_argument", "timeout_s must be between 0 and 86400, limits not negative")
+		return
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	sb := client.Sandbox{
+		State:     client.StateRunning,
+		Template:  or(req.Template, "base"),
+		CreatedAt: now,
+		ExpiresAt: now.Add(time.Duration(or(req.TimeoutS, 300)) * time.Second),
+		Limits:    client.Limits{CPUs: or(req.CPUs, 1), MemoryMB: or(req.MemoryMB, 512), Pids: or(req.Pids, 256), DiskMB: or(req.DiskMB, 1024)},
+		Metadata:  req.Metadata,
+		Workdir:   or(req.Workdir, "/home/user"),
+	}
+	s.mu.Lock()
+	s.seq++
+	sb.ID = fmt.Sprintf("sb-%04d", s.seq)
+	s.sandboxes[sb.ID] = &sandbox{Sandbox: sb, files: map[string]file{}, dirs: map[string]fileMode{}}
+	s.order = append(s.order, sb.ID)
+	s.mu.Unlock()
+	writeJSON(w, 201, sb)
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	if limit <= 0 {
+		limit = 100
+	}
+	page := client.Page{Sandboxes: []client.Sandbox{}}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	start := 0
+	if a := q.Get("after"); a != "" {
+		start = slices.Index(s.order, a) + 1
+	}
+outer:
+	for _, id := range s.order[start:] {
+		sb := s.sandboxes[id].Sandbox
+		if st := q.Get("state"); st != "" && sb.State != st {
+			continue
+		}
+		for k, v := range q {
+			if m, ok := strings.CutPrefix(k, "metadata."); ok && sb.Metadata[m] != v[0] {
+				continue outer
+			}
+		}
+		if len(page.Sandboxes) == limit {
+			page.Next = page.Sandboxes[limit-1].ID
+			break
+		}
+		page.Sandboxes = append(page.Sandboxes, sb)
+	}
+	writeJSON(w, 200, page)
+}
+
+func (s *Server) delete(w http.ResponseWriter, r *http.Request, b *sandbox) {
+	s.mu.Lock()
+	delete(s.sandboxes, b.ID)
+	s.order = slices.DeleteFunc(s.order, func(id string) bool { return id == b.ID })
+	s.mu.Unlock()
+	w.WriteHeader(204)
+}
+
+func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request, b *sandbox) {
+	var req struct {
+		TimeoutS int64 `json:"timeout_s"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	if req.TimeoutS <= 0 || req.TimeoutS > 86400 {
+		fail(w, 400, "invalid_argument", "timeout_s must be between 1 and 86400")
+		return
+	}
+	s.mu.Lock()
+	b.ExpiresAt = time.Now().UTC().Truncate(time.Second).Add(time.Duration(req.TimeoutS) * time.Second)
+	sb := b.Sandbox
+	s.mu.Unlock()
+	writeJSON(w, 200, sb)
+}
+
+func (s *Server) token(w http.ResponseWriter, r *http.Request, b *sandbox) {
+	var req struct {
+		TTLS int64 `json:"ttl_s"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	s.mu.Lock()
+	s.seq++
+	t := client.Token{Token: fmt.Sprintf("alt_%d", s.seq), ExpiresAt: time.Now().UTC().Add(time.Duration(req.TTLS) * time.Second)}
+	s.tokens[t.Token] = b.ID
+	s.mu.Unlock()
+	writeJSON(w, 201, t)
+}
+
+// decode reads a JSON body as the real server does: unknown fields are
+// refused.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	d := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		fail(w, 400, "invalid_argument", "bad JSON body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func fail(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+}
+
+func or[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}

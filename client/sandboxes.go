@@ -1,0 +1,72 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// CreateSandbox creates a sandbox and returns it once it runs.
+func (c *Client) CreateSandbox(ctx context.Context, req CreateRequest) (Sandbox, error) {
+	var sb Sandbox
+	err := c.doJSON(ctx, http.MethodPost, "/v1/sandboxes", nil, req, &sb)
+	return sb, err
+}
+
+// GetSandbox returns one sandbox.
+func (c *Client) GetSandbox(ctx context.Context, id string) (Sandbox, error) {
+	var sb Sandbox
+	err := c.doJSON(ctx, http.MethodGet, sandboxPath(id, ""), nil, nil, &sb)
+	return sb, err
+}
+
+// ListSandboxes returns one page of the caller's sandboxes; pass the
+// page's Next as opts.After for the next one.
+func (c *Client) ListSandboxes(ctx context.Context, opts ListOptions) (Page, error) {
+	q := url.Values{}
+	if opts.State != "" {
+		q.Set("state", opts.State)
+	}
+	for k, v := range opts.Metadata {
+		q.Set("metadata."+k, v)
+	}
+	if opts.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts.After != "" {
+		q.Set("after", opts.After)
+	}
+	var p Page
+	err := c.doJSON(ctx, http.MethodGet, "/v1/sandboxes", q, nil, &p)
+	return p, err
+}
+
+// DeleteSandbox destroys a sandbox.
+func (c *Client) DeleteSandbox(ctx context.Context, id string) error {
+	return c.doJSON(ctx, http.MethodDelete, sandboxPath(id, ""), nil, nil, nil)
+}
+
+// SetTimeout makes the sandbox expire d from now (whole seconds, rounded
+// up).
+func (c *Client) SetTimeout(ctx context.Context, id string, d time.Duration) (Sandbox, error) {
+	var sb Sandbox
+	body := struct {
+		TimeoutS int64 `json:"timeout_s"`
+	}{seconds(d)}
+	err := c.doJSON(ctx, http.MethodPost, sandboxPath(id, "/timeout"), nil, body, &sb)
+	return sb, err
+}
+
+// CreateToken returns a credential for this sandbox only, valid for ttl
+// (whole seconds, rounded up): hand it to an agent that must not reach
+// other sandboxes.
+func (c *Client) CreateToken(ctx context.Context, id string, ttl time.Duration) (Token, error) {
+	var t Token
+	body := struct {
+		TTLS int64 `json:"ttl_s"`
+	}{seconds(ttl)}
+	err := c.doJSON(ctx, http.MethodPost, sandboxPath(id, "/tokens"), nil, body, &t)
+	return t, err
+}

@@ -1,0 +1,161 @@
+package client
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Sandbox states.
+const (
+	StateCreating = "creating"
+	StateRunning  = "running"
+	StateStopped  = "stopped"
+	StateFailed   = "failed"
+)
+
+// Sandbox is a sandbox as the server describes it.
+type Sandbox struct {
+	ID        string            `json:"id"`
+	State     string            `json:"state"`
+	Reason    string            `json:"reason,omitempty"` // why it failed or stopped
+	Template  string            `json:"template"`
+	CreatedAt time.Time         `json:"created_at"`
+	ExpiresAt time.Time         `json:"expires_at"`
+	Limits    Limits            `json:"limits"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+	Workdir   string            `json:"workdir,omitempty"`
+}
+
+// Limits are a sandbox's resource limits.
+type Limits struct {
+	CPUs     float64 `json:"cpus"`
+	MemoryMB int64   `json:"memory_mb"`
+	Pids     int64   `json:"pids"`
+	DiskMB   int64   `json:"disk_mb"`
+}
+
+// CreateRequest is the body of POST /v1/sandboxes. Zero fields take the
+// server's defaults (template base, 1 CPU, 512 MiB, 256 pids, 1024 MiB of
+// disk, 5 minutes).
+type CreateRequest struct {
+	Template string            `json:"template,omitempty"`
+	CPUs     float64           `json:"cpus,omitempty"`
+	MemoryMB int64             `json:"memory_mb,omitempty"`
+	Pids     int64             `json:"pids,omitempty"`
+	DiskMB   int64             `json:"disk_mb,omitempty"`
+	Timeout  time.Duration     `json:"-"` // sent as whole seconds, rounded up
+	Env      map[string]string `json:"env,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+	Workdir  string            `json:"workdir,omitempty"`
+}
+
+func (r CreateRequest) MarshalJSON() ([]byte, error) {
+	type wire CreateRequest // without this method
+	return json.Marshal(struct {
+		wire
+		TimeoutS int64 `json:"timeout_s,omitempty"`
+	}{wire(r), seconds(r.Timeout)})
+}
+
+// ListOptions filter ListSandboxes. Zero fields do not filter.
+type ListOptions struct {
+	State    string
+	Metadata map[string]string // every pair must match
+	Limit    int
+	After    string // a Page's Next
+}
+
+// Page is one page of sandboxes; Next is empty on the last page.
+type Page struct {
+	Sandboxes []Sandbox `json:"sandboxes"`
+	Next      string    `json:"next"`
+}
+
+// ExecRequest is a command to run: exactly one of Cmd (an argv) and
+// Command (a shell string).
+type ExecRequest struct {
+	Cmd     []string          `json:"cmd,omitempty"`
+	Command string            `json:"command,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Stdin   string            `json:"stdin,omitempty"`
+	Timeout time.Duration     `json:"-"` // 0: until the sandbox expires; sent as whole seconds, rounded up
+}
+
+func (r ExecRequest) MarshalJSON() ([]byte, error) {
+	type wire ExecRequest // without this method
+	return json.Marshal(struct {
+		wire
+		TimeoutS int64 `json:"timeout_s,omitempty"`
+	}{wire(r), seconds(r.Timeout)})
+}
+
+// ExecResult is how a command ended. Stdout and Stderr are set by Exec
+// only, each capped at 1 MiB (Truncated past it).
+type ExecResult struct {
+	ExitCode   int     `json:"exit_code"`
+	Signal     int     `json:"signal"` // the signal that killed it, or 0
+	Stdout     string  `json:"stdout"`
+	Stderr     string  `json:"stderr"`
+	DurationMS float64 `json:"duration_ms"`
+	TimedOut   bool    `json:"timed_out"`
+	OOMKilled  bool    `json:"oom_killed"`
+	Truncated  bool    `json:"truncated"`
+}
+
+// FileEntry is one entry of a directory listing.
+type FileEntry struct {
+	Name  string    `json:"name"`
+	Path  string    `json:"path"`
+	Type  string    `json:"type"` // file, dir, symlink or other
+	Size  int64     `json:"size"`
+	Mode  string    `json:"mode"` // octal permissions, "0644"
+	MTime time.Time `json:"mtime"`
+}
+
+// Token is a sandbox token: a credential for one sandbox, until ExpiresAt.
+type Token struct {
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// TenantRequest is the body of POST /v1/tenants. Zero limits are unlimited.
+type TenantRequest struct {
+	Name         string `json:"name"`
+	MaxSandboxes int    `json:"max_sandboxes,omitempty"`
+	MaxMemoryMB  int64  `json:"max_memory_mb,omitempty"`
+}
+
+// Tenant owns sandboxes and API keys.
+type Tenant struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	MaxSandboxes int       `json:"max_sandboxes"`
+	MaxMemoryMB  int64     `json:"max_memory_mb"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// Key is an API key as listed: the secret is never shown again.
+type Key struct {
+	ID        string    `json:"id"`
+	Tenant    string    `json:"tenant"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// NewKey is a key just created; Key is the secret ("alk_...").
+type NewKey struct {
+	ID     string `json:"id"`
+	Key    string `json:"key"`
+	Tenant string `json:"tenant"`
+	Name   string `json:"name"`
+}
+
+// seconds rounds d up to whole seconds, so that a short timeout does not
+// become 0, which the API reads as "the default".
+func seconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"text/tabwriter"
+)
+
+const keysUsage = `Usage: airlock keys create --tenant NAME [--name N]
+       airlock keys ls
+       airlock keys rm ID
+
+Manage API keys (admin key only, but for ls). A new key is shown once.`
+
+func keysCmd(args []string) error {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, keysUsage)
+		return exitError(2)
+	}
+	switch args[0] {
+	case "create":
+		return keysCreate(args[1:])
+	case "ls":
+		return keysLs(args[1:])
+	case "rm":
+		return keysRm(args[1:])
+	case "-h", "--help", "help":
+		fmt.Println(keysUsage)
+		return nil
+	}
+	fmt.Fprintf(os.Stderr, "airlock: unknown keys command %q\n%s\n", args[0], keysUsage)
+	return exitError(2)
+}
+
+func keysCreate(args []string) error {
+	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
+	tenant := fs.String("tenant", "", "tenant the key acts for (required)")
+	name := fs.String("name", "", "what the key is for, to recognise it in keys ls")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: airlock keys create --tenant NAME [--name N]\n\nCreate an API key and print it: it is shown only this once.")
+		fs.PrintDefaults()
+	}
+	pos, _, err := parseArgs(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 || *tenant == "" {
+		return usageError(fs)
+	}
+	ctx, stop := remoteContext()
+	defer stop()
+	k, err := remote().CreateKey(ctx, *tenant, *name)
+	if err != nil {
+		return err
+	}
+	fmt.Println(k.Key)
+	return nil
+}
+
+func keysLs(args []string) error {
+	fs := flag.NewFlagSet("keys ls", flag.ContinueOnError)
+	pos, _, err := parseArgs(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usageError(fs)
+	}
+	ctx, stop := remoteContext()
+	defer stop()
+	keys, err := remote().ListKeys(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTENANT\tNAME\tCREATED")
+	for _, k := range keys {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, k.Tenant, k.Name, timeCell(k.CreatedAt))
+	}
+	return tw.Flush()
+}
+
+func keysRm(args []string) error {
+	fs := flag.NewFlagSet("keys rm", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprintln(fs.Output(), "Usage: airlock keys rm ID") }
+	pos, _, err := parseArgs(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError(fs)
+	}
+	ctx, stop := remoteContext()
+	defer stop()
+	return remote().DeleteKey(ctx, pos[0])
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/airlockhq/airlock/client"
+)
+
+const defaultURL = "http://127.0.0.1:7070"
+
+// remote is a client of the server at $AIRLOCK_URL that authenticates with
+// $AIRLOCK_API_KEY, or else with the admin key the server wrote into its
+// data dir (readable on the server's host, by its user).
+func remote() *client.Client {
+	u := os.Getenv("AIRLOCK_URL")
+	if u == "" {
+		u = defaultURL
+	}
+	key := os.Getenv("AIRLOCK_API_KEY")
+	if key == "" {
+		if b, err := os.ReadFile(filepath.Join(defaultStateDir(), "admin.key")); err == nil {
+			key = strings.TrimSpace(string(b))
+		}
+	}
+	return client.New(u, key)
+}
+
+// remoteContext ends with SIGINT or SIGTERM, so that an interrupted call
+// cancels its request instead of leaving it to run.
+func remoteContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// parseArgs parses fs's flags wherever they come among the first n
+// positional arguments (n < 0: all of them) and returns those positionals
+// and what follows them or "--". -h ends the command with status 0, a bad
+// flag with status 2.
+func parseArgs(fs *flag.FlagSet, args []string, n int) (pos, rest []string, err error) {
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, nil, exitError(0)
+			}
+			return nil, nil, exitError(2)
+		}
+		left := fs.Args()
+		if k := len(args) - len(left); k > 0 && args[k-1] == "--" || len(left) == 0 || len(pos) == n {
+			if n < 0 {
+				return append(pos, left...), nil, nil
+			}
+			return pos, left, nil
+		}
+		pos, args = append(pos, left[0]), left[1:]
+	}
+}
+
+// usageError prints fs's usage and ends the command with status 2.
+func usageError(fs *flag.FlagSet) error {
+	fs.Usage()
+	return exitError(2)
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	goruntime "runtime"
+	"syscall"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/api"
+	"github.com/airlockhq/airlock/internal/runtime/linux"
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// serveCmd runs the daemon until SIGTERM or SIGINT.
+func serveCmd(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:7070", "address to listen on")
+	dataDir := fs.String("data-dir", defaultStateDir(), "where the database, sandboxes and templates live")
+	pool := fs.Int("pool", 2, "sandboxes kept booted for fast creates (0 disables)")
+	if err := fs.Parse(args); err != nil {
+		return exitError(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	d, err := startDaemon(ctx, *dataDir, *pool)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: d.handler, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Printf("airlock: serving on http://%s (data in %s)\n", ln.Addr(), *dataDir)
+	if d.newKey {
+		fmt.Printf("airlock: admin API key written to %s\n", d.keyPath)
+	} else {
+		fmt.Printf("airlock: admin API key is in %s\n", d.keyPath)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	fmt.Println("airlock: shutting down")
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdown)
+}
+
+// daemon is everything serve wires together.
+type daemon struct {
+	store   store.Store
+	rt      *linux.Runtime
+	mgr     *sandbox.Service
+	handler http.Handler
+	keyPath string
+	newKey  bool
+}
+
+func startDaemon(ctx context.Context, dataDir string, pool int) (*daemon, error) {
+	if err := os.MkdirAll(dataDir, 0o711); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	st, err := store.OpenSQLite(filepath.Join(dataDir, "airlock.db"))
+	if err != nil {
+		return nil, err
+	}
+	d := &daemon{store: st}
+	if d.rt, err = linux.New(linux.Config{StateDir: dataDir, PoolSize: pool}); err != nil {
+		st.Close()
+		return nil, err
+	}
+	if d.mgr, err = sandbox.NewManager(ctx, st, d.rt, sandbox.Options{HostCPUs: goruntime.NumCPU(), HostMemoryMB: hostMemoryMB()}); err != nil {
+		d.close()
+		return nil, err
+	}
+	if d.keyPath, d.newKey, err = ensureAdminKey(ctx, st, dataDir); err != nil {
+		d.close()
+		return nil, err
+	}
+	d.handler = api.New(d.mgr, st, api.Options{})
+	return d, nil
+}
+
+func (d *daemon) close() {
+	if d.mgr != nil {
+		d.mgr.Close()
+	}
+	if d.rt != nil {
+		d.rt.Close()
+	}
+	d.store.Close()
+}
+
+// adminTenant owns the admin key created on first start.
+const adminTenant = "admin"
+
+// ensureAdminKey creates the admin tenant and key on first start, stores
+// only the key's hash and writes the key to <data-dir>/admin.key (0600).
+func ensureAdminKey(ctx context.Context, st store.Store, dataDir string) (string, bool, error) {
+	path := filepath.Join(dataDir, "admin.key")
+	if _, err := st.TenantByName(ctx, adminTenant); err == nil {
+		return path, false, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return "", false, err
+	}
+	now := time.Now().UTC()
+	t := store.Tenant{ID: "t-" + adminTenant, Name: adminTenant, CreatedAt: now}
+	key, hash := api.NewKey()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return "", false, fmt.Errorf("write admin key: %w", err)
+	}
+	if _, err := fmt.Fprintln(f, key); err != nil {
+		f.Close()
+		return "", false, fmt.Errorf("write admin key: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", false, err
+	}
+	if err := st.CreateTenant(ctx, t); err != nil {
+		return "", false, err
+	}
+	if err := st.CreateKey(ctx, store.Key{ID: "k-admin", TenantID: t.ID, Name: "admin", Hash: hash, Admin: true, CreatedAt: now}); err != nil {
+		return "", false, err
+	}
+	return path, true, nil
+}
+
+func hostMemoryMB() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	var kb int64
+	fmt.Sscanf(string(b), "MemTotal: %d kB", &kb)
+	return kb >> 10
+}

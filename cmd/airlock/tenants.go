@@ -1,0 +1,90 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/airlockhq/airlock/client"
+)
+
+const tenantsUsage = `Usage: airlock tenants create NAME [--max-sandboxes N] [--max-memory 4G]
+       airlock tenants ls
+
+Manage tenants (admin key only).`
+
+func tenantsCmd(args []string) error {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, tenantsUsage)
+		return exitError(2)
+	}
+	switch args[0] {
+	case "create":
+		return tenantsCreate(args[1:])
+	case "ls":
+		return tenantsLs(args[1:])
+	case "-h", "--help", "help":
+		fmt.Println(tenantsUsage)
+		return nil
+	}
+	fmt.Fprintf(os.Stderr, "airlock: unknown tenants command %q\n%s\n", args[0], tenantsUsage)
+	return exitError(2)
+}
+
+func tenantsCreate(args []string) error {
+	fs := flag.NewFlagSet("tenants create", flag.ContinueOnError)
+	var mem sizeFlag
+	maxSandboxes := fs.Int("max-sandboxes", 0, "most sandboxes alive at once (default unlimited)")
+	fs.Var(&mem, "max-memory", "most memory over its live sandboxes, e.g. 4G (default unlimited)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: airlock tenants create NAME [flags]")
+		fs.PrintDefaults()
+	}
+	pos, _, err := parseArgs(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || *maxSandboxes < 0 {
+		return usageError(fs)
+	}
+	ctx, stop := remoteContext()
+	defer stop()
+	t, err := remote().CreateTenant(ctx, client.TenantRequest{Name: pos[0], MaxSandboxes: *maxSandboxes, MaxMemoryMB: mem.mb})
+	if err != nil {
+		return err
+	}
+	fmt.Println(t.ID)
+	return nil
+}
+
+func tenantsLs(args []string) error {
+	fs := flag.NewFlagSet("tenants ls", flag.ContinueOnError)
+	pos, _, err := parseArgs(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usageError(fs)
+	}
+	ctx, stop := remoteContext()
+	defer stop()
+	tenants, err := remote().ListTenants(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tMAX SANDBOXES\tMAX MEMORY\tCREATED")
+	for _, t := range tenants {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, limitCell(int64(t.MaxSandboxes), ""), limitCell(t.MaxMemoryMB, "M"), timeCell(t.CreatedAt))
+	}
+	return tw.Flush()
+}
+
+// limitCell shows 0 as "-": no limit.
+func limitCell(n int64, unit string) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d%s", n, unit)
+}

@@ -1,0 +1,192 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+const maxTokenTTL = 86400
+
+func (s *server) createToken(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		TTLS int64 `json:"ttl_s"`
+	}
+	if err := readJSON(w, r, s.maxJSON, &req, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.TTLS < 1 || req.TTLS > maxTokenTTL {
+		s.fail(w, r, invalidf("field \"ttl_s\" is %d; want 1 to %d", req.TTLS, maxTokenTTL))
+		return
+	}
+	c := callerOf(r)
+	// The manager answers not_found for a sandbox the caller does not own.
+	sb, err := s.m.Get(r.Context(), c, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	plain, hash := NewToken()
+	t := store.Token{
+		ID: newID("tok_"), SandboxID: sb.ID, TenantID: sb.TenantID, Hash: hash,
+		ExpiresAt: s.now().Add(time.Duration(req.TTLS) * time.Second).UTC().Truncate(time.Second),
+	}
+	if err := s.store.CreateToken(r.Context(), t); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, struct {
+		Token     string    `json:"token"`
+		ExpiresAt time.Time `json:"expires_at"`
+	}{plain, t.ExpiresAt})
+}
+
+// namePattern bounds tenant and key names: they show up in logs and
+// listings, so no control characters or surprises.
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+func (s *server) createTenant(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Name         string `json:"name"`
+		MaxSandboxes int    `json:"max_sandboxes"`
+		MaxMemoryMB  int64  `json:"max_memory_mb"`
+	}
+	if err := readJSON(w, r, s.maxJSON, &req, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	switch {
+	case !namePattern.MatchString(req.Name):
+		s.fail(w, r, invalidf("field \"name\" %q: want 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", req.Name))
+		return
+	case req.MaxSandboxes < 0:
+		s.fail(w, r, invalidf("field \"max_sandboxes\" is %d; want 0 (unlimited) or more", req.MaxSandboxes))
+		return
+	case req.MaxMemoryMB < 0:
+		s.fail(w, r, invalidf("field \"max_memory_mb\" is %d; want 0 (unlimited) or more", req.MaxMemoryMB))
+		return
+	}
+	t := store.Tenant{
+		ID: newID("ten_"), Name: req.Name, MaxSandboxes: req.MaxSandboxes,
+		MaxMemoryMB: req.MaxMemoryMB, CreatedAt: s.now().UTC().Truncate(time.Second),
+	}
+	if err := s.store.CreateTenant(r.Context(), t); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			err = errf(http.StatusConflict, codeConflict, "tenant %q already exists", req.Name)
+		}
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, t)
+}
+
+func (s *server) listTenants(w http.ResponseWriter, r *http.Request) {
+	ts, err := s.store.ListTenants(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if ts == nil {
+		ts = []store.Tenant{}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Tenants []store.Tenant `json:"tenants"`
+	}{ts})
+}
+
+// keyJSON is a key in a listing: never its hash.
+type keyJSON struct {
+	ID        string    `json:"id"`
+	Tenant    string    `json:"tenant"`
+	Name      string    `json:"name"`
+	Admin     bool      `json:"admin"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func (s *server) createKey(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Tenant string `json:"tenant"`
+		Name   string `json:"name"`
+	}
+	if err := readJSON(w, r, s.maxJSON, &req, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.Tenant == "" {
+		s.fail(w, r, invalidf("field \"tenant\" (a tenant name) is required"))
+		return
+	}
+	if req.Name != "" && !namePattern.MatchString(req.Name) {
+		s.fail(w, r, invalidf("field \"name\" %q: want 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", req.Name))
+		return
+	}
+	t, err := s.store.TenantByName(r.Context(), req.Tenant)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			err = errf(http.StatusNotFound, codeNotFound, "tenant %q not found", req.Tenant)
+		}
+		s.fail(w, r, err)
+		return
+	}
+	plain, hash := NewKey()
+	k := store.Key{ID: newID("key_"), TenantID: t.ID, Name: req.Name, Hash: hash,
+		CreatedAt: s.now().UTC().Truncate(time.Second)}
+	if err := s.store.CreateKey(r.Context(), k); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, struct {
+		ID     string `json:"id"`
+		Key    string `json:"key"`
+		Tenant string `json:"tenant"`
+		Name   string `json:"name"`
+	}{k.ID, plain, t.Name, k.Name})
+}
+
+func (s *server) listKeys(w http.ResponseWriter, r *http.Request) {
+	c := callerOf(r)
+	tenantID := c.TenantID
+	if c.Admin {
+		tenantID = ""
+	}
+	keys, err := s.store.ListKeys(r.Context(), tenantID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	names := map[string]string{}
+	out := struct {
+		Keys []keyJSON `json:"keys"`
+	}{make([]keyJSON, 0, len(keys))}
+	for _, k := range keys {
+		name, ok := names[k.TenantID]
+		if !ok {
+			t, err := s.store.GetTenant(r.Context(), k.TenantID)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				s.fail(w, r, err)
+				return
+			}
+			name, names[k.TenantID] = t.Name, t.Name
+		}
+		out.Keys = append(out.Keys, keyJSON{k.ID, name, k.Name, k.Admin, k.CreatedAt.UTC()})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *server) deleteKey(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := s.store.DeleteKey(r.Context(), id); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			err = errf(http.StatusNotFound, codeNotFound, "key %q not found", id)
+		}
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

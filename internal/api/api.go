@@ -1,0 +1,123 @@
+package api
+
+import (
+	_ "embed"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// Options tunes the API. Zero fields take defaults.
+type Options struct {
+	// MaxJSONBody bounds a JSON request body (default 1 MiB). File uploads
+	// are streamed and bounded by the sandbox's disk limit instead.
+	MaxJSONBody int64
+	// Now is the clock for token expiry (default time.Now).
+	Now func() time.Time
+	// Logger receives internal errors (default slog.Default()).
+	Logger *slog.Logger
+}
+
+type server struct {
+	m       sandbox.Manager
+	store   store.Store
+	maxJSON int64
+	now     func() time.Time
+	log     *slog.Logger
+}
+
+// route is one entry of the API. The same table registers the handlers and
+// is compared with openapi.json by a test, so the two cannot drift apart.
+type route struct {
+	method, path string
+	access       access
+	handler      func(*server, http.ResponseWriter, *http.Request)
+}
+
+var routes = []route{
+	{"GET", "/healthz", public, (*server).healthz},
+	{"GET", "/v1/openapi.json", public, (*server).openAPI},
+
+	{"POST", "/v1/sandboxes", anyKey, (*server).createSandbox},
+	{"GET", "/v1/sandboxes", anyKey, (*server).listSandboxes},
+	{"GET", "/v1/sandboxes/{id}", sandboxRoute, (*server).getSandbox},
+	{"DELETE", "/v1/sandboxes/{id}", sandboxRoute, (*server).deleteSandbox},
+	{"POST", "/v1/sandboxes/{id}/timeout", sandboxRoute, (*server).setTimeout},
+	{"POST", "/v1/sandboxes/{id}/exec", sandboxRoute, (*server).exec},
+	{"PUT", "/v1/sandboxes/{id}/files", sandboxRoute, (*server).writeFile},
+	{"GET", "/v1/sandboxes/{id}/files", sandboxRoute, (*server).readFile},
+	{"DELETE", "/v1/sandboxes/{id}/files", sandboxRoute, (*server).removeFile},
+	{"POST", "/v1/sandboxes/{id}/files/mkdir", sandboxRoute, (*server).mkdir},
+	{"POST", "/v1/sandboxes/{id}/files/move", sandboxRoute, (*server).move},
+	{"POST", "/v1/sandboxes/{id}/tokens", sandboxKeyOnly, (*server).createToken},
+
+	{"POST", "/v1/tenants", adminKey, (*server).createTenant},
+	{"GET", "/v1/tenants", adminKey, (*server).listTenants},
+	{"POST", "/v1/keys", adminKey, (*server).createKey},
+	{"GET", "/v1/keys", anyKey, (*server).listKeys},
+	{"DELETE", "/v1/keys/{id}", adminKey, (*server).deleteKey},
+}
+
+// New returns the HTTP handler of the API.
+func New(m sandbox.Manager, st store.Store, opts Options) http.Handler {
+	s := &server{m: m, store: st, maxJSON: opts.MaxJSONBody, now: opts.Now, log: opts.Logger}
+	if s.maxJSON <= 0 {
+		s.maxJSON = 1 << 20
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	mux := http.NewServeMux()
+	for _, rt := range routes {
+		h := rt.handler
+		mux.HandleFunc(rt.method+" "+rt.path, s.authorize(rt.access, func(w http.ResponseWriter, r *http.Request) {
+			h(s, w, r)
+		}))
+	}
+	// Without this the mux would answer unknown paths and methods in plain
+	// text; clients expect the JSON error body everywhere.
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if allow := allowed(mux, r); allow != "" {
+			w.Header().Set("Allow", allow)
+			s.fail(w, r, errf(http.StatusMethodNotAllowed, codeMethodNotAllowed,
+				"method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow))
+			return
+		}
+		s.fail(w, r, errf(http.StatusNotFound, codeNotFound, "no route %s %s", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+// allowed lists the methods that have a route for r's path.
+func allowed(mux *http.ServeMux, r *http.Request) string {
+	var list string
+	for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "/" && pattern != "" {
+			if list != "" {
+				list += ", "
+			}
+			list += m
+		}
+	}
+	return list
+}
+
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+//go:embed openapi.json
+var openAPIDoc []byte
+
+func (s *server) openAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(openAPIDoc)
+}

@@ -1,0 +1,157 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// Credential prefixes: an API key of a tenant, a token of one sandbox.
+const (
+	KeyPrefix   = "alk_"
+	TokenPrefix = "alt_"
+)
+
+// NewKey returns a new API key and the hash to store for it.
+func NewKey() (plaintext string, hash []byte) { return newCredential(KeyPrefix) }
+
+// NewToken returns a new sandbox token and the hash to store for it.
+func NewToken() (plaintext string, hash []byte) { return newCredential(TokenPrefix) }
+
+func newCredential(prefix string) (string, []byte) {
+	s := prefix + base64.RawURLEncoding.EncodeToString(randomBytes(32))
+	return s, HashCredential(s)
+}
+
+// HashCredential is the SHA-256 under which a key or token is stored and
+// looked up. The credentials carry 256 random bits, so a fast unsalted hash
+// is enough: there is nothing to brute-force.
+func HashCredential(s string) []byte {
+	h := sha256.Sum256([]byte(s))
+	return h[:]
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b) // never fails: crypto/rand crashes the program instead
+	return b
+}
+
+// newID returns a record id such as "ten_3f9a...".
+func newID(prefix string) string { return prefix + hex.EncodeToString(randomBytes(12)) }
+
+// access says who may call a route.
+type access int
+
+const (
+	public         access = iota // no credential
+	anyKey                       // an API key; a sandbox token gets 403
+	adminKey                     // an admin API key; any other credential gets 403
+	sandboxRoute                 // a key, or the token of the sandbox {id}
+	sandboxKeyOnly               // a key; a token, even of {id}, gets 403
+)
+
+type callerKey struct{}
+
+func callerOf(r *http.Request) sandbox.Caller {
+	c, _ := r.Context().Value(callerKey{}).(sandbox.Caller)
+	return c
+}
+
+// authorize wraps h with the credential check for level a.
+func (s *server) authorize(a access, h http.HandlerFunc) http.HandlerFunc {
+	if a == public {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, err := s.authenticate(r)
+		if err != nil {
+			var ae *apiError
+			if errors.As(err, &ae) && ae.code == codeUnauthenticated {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
+			}
+			s.fail(w, r, err)
+			return
+		}
+		if err := permit(a, c, r); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+	}
+}
+
+func permit(a access, c sandbox.Caller, r *http.Request) error {
+	token := c.SandboxID != ""
+	// A token's own sandbox is the only one that exists for it (404 like any
+	// sandbox the caller does not own); checked before the route kind so the
+	// answer does not tell a token holder which other ids are real.
+	if token && (a == sandboxRoute || a == sandboxKeyOnly) && r.PathValue("id") != c.SandboxID {
+		return errf(http.StatusNotFound, codeNotFound, "sandbox %q not found", r.PathValue("id"))
+	}
+	switch {
+	case a == adminKey && !c.Admin:
+		return errf(http.StatusForbidden, codeForbidden, "this route needs an admin API key")
+	case token && a == anyKey:
+		return errf(http.StatusForbidden, codeForbidden, "a sandbox token may only use its own sandbox's routes")
+	case token && a == sandboxKeyOnly:
+		// A token that could mint tokens could outlive its own expiry.
+		return errf(http.StatusForbidden, codeForbidden, "a sandbox token cannot mint tokens; use an API key")
+	}
+	return nil
+}
+
+var errNoCredential = errf(http.StatusUnauthorized, codeUnauthenticated,
+	"missing credential: send Authorization: Bearer <API key or sandbox token>")
+
+var errBadCredential = errf(http.StatusUnauthorized, codeUnauthenticated,
+	"unknown, deleted or expired credential")
+
+// authenticate finds the caller by the hash of its credential. No
+// credential is ever compared as a string: the store looks the hash up.
+func (s *server) authenticate(r *http.Request) (sandbox.Caller, error) {
+	h := r.Header.Get("Authorization")
+	scheme, cred, ok := strings.Cut(h, " ")
+	if h == "" {
+		return sandbox.Caller{}, errNoCredential
+	}
+	cred = strings.TrimSpace(cred)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || cred == "" {
+		return sandbox.Caller{}, errf(http.StatusUnauthorized, codeUnauthenticated,
+			"malformed Authorization header: want Bearer <credential>")
+	}
+	ctx := r.Context()
+	switch {
+	case strings.HasPrefix(cred, KeyPrefix):
+		k, err := s.store.KeyByHash(ctx, HashCredential(cred))
+		if err != nil {
+			return sandbox.Caller{}, lookupError(err)
+		}
+		return sandbox.Caller{TenantID: k.TenantID, KeyID: k.ID, Admin: k.Admin}, nil
+	case strings.HasPrefix(cred, TokenPrefix):
+		t, err := s.store.TokenByHash(ctx, HashCredential(cred))
+		if err != nil {
+			return sandbox.Caller{}, lookupError(err)
+		}
+		if !s.now().Before(t.ExpiresAt) {
+			return sandbox.Caller{}, errBadCredential
+		}
+		return sandbox.Caller{TenantID: t.TenantID, SandboxID: t.SandboxID}, nil
+	}
+	return sandbox.Caller{}, errBadCredential
+}
+
+func lookupError(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return errBadCredential
+	}
+	return err
+}

@@ -1,0 +1,288 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// fakeManager keeps sandboxes and their files in memory and enforces
+// ownership like the real one: another tenant's sandbox, or for a token any
+// other sandbox, does not exist.
+type fakeManager struct {
+	mu        sync.Mutex
+	n         int
+	sandboxes map[string]store.Sandbox
+	files     map[string]map[string]fakeFile // sandbox id -> path -> file
+	lastMode  fs.FileMode
+	lastList  store.SandboxFilter
+	lastExec  sandbox.ExecRequest
+	// err, when set, is returned by every call (error mapping tests).
+	err error
+	// stream drives ExecStream; nil sends pid 7, "out", "err" and exits 3.
+	stream func(s sandbox.Stream) (sandbox.ExecResult, error)
+}
+
+type fakeFile struct {
+	data []byte
+	mode fs.FileMode
+	dir  bool
+}
+
+func newFakeManager() *fakeManager {
+	return &fakeManager{sandboxes: map[string]store.Sandbox{}, files: map[string]map[string]fakeFile{}}
+}
+
+// lookup returns the caller's sandbox; m.mu is held.
+func (m *fakeManager) lookup(c sandbox.Caller, id string) (store.Sandbox, error) {
+	if m.err != nil {
+		return store.Sandbox{}, m.err
+	}
+	sb, ok := m.sandboxes[id]
+	if !ok || sb.TenantID != c.TenantID || (c.SandboxID != "" && c.SandboxID != id) {
+		return store.Sandbox{}, fmt.Errorf("sandbox %q: %w", id, sandbox.ErrNotFound)
+	}
+	return sb, nil
+}
+
+func (m *fakeManager) Create(_ context.Context, c sandbox.Caller, req sandbox.CreateRequest) (store.Sandbox, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return store.Sandbox{}, m.err
+	}
+	m.n++
+	sb := store.Sandbox{
+		ID: fmt.Sprintf("sb_%03d", m.n), TenantID: c.TenantID, State: store.StateRunning,
+		Template: "base", CPUs: 1, MemoryMB: 512, Pids: 256, DiskMB: 1024,
+		Metadata: req.Metadata, Workdir: "/home/user", CreatedAt: t0, ExpiresAt: t0.Add(300 * time.Second),
+	}
+	if req.Template != "" {
+		sb.Template = req.Template
+	}
+	if req.MemoryMB != 0 {
+		sb.MemoryMB = req.MemoryMB
+	}
+	m.sandboxes[sb.ID] = sb
+	m.files[sb.ID] = map[string]fakeFile{"/home/user": {dir: true, mode: 0o755}}
+	return sb, nil
+}
+
+func (m *fakeManager) Get(_ context.Context, c sandbox.Caller, id string) (store.Sandbox, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lookup(c, id)
+}
+
+func (m *fakeManager) List(_ context.Context, c sandbox.Caller, f store.SandboxFilter) ([]store.Sandbox, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return nil, m.err
+	}
+	m.lastList = f
+	var out []store.Sandbox
+	for _, sb := range m.sandboxes {
+		if sb.TenantID != f.TenantID || sb.ID <= f.After || (f.State != "" && sb.State != f.State) {
+			continue
+		}
+		match := true
+		for k, v := range f.Metadata {
+			match = match && sb.Metadata[k] == v
+		}
+		if match {
+			out = append(out, sb)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, nil
+}
+
+func (m *fakeManager) Delete(_ context.Context, c sandbox.Caller, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.lookup(c, id); err != nil {
+		return err
+	}
+	delete(m.sandboxes, id)
+	return nil
+}
+
+func (m *fakeManager) SetTimeout(_ context.Context, c sandbox.Caller, id string, d time.Duration) (store.Sandbox, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	sb, err := m.lookup(c, id)
+	if err != nil {
+		return sb, err
+	}
+	sb.ExpiresAt = t0.Add(d)
+	m.sandboxes[id] = sb
+	return sb, nil
+}
+
+func (m *fakeManager) Exec(_ context.Context, c sandbox.Caller, id string, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.lookup(c, id); err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	m.lastExec = req
+	return sandbox.ExecResult{ExitCode: 0, Stdout: strings.Join(req.Cmd, " ") + req.Command + "\n", DurationMS: 1.5}, nil
+}
+
+func (m *fakeManager) ExecStream(_ context.Context, c sandbox.Caller, id string, req sandbox.ExecRequest, s sandbox.Stream) (sandbox.ExecResult, error) {
+	m.mu.Lock()
+	_, err := m.lookup(c, id)
+	stream := m.stream
+	m.mu.Unlock()
+	if err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	if stream != nil {
+		return stream(s)
+	}
+	if err := s.Started(7); err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	if err := s.Stdout([]byte("out")); err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	if err := s.Stderr([]byte("err")); err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	return sandbox.ExecResult{ExitCode: 3, DurationMS: 2}, nil
+}
+
+// abs resolves p like the manager does: relative to /home/user.
+func abs(p string) string {
+	if strings.HasPrefix(p, "/") {
+		return path.Clean(p)
+	}
+	return path.Join("/home/user", p)
+}
+
+func (m *fakeManager) ReadFile(_ context.Context, c sandbox.Caller, id, p string, w io.Writer) (int64, error) {
+	m.mu.Lock()
+	if _, err := m.lookup(c, id); err != nil {
+		m.mu.Unlock()
+		return 0, err
+	}
+	f, ok := m.files[id][abs(p)]
+	m.mu.Unlock()
+	if !ok || f.dir {
+		return 0, fmt.Errorf("read %s: %w", p, sandbox.ErrNotFound)
+	}
+	return io.Copy(w, bytes.NewReader(f.data))
+}
+
+func (m *fakeManager) WriteFile(_ context.Context, c sandbox.Caller, id, p string, r io.Reader, mode fs.FileMode) (int64, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.lookup(c, id); err != nil {
+		return 0, err
+	}
+	m.lastMode = mode
+	m.files[id][abs(p)] = fakeFile{data: data, mode: mode}
+	return int64(len(data)), nil
+}
+
+func (m *fakeManager) info(p string, f fakeFile) runtime.FileInfo {
+	mode := f.mode
+	if f.dir {
+		mode |= fs.ModeDir
+	}
+	i := strings.LastIndex(p, "/")
+	return runtime.FileInfo{Name: p[i+1:], Path: p, Size: int64(len(f.data)), Mode: mode, ModTime: t0, IsDir: f.dir}
+}
+
+func (m *fakeManager) ListDir(_ context.Context, c sandbox.Caller, id, p string) ([]runtime.FileInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.lookup(c, id); err != nil {
+		return nil, err
+	}
+	dir := abs(p)
+	if f, ok := m.files[id][dir]; !ok || !f.dir {
+		return nil, fmt.Errorf("list %s: %w", p, sandbox.ErrNotFound)
+	}
+	var out []runtime.FileInfo
+	for fp, f := range m.files[id] {
+		if strings.HasPrefix(fp, dir+"/") && !strings.Contains(fp[len(dir)+1:], "/") {
+			out = append(out, m.info(fp, f))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+func (m *fakeManager) Stat(_ context.Context, c sandbox.Caller, id, p string) (runtime.FileInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.lookup(c, id); err != nil {
+		return runtime.FileInfo{}, err
+	}
+	f, ok := m.files[id][abs(p)]
+	if !ok {
+		return runtime.FileInfo{}, fmt.Errorf("stat %s: %w", p, sandbox.ErrNotFound)
+	}
+	return m.info(abs(p), f), nil
+}
+
+func (m *fakeManager) Mkdir(_ context.Context, c sandbox.Caller, id, p string, mode fs.FileMode) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.lookup(c, id); err != nil {
+		return err
+	}
+	m.lastMode = mode
+	m.files[id][abs(p)] = fakeFile{dir: true, mode: mode}
+	return nil
+}
+
+func (m *fakeManager) Move(_ context.Context, c sandbox.Caller, id, from, to string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.lookup(c, id); err != nil {
+		return err
+	}
+	f, ok := m.files[id][abs(from)]
+	if !ok {
+		return fmt.Errorf("move %s: %w", from, sandbox.ErrNotFound)
+	}
+	delete(m.files[id], abs(from))
+	m.files[id][abs(to)] = f
+	return nil
+}
+
+func (m *fakeManager) Remove(_ context.Context, c sandbox.Caller, id, p string, recursive bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.lookup(c, id); err != nil {
+		return err
+	}
+	if _, ok := m.files[id][abs(p)]; !ok {
+		return fmt.Errorf("remove %s: %w", p, sandbox.ErrNotFound)
+	}
+	delete(m.files[id], abs(p))
+	return nil
+}

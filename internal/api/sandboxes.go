@@ -1,0 +1,200 @@
+package api
+
+import (
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// sandboxJSON is a sandbox as clients see it: no tenant id and no
+// environment (it may hold values the caller passed in and nobody else
+// should read back from a listing).
+type sandboxJSON struct {
+	ID        string            `json:"id"`
+	State     string            `json:"state"`
+	Reason    string            `json:"reason,omitempty"`
+	Template  string            `json:"template"`
+	CreatedAt time.Time         `json:"created_at"`
+	ExpiresAt time.Time         `json:"expires_at"`
+	Limits    limitsJSON        `json:"limits"`
+	Metadata  map[string]string `json:"metadata"`
+	Workdir   string            `json:"workdir"`
+}
+
+type limitsJSON struct {
+	CPUs     float64 `json:"cpus"`
+	MemoryMB int64   `json:"memory_mb"`
+	Pids     int64   `json:"pids"`
+	DiskMB   int64   `json:"disk_mb"`
+}
+
+func toJSON(sb store.Sandbox) sandboxJSON {
+	md := sb.Metadata
+	if md == nil {
+		md = map[string]string{}
+	}
+	return sandboxJSON{
+		ID: sb.ID, State: sb.State, Reason: sb.Reason, Template: sb.Template,
+		CreatedAt: sb.CreatedAt.UTC(), ExpiresAt: sb.ExpiresAt.UTC(),
+		Limits:   limitsJSON{CPUs: sb.CPUs, MemoryMB: sb.MemoryMB, Pids: sb.Pids, DiskMB: sb.DiskMB},
+		Metadata: md, Workdir: sb.Workdir,
+	}
+}
+
+const maxTimeoutS = int64(sandbox.MaxTimeout / time.Second)
+
+func validateCreate(req *sandbox.CreateRequest) error {
+	switch {
+	case req.CPUs < 0:
+		return invalidf("field \"cpus\" is %g; want a positive number", req.CPUs)
+	case req.MemoryMB < 0:
+		return invalidf("field \"memory_mb\" is %d; want a positive number", req.MemoryMB)
+	case req.Pids < 0:
+		return invalidf("field \"pids\" is %d; want a positive number", req.Pids)
+	case req.DiskMB < 0:
+		return invalidf("field \"disk_mb\" is %d; want a positive number", req.DiskMB)
+	case req.TimeoutS < 0 || req.TimeoutS > maxTimeoutS:
+		return invalidf("field \"timeout_s\" is %d; want 1 to %d", req.TimeoutS, maxTimeoutS)
+	}
+	return nil
+}
+
+func (s *server) createSandbox(w http.ResponseWriter, r *http.Request) {
+	var req sandbox.CreateRequest
+	if err := readJSON(w, r, s.maxJSON, &req, true); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := validateCreate(&req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	sb, err := s.m.Create(r.Context(), callerOf(r), req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/sandboxes/"+sb.ID)
+	writeJSON(w, http.StatusCreated, toJSON(sb))
+}
+
+const (
+	defaultLimit = 100
+	maxLimit     = 1000
+)
+
+// idPattern bounds the ids a client can send as a cursor; the store
+// compares them, so there is no reason to pass it anything else.
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+var states = map[string]bool{
+	store.StateCreating: true, store.StateRunning: true,
+	store.StateStopped: true, store.StateFailed: true,
+}
+
+// listFilter reads GET /v1/sandboxes's query. Its Limit is one more than
+// the page size, to learn whether another page follows.
+func listFilter(r *http.Request) (f store.SandboxFilter, page int, err error) {
+	if err := checkQuery(r, []string{"state", "limit", "after"}, "metadata."); err != nil {
+		return f, 0, err
+	}
+	q := r.URL.Query()
+	if st := q.Get("state"); st != "" && !states[st] {
+		return f, 0, invalidf("query parameter state=%q: want creating, running, stopped or failed", st)
+	}
+	f.State = q.Get("state")
+	page = defaultLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxLimit {
+			return f, 0, invalidf("query parameter limit=%q: want an integer from 1 to %d", v, maxLimit)
+		}
+		page = n
+	}
+	if v, ok := q["after"]; ok && v[0] != "" {
+		if !idPattern.MatchString(v[0]) {
+			return f, 0, invalidf("query parameter after=%q: want a sandbox id", v[0])
+		}
+		f.After = v[0]
+	}
+	for k, v := range q {
+		if key, ok := strings.CutPrefix(k, "metadata."); ok {
+			if f.Metadata == nil {
+				f.Metadata = map[string]string{}
+			}
+			f.Metadata[key] = v[0]
+		}
+	}
+	f.Limit = page + 1
+	return f, page, nil
+}
+
+func (s *server) listSandboxes(w http.ResponseWriter, r *http.Request) {
+	f, page, err := listFilter(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	c := callerOf(r)
+	f.TenantID = c.TenantID
+	list, err := s.m.List(r.Context(), c, f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	next := ""
+	if len(list) > page {
+		list = list[:page]
+		next = list[page-1].ID
+	}
+	out := struct {
+		Sandboxes []sandboxJSON `json:"sandboxes"`
+		Next      string        `json:"next"`
+	}{Sandboxes: make([]sandboxJSON, 0, len(list)), Next: next}
+	for _, sb := range list {
+		out.Sandboxes = append(out.Sandboxes, toJSON(sb))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *server) getSandbox(w http.ResponseWriter, r *http.Request) {
+	sb, err := s.m.Get(r.Context(), callerOf(r), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toJSON(sb))
+}
+
+func (s *server) deleteSandbox(w http.ResponseWriter, r *http.Request) {
+	if err := s.m.Delete(r.Context(), callerOf(r), r.PathValue("id")); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *server) setTimeout(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		TimeoutS int64 `json:"timeout_s"`
+	}
+	if err := readJSON(w, r, s.maxJSON, &req, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.TimeoutS < 1 || req.TimeoutS > maxTimeoutS {
+		s.fail(w, r, invalidf("field \"timeout_s\" is %d; want 1 to %d", req.TimeoutS, maxTimeoutS))
+		return
+	}
+	sb, err := s.m.SetTimeout(r.Context(), callerOf(r), r.PathValue("id"), time.Duration(req.TimeoutS)*time.Second)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toJSON(sb))
+}

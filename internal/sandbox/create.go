@@ -1,0 +1,192 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// Bounds on caller-chosen metadata, so one record cannot grow without limit.
+const (
+	MaxMetadataPairs = 32
+	MaxMetadataBytes = 256
+)
+
+// Create validates the request, checks the tenant's quota and inserts the
+// record atomically, then boots the sandbox. An unknown template is
+// ErrNotFound (like any other missing resource); a sandbox token cannot
+// create sandboxes (ErrInvalid), since it exists to reach one sandbox only.
+func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (store.Sandbox, error) {
+	if c.TenantID == "" || c.SandboxID != "" {
+		return store.Sandbox{}, fmt.Errorf("%w: a sandbox token cannot create sandboxes", ErrInvalid)
+	}
+	rec, err := s.newRecord(c, req)
+	if err != nil {
+		return store.Sandbox{}, err
+	}
+	// Held until the sandbox is running or failed, so a delete or timeout
+	// change that races with create waits for a settled record.
+	unlock := s.locks.lock(rec.ID)
+	defer unlock()
+	if err := s.admit(ctx, rec); err != nil {
+		return store.Sandbox{}, err
+	}
+	// The record exists now: however the caller's request ends, it must
+	// not be left in creating.
+	ctx = context.WithoutCancel(ctx)
+	sb, err := s.rt.Create(ctx, runtime.Spec{
+		ID: rec.ID, Template: rec.Template, Env: rec.Env, Workdir: rec.Workdir,
+		Limits: runtime.Limits{CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Pids: rec.Pids, DiskMB: rec.DiskMB},
+	})
+	if err != nil {
+		return store.Sandbox{}, s.createFailed(ctx, rec, err)
+	}
+	rec.State = store.StateRunning
+	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
+		if derr := sb.Destroy(ctx); derr != nil {
+			s.log.Error("destroy sandbox after failed create", "sandbox", rec.ID, "err", derr)
+		}
+		return store.Sandbox{}, s.createFailed(ctx, rec, fmt.Errorf("save sandbox: %w", err))
+	}
+	s.wakeReaper()
+	return rec, nil
+}
+
+// createFailed records why a create failed and maps the runtime's error.
+func (s *Service) createFailed(ctx context.Context, rec store.Sandbox, cause error) error {
+	rec.State, rec.Reason, rec.EndedAt = store.StateFailed, "create: "+cause.Error(), s.now()
+	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
+		s.log.Error("mark sandbox failed", "sandbox", rec.ID, "err", err)
+	}
+	switch {
+	case errors.Is(cause, runtime.ErrInvalid):
+		return fmt.Errorf("%w: create sandbox: %v", ErrInvalid, cause)
+	case errors.Is(cause, runtime.ErrNotFound):
+		return fmt.Errorf("%w: create sandbox: %v", ErrNotFound, cause)
+	}
+	return fmt.Errorf("%w: create sandbox %s: %v", ErrUnavailable, rec.ID, cause)
+}
+
+// admit checks the tenant's quota and inserts the record as creating, under
+// the tenant's lock: the record counts in Usage from then on, so the next
+// create sees it.
+func (s *Service) admit(ctx context.Context, rec store.Sandbox) error {
+	unlock := s.locks.lock("tenant/" + rec.TenantID)
+	defer unlock()
+	t, err := s.st.GetTenant(ctx, rec.TenantID)
+	if err != nil {
+		return fmt.Errorf("load tenant %s: %w", rec.TenantID, err)
+	}
+	n, mem, err := s.st.Usage(ctx, rec.TenantID)
+	if err != nil {
+		return fmt.Errorf("tenant %s usage: %w", rec.TenantID, err)
+	}
+	if t.MaxSandboxes > 0 && n+1 > t.MaxSandboxes {
+		return fmt.Errorf("%w: tenant %s already has %d of %d sandboxes", ErrLimitExceeded, t.Name, n, t.MaxSandboxes)
+	}
+	if t.MaxMemoryMB > 0 && mem+rec.MemoryMB > t.MaxMemoryMB {
+		return fmt.Errorf("%w: tenant %s uses %d MiB of %d MiB memory, %d MiB more requested",
+			ErrLimitExceeded, t.Name, mem, t.MaxMemoryMB, rec.MemoryMB)
+	}
+	if err := s.st.CreateSandbox(ctx, rec); err != nil {
+		return fmt.Errorf("save sandbox: %w", err)
+	}
+	return nil
+}
+
+// newRecord validates req and builds the record with every default filled
+// in, so what the API shows is what the sandbox gets.
+func (s *Service) newRecord(c Caller, req CreateRequest) (store.Sandbox, error) {
+	if req.Template != "" && req.Template != "base" {
+		return store.Sandbox{}, fmt.Errorf("%w: template %q", ErrNotFound, req.Template)
+	}
+	lim, err := s.limits(req)
+	if err != nil {
+		return store.Sandbox{}, err
+	}
+	timeout, err := createTimeout(req.TimeoutS)
+	if err != nil {
+		return store.Sandbox{}, err
+	}
+	if err := validEnv(req.Env); err != nil {
+		return store.Sandbox{}, err
+	}
+	if err := validMetadata(req.Metadata); err != nil {
+		return store.Sandbox{}, err
+	}
+	if req.Workdir != "" && (!path.IsAbs(req.Workdir) || strings.ContainsRune(req.Workdir, 0)) {
+		return store.Sandbox{}, fmt.Errorf("%w: workdir %q must be an absolute path", ErrInvalid, req.Workdir)
+	}
+	id, err := newID()
+	if err != nil {
+		return store.Sandbox{}, err
+	}
+	now := s.now()
+	return store.Sandbox{
+		ID: id, TenantID: c.TenantID, State: store.StateCreating, Template: "base",
+		CPUs: lim.CPUs, MemoryMB: lim.MemoryMB, Pids: lim.Pids, DiskMB: lim.DiskMB,
+		Env: maps.Clone(req.Env), Metadata: maps.Clone(req.Metadata), Workdir: req.Workdir,
+		CreatedAt: now, ExpiresAt: now.Add(timeout),
+	}, nil
+}
+
+// limits applies defaults and refuses what the runtime could not honour
+// (ErrInvalid) or this host could never hold (ErrLimitExceeded).
+func (s *Service) limits(req CreateRequest) (runtime.Limits, error) {
+	if req.CPUs < 0 || req.MemoryMB < 0 || req.Pids < 0 || req.DiskMB < 0 {
+		return runtime.Limits{}, fmt.Errorf("%w: limits must not be negative", ErrInvalid)
+	}
+	lim := runtime.Limits{CPUs: req.CPUs, MemoryMB: req.MemoryMB, Pids: req.Pids, DiskMB: req.DiskMB}.WithDefaults()
+	if err := lim.Validate(); err != nil {
+		// Validate joins runtime.ErrInvalid with the reason; keep the reason.
+		why := strings.TrimPrefix(err.Error(), runtime.ErrInvalid.Error()+"\n")
+		return runtime.Limits{}, fmt.Errorf("%w: %s", ErrInvalid, why)
+	}
+	if lim.CPUs > float64(s.opts.HostCPUs) {
+		return runtime.Limits{}, fmt.Errorf("%w: %g cpus requested, the host has %d", ErrLimitExceeded, lim.CPUs, s.opts.HostCPUs)
+	}
+	if s.opts.HostMemoryMB > 0 && lim.MemoryMB > s.opts.HostMemoryMB {
+		return runtime.Limits{}, fmt.Errorf("%w: %d MiB memory requested, the host has %d MiB", ErrLimitExceeded, lim.MemoryMB, s.opts.HostMemoryMB)
+	}
+	return lim, nil
+}
+
+func createTimeout(secs int64) (time.Duration, error) {
+	switch {
+	case secs == 0:
+		return DefaultTimeout, nil
+	case secs < 0 || secs > int64(MaxTimeout/time.Second):
+		return 0, fmt.Errorf("%w: timeout_s %d must be between 1 and %d", ErrInvalid, secs, int64(MaxTimeout/time.Second))
+	}
+	return time.Duration(secs) * time.Second, nil
+}
+
+// validEnv refuses names the kernel's "NAME=value\0" environment format
+// cannot carry unambiguously.
+func validEnv(env map[string]string) error {
+	for k, v := range env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return fmt.Errorf("%w: environment variable %q: names must be non-empty without '=' or NUL, values without NUL", ErrInvalid, k)
+		}
+	}
+	return nil
+}
+
+func validMetadata(md map[string]string) error {
+	if len(md) > MaxMetadataPairs {
+		return fmt.Errorf("%w: %d metadata pairs, at most %d", ErrInvalid, len(md), MaxMetadataPairs)
+	}
+	for k, v := range md {
+		if k == "" || len(k) > MaxMetadataBytes || len(v) > MaxMetadataBytes {
+			return fmt.Errorf("%w: metadata %.40q: keys must be 1-%d bytes, values at most %d", ErrInvalid, k, MaxMetadataBytes, MaxMetadataBytes)
+		}
+	}
+	return nil
+}

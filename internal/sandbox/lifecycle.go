@@ -1,0 +1,121 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// Get returns the caller's sandbox in whatever state it is, stopped and
+// failed included.
+func (s *Service) Get(ctx context.Context, c Caller, id string) (store.Sandbox, error) {
+	return s.resolve(ctx, c, id)
+}
+
+// List returns the caller's sandboxes matching f. The filter's tenant is
+// always the caller's; a token caller sees at most its own sandbox.
+func (s *Service) List(ctx context.Context, c Caller, f store.SandboxFilter) ([]store.Sandbox, error) {
+	if c.TenantID == "" {
+		return nil, nil
+	}
+	f.TenantID = c.TenantID
+	if c.SandboxID == "" {
+		l, err := s.st.ListSandboxes(ctx, f)
+		if err != nil {
+			return nil, fmt.Errorf("list sandboxes: %w", err)
+		}
+		return l, nil
+	}
+	rec, err := s.resolve(ctx, c, c.SandboxID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !matches(rec, f) {
+		return nil, nil
+	}
+	return []store.Sandbox{rec}, nil
+}
+
+// matches applies f to one record, as the store would.
+func matches(rec store.Sandbox, f store.SandboxFilter) bool {
+	if f.State != "" && rec.State != f.State {
+		return false
+	}
+	if f.After != "" && rec.ID <= f.After {
+		return false
+	}
+	for k, v := range f.Metadata {
+		if got, ok := rec.Metadata[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Delete destroys the sandbox and keeps its record as stopped (a failed
+// one keeps its state and reason). Deleting it again is not an error.
+func (s *Service) Delete(ctx context.Context, c Caller, id string) error {
+	unlock := s.locks.lock(id)
+	defer unlock()
+	rec, err := s.resolve(ctx, c, id)
+	if err != nil {
+		return err
+	}
+	if rec.State == store.StateStopped {
+		return nil
+	}
+	return s.stopLocked(context.WithoutCancel(ctx), rec, "")
+}
+
+// stopLocked destroys rec's runtime side and records the end. The caller
+// holds rec's lock. A failed record keeps its state: its reason says what
+// happened, and the destroy only reclaims what is left.
+func (s *Service) stopLocked(ctx context.Context, rec store.Sandbox, reason string) error {
+	sb, err := s.rt.Get(ctx, rec.ID)
+	if err == nil {
+		err = sb.Destroy(ctx)
+	}
+	if err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		return fmt.Errorf("%w: destroy sandbox %s: %v", ErrUnavailable, rec.ID, err)
+	}
+	if rec.State != store.StateFailed {
+		rec.State, rec.Reason = store.StateStopped, reason
+	}
+	if rec.EndedAt.IsZero() {
+		rec.EndedAt = s.now()
+	}
+	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
+		return fmt.Errorf("save sandbox %s: %w", rec.ID, err)
+	}
+	s.deleteTokens(ctx, rec.ID)
+	return nil
+}
+
+// SetTimeout moves a running sandbox's expiry to now + d.
+func (s *Service) SetTimeout(ctx context.Context, c Caller, id string, d time.Duration) (store.Sandbox, error) {
+	if d <= 0 || d > MaxTimeout {
+		return store.Sandbox{}, fmt.Errorf("%w: timeout %v must be between 1s and %v", ErrInvalid, d, MaxTimeout)
+	}
+	unlock := s.locks.lock(id)
+	defer unlock()
+	rec, err := s.resolve(ctx, c, id)
+	if err != nil {
+		return store.Sandbox{}, err
+	}
+	if err := notRunning(rec); err != nil {
+		return store.Sandbox{}, err
+	}
+	rec.ExpiresAt = s.now().Add(d)
+	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
+		return store.Sandbox{}, fmt.Errorf("save sandbox %s: %w", id, err)
+	}
+	s.wakeReaper()
+	return rec, nil
+}

@@ -1,0 +1,169 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// ReasonExpired is the reason of a sandbox the reaper stopped.
+const ReasonExpired = "expired"
+
+// ReasonLostOnRestart is the reason of a sandbox whose runtime side did not
+// survive a daemon restart.
+const ReasonLostOnRestart = "lost: runtime sandbox gone after restart"
+
+// minReapWait keeps a burst of expiries from spinning the reaper.
+const minReapWait = 10 * time.Millisecond
+
+// wakeReaper makes the reaper recompute its next wake-up, after an expiry
+// was set that may be sooner than the one it sleeps towards.
+func (s *Service) wakeReaper() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// reapLoop destroys expired sandboxes. It sleeps until the next known expiry
+// but never longer than ReapInterval, which also bounds the lateness when the
+// clock is not the wall clock or another process changed the store.
+func (s *Service) reapLoop() {
+	defer close(s.done)
+	for {
+		wait := s.opts.ReapInterval
+		if next := s.reapOnce(); !next.IsZero() {
+			wait = min(wait, max(next.Sub(s.now()), minReapWait))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-s.stop:
+			t.Stop()
+			return
+		case <-s.kick:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// reapOnce stops every running sandbox whose time is up and returns the
+// earliest expiry still ahead (zero if none).
+func (s *Service) reapOnce() time.Time {
+	ctx := context.Background()
+	running, err := s.st.ListSandboxes(ctx, store.SandboxFilter{State: store.StateRunning})
+	if err != nil {
+		s.log.Error("reaper: list sandboxes", "err", err)
+		return time.Time{}
+	}
+	var next time.Time
+	now := s.now()
+	for _, rec := range running {
+		if rec.ExpiresAt.After(now) {
+			if next.IsZero() || rec.ExpiresAt.Before(next) {
+				next = rec.ExpiresAt
+			}
+			continue
+		}
+		if err := s.expire(ctx, rec.ID); err != nil {
+			s.log.Error("reaper: stop expired sandbox", "sandbox", rec.ID, "err", err)
+		}
+	}
+	return next
+}
+
+// expire stops one sandbox if, under its lock, it is still running and
+// still expired: a SetTimeout or Delete may have won the race.
+func (s *Service) expire(ctx context.Context, id string) error {
+	unlock := s.locks.lock(id)
+	defer unlock()
+	rec, err := s.st.GetSandbox(ctx, id)
+	if err != nil {
+		return fmt.Errorf("load sandbox: %w", err)
+	}
+	if rec.State != store.StateRunning || rec.ExpiresAt.After(s.now()) {
+		return nil
+	}
+	return s.stopLocked(ctx, rec, ReasonExpired)
+}
+
+// reconcile makes the store and the runtime agree after a daemon start:
+// records of sandboxes the runtime lost become failed, and runtime
+// sandboxes nobody owns any more are destroyed so they stop holding memory,
+// disk and uid ranges.
+func (s *Service) reconcile(ctx context.Context) error {
+	for _, state := range []string{store.StateCreating, store.StateRunning} {
+		recs, err := s.st.ListSandboxes(ctx, store.SandboxFilter{State: state})
+		if err != nil {
+			return fmt.Errorf("reconcile: list %s sandboxes: %w", state, err)
+		}
+		for _, rec := range recs {
+			if err := s.reattach(ctx, rec); err != nil {
+				return err
+			}
+		}
+	}
+	ids, err := s.rt.List(ctx)
+	if err != nil {
+		return fmt.Errorf("reconcile: list runtime sandboxes: %w", err)
+	}
+	for _, id := range ids {
+		if err := s.reclaim(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reattach keeps a live record whose runtime sandbox answers, and marks it
+// failed otherwise. A record left in creating by a crash mid-create is
+// running if the runtime finished the job.
+func (s *Service) reattach(ctx context.Context, rec store.Sandbox) error {
+	_, err := s.rt.Get(ctx, rec.ID)
+	switch {
+	case err == nil && rec.State == store.StateRunning:
+		return nil
+	case err == nil:
+		rec.State = store.StateRunning
+	case errors.Is(err, runtime.ErrNotFound):
+		rec.State, rec.Reason, rec.EndedAt = store.StateFailed, ReasonLostOnRestart, s.now()
+	default:
+		// Present but unusable (its state cannot be read back): it is
+		// lost to us all the same, and reclaim will destroy what is left.
+		s.log.Error("reconcile: re-attach sandbox", "sandbox", rec.ID, "err", err)
+		rec.State, rec.Reason, rec.EndedAt = store.StateFailed, ReasonLostOnRestart+": "+err.Error(), s.now()
+	}
+	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
+		return fmt.Errorf("reconcile: save sandbox %s: %w", rec.ID, err)
+	}
+	if rec.State == store.StateFailed {
+		s.deleteTokens(ctx, rec.ID)
+	}
+	return nil
+}
+
+// reclaim destroys a runtime sandbox that has no live record.
+func (s *Service) reclaim(ctx context.Context, id string) error {
+	rec, err := s.st.GetSandbox(ctx, id)
+	switch {
+	case err == nil && (rec.State == store.StateCreating || rec.State == store.StateRunning):
+		return nil
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("reconcile: load sandbox %s: %w", id, err)
+	}
+	sb, err := s.rt.Get(ctx, id)
+	if err == nil {
+		err = sb.Destroy(ctx)
+	}
+	if err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		// One stuck sandbox must not keep the daemon from starting.
+		s.log.Error("reconcile: destroy orphaned sandbox", "sandbox", id, "err", err)
+		return nil
+	}
+	s.log.Info("reconcile: destroyed orphaned sandbox", "sandbox", id)
+	return nil
+}

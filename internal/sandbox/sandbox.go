@@ -1,0 +1,115 @@
+// Package sandbox is the domain of Airlock: sandboxes that belong to tenants,
+// their lifecycle (creating -> running -> stopped | failed), time limits,
+// quotas, and what runs inside them. It owns the rules (ownership, quotas,
+// expiry, path resolution) and must never let one tenant see or touch
+// another tenant's sandbox: every lookup is scoped to the caller's tenant and
+// answers ErrNotFound otherwise.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// Error kinds; the API maps each to one HTTP status.
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrInvalid       = errors.New("invalid argument")
+	ErrConflict      = errors.New("conflict")
+	ErrLimitExceeded = errors.New("limit exceeded")
+	ErrUnavailable   = errors.New("unavailable")
+)
+
+// Defaults and bounds for a create request.
+const (
+	DefaultTimeout = 300 * time.Second
+	MaxTimeout     = 24 * time.Hour
+	DefaultWorkdir = "/home/user"
+	// OutputCap bounds each stream kept for a non-streaming exec result.
+	OutputCap = 1 << 20
+)
+
+// CreateRequest is POST /v1/sandboxes. Zero fields take defaults.
+type CreateRequest struct {
+	Template string            `json:"template,omitempty"`
+	CPUs     float64           `json:"cpus,omitempty"`
+	MemoryMB int64             `json:"memory_mb,omitempty"`
+	Pids     int64             `json:"pids,omitempty"`
+	DiskMB   int64             `json:"disk_mb,omitempty"`
+	TimeoutS int64             `json:"timeout_s,omitempty"`
+	Env      map[string]string `json:"env,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+	Workdir  string            `json:"workdir,omitempty"`
+}
+
+// ExecRequest is POST /v1/sandboxes/{id}/exec: exactly one of Cmd (argv)
+// and Command (a shell string).
+type ExecRequest struct {
+	Cmd      []string          `json:"cmd,omitempty"`
+	Command  string            `json:"command,omitempty"`
+	Cwd      string            `json:"cwd,omitempty"`
+	Env      map[string]string `json:"env,omitempty"`
+	Stdin    string            `json:"stdin,omitempty"`
+	TimeoutS int64             `json:"timeout_s,omitempty"` // 0 = until the sandbox expires
+}
+
+// ExecResult is the JSON answer of a non-streaming exec.
+type ExecResult struct {
+	ExitCode   int     `json:"exit_code"`
+	Signal     int     `json:"signal"`
+	Stdout     string  `json:"stdout"`
+	Stderr     string  `json:"stderr"`
+	DurationMS float64 `json:"duration_ms"`
+	TimedOut   bool    `json:"timed_out"`
+	OOMKilled  bool    `json:"oom_killed"`
+	Truncated  bool    `json:"truncated"`
+}
+
+// Stream receives a streaming exec's events, in order, from one goroutine.
+type Stream interface {
+	Started(pid int) error
+	Stdout(p []byte) error
+	Stderr(p []byte) error
+}
+
+// Caller is who makes a request: a tenant, optionally restricted to one
+// sandbox (a sandbox token).
+type Caller struct {
+	TenantID  string
+	KeyID     string // "" for a sandbox token
+	SandboxID string // set for a sandbox token: only this sandbox exists for it
+	Admin     bool
+}
+
+// Manager is what the API calls. Every method takes the caller and treats a
+// sandbox of another tenant (or, for a token, any other sandbox) exactly as
+// a sandbox that does not exist.
+type Manager interface {
+	Create(ctx context.Context, c Caller, req CreateRequest) (store.Sandbox, error)
+	Get(ctx context.Context, c Caller, id string) (store.Sandbox, error)
+	List(ctx context.Context, c Caller, f store.SandboxFilter) ([]store.Sandbox, error)
+	Delete(ctx context.Context, c Caller, id string) error
+	SetTimeout(ctx context.Context, c Caller, id string, d time.Duration) (store.Sandbox, error)
+
+	// Exec runs to the end and returns output capped at OutputCap per
+	// stream. ExecStream sends output to s as it comes and returns the
+	// final status (Stdout/Stderr empty).
+	Exec(ctx context.Context, c Caller, id string, req ExecRequest) (ExecResult, error)
+	ExecStream(ctx context.Context, c Caller, id string, req ExecRequest, s Stream) (ExecResult, error)
+
+	// File paths may be relative (to /home/user) or absolute; they are
+	// resolved inside the sandbox, never on the host.
+	ReadFile(ctx context.Context, c Caller, id, path string, w io.Writer) (int64, error)
+	WriteFile(ctx context.Context, c Caller, id, path string, r io.Reader, mode fs.FileMode) (int64, error)
+	ListDir(ctx context.Context, c Caller, id, path string) ([]runtime.FileInfo, error)
+	Stat(ctx context.Context, c Caller, id, path string) (runtime.FileInfo, error)
+	Mkdir(ctx context.Context, c Caller, id, path string, mode fs.FileMode) error
+	Move(ctx context.Context, c Caller, id, from, to string) error
+	Remove(ctx context.Context, c Caller, id, path string, recursive bool) error
+}

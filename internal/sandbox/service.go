@@ -1,0 +1,237 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	goruntime "runtime"
+	"sync"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// Options tunes a Service. Zero fields take defaults.
+type Options struct {
+	// Now is the clock for created_at, expires_at and expiry; tests set it.
+	Now func() time.Time
+	// ReapInterval bounds how late an expired sandbox is destroyed (the
+	// reaper also wakes at the next known expiry). Default 1 s.
+	ReapInterval time.Duration
+	// HostCPUs and HostMemoryMB refuse, with ErrLimitExceeded, a sandbox no
+	// host could hold. HostCPUs defaults to the host's CPU count;
+	// HostMemoryMB 0 leaves the memory check to the runtime.
+	HostCPUs     int
+	HostMemoryMB int64
+	// Logger receives what the background work (reaper, reconcile) cannot
+	// return to a caller. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Service implements Manager on a store and a runtime. It owns the reaper
+// goroutine (stopped by Close) but neither the store nor the runtime: the
+// caller closes those after Close.
+type Service struct {
+	st   store.Store
+	rt   runtime.Runtime
+	opts Options
+	log  *slog.Logger
+
+	// locks serialize state changes of one sandbox (create, delete,
+	// timeout, expiry) and the quota check-and-insert of one tenant, so
+	// two racing creates cannot both fit under the last free slot.
+	locks keyedMutex
+
+	kick     chan struct{} // wakes the reaper when an expiry moves closer
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+var _ Manager = (*Service)(nil)
+
+// NewManager reconciles the store with the runtime (the daemon may have
+// restarted, and sandboxes may have died or been orphaned meanwhile), then
+// starts the expiry reaper.
+func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Options) (*Service, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.ReapInterval <= 0 {
+		opts.ReapInterval = time.Second
+	}
+	if opts.HostCPUs <= 0 {
+		opts.HostCPUs = goruntime.NumCPU()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Service{
+		st: st, rt: rt, opts: opts, log: opts.Logger,
+		kick: make(chan struct{}, 1),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	if err := s.reconcile(ctx); err != nil {
+		return nil, err
+	}
+	go s.reapLoop()
+	return s, nil
+}
+
+// Close stops the reaper and waits for it. Sandboxes keep running: a new
+// Service re-attaches to them.
+func (s *Service) Close() error {
+	s.stopOnce.Do(func() { close(s.stop) })
+	<-s.done
+	return nil
+}
+
+func (s *Service) now() time.Time { return s.opts.Now() }
+
+// newID returns "sb-" and 16 random hex digits: unguessable, so an id seen
+// in one tenant's logs gives nothing away about another's, and valid as a
+// runtime id ([a-z0-9-], at most 63).
+func newID() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("sandbox id: %w", err)
+	}
+	return "sb-" + hex.EncodeToString(b[:]), nil
+}
+
+// resolve loads a sandbox record the caller may see. Another tenant's
+// sandbox, or for a token any other sandbox, is reported exactly like one
+// that does not exist, so ids cannot be probed across tenants.
+func (s *Service) resolve(ctx context.Context, c Caller, id string) (store.Sandbox, error) {
+	notFound := fmt.Errorf("%w: sandbox %s", ErrNotFound, id)
+	if id == "" || c.TenantID == "" || (c.SandboxID != "" && c.SandboxID != id) {
+		return store.Sandbox{}, notFound
+	}
+	rec, err := s.st.GetSandbox(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Sandbox{}, notFound
+	}
+	if err != nil {
+		return store.Sandbox{}, fmt.Errorf("load sandbox %s: %w", id, err)
+	}
+	if rec.TenantID != c.TenantID {
+		return store.Sandbox{}, notFound
+	}
+	return rec, nil
+}
+
+// live resolves a sandbox that must be running and returns its runtime
+// side. A record that says running while the runtime has lost the sandbox
+// is marked failed on the spot.
+func (s *Service) live(ctx context.Context, c Caller, id string) (store.Sandbox, runtime.Sandbox, error) {
+	rec, err := s.resolve(ctx, c, id)
+	if err != nil {
+		return rec, nil, err
+	}
+	if err := notRunning(rec); err != nil {
+		return rec, nil, err
+	}
+	sb, err := s.rt.Get(ctx, id)
+	if errors.Is(err, runtime.ErrNotFound) {
+		return rec, nil, s.markLost(ctx, id, err)
+	}
+	if err != nil {
+		return rec, nil, fmt.Errorf("%w: sandbox %s: %v", ErrUnavailable, id, err)
+	}
+	return rec, sb, nil
+}
+
+// notRunning says why a sandbox in rec's state cannot run anything.
+func notRunning(rec store.Sandbox) error {
+	switch rec.State {
+	case store.StateRunning:
+		return nil
+	case store.StateFailed:
+		return fmt.Errorf("%w: sandbox %s failed: %s", ErrConflict, rec.ID, rec.Reason)
+	default:
+		return fmt.Errorf("%w: sandbox %s is %s", ErrConflict, rec.ID, rec.State)
+	}
+}
+
+// lostError is what an operation on a live sandbox returns when the
+// runtime says "not found": if the sandbox itself is gone, the record is
+// marked failed and ErrConflict returned; if not, the not-found was about
+// something inside it and ok is false.
+func (s *Service) lostError(ctx context.Context, id string, err error) (lost error, ok bool) {
+	if !errors.Is(err, runtime.ErrNotFound) {
+		return nil, false
+	}
+	if _, gerr := s.rt.Get(ctx, id); !errors.Is(gerr, runtime.ErrNotFound) {
+		return nil, false
+	}
+	return s.markLost(ctx, id, err), true
+}
+
+// markLost records that the runtime no longer has a sandbox the record
+// says is running, unless a delete or the reaper stopped it meanwhile, and
+// returns why it cannot be used.
+func (s *Service) markLost(ctx context.Context, id string, cause error) error {
+	unlock := s.locks.lock(id)
+	defer unlock()
+	ctx = context.WithoutCancel(ctx)
+	rec, err := s.st.GetSandbox(ctx, id)
+	if err != nil {
+		return fmt.Errorf("load sandbox %s: %w", id, err)
+	}
+	if rec.State == store.StateRunning {
+		s.log.Warn("sandbox lost by the runtime", "sandbox", id, "err", cause)
+		rec.State, rec.Reason, rec.EndedAt = store.StateFailed, "lost: runtime sandbox gone", s.now()
+		if err := s.st.UpdateSandbox(ctx, rec); err != nil {
+			return fmt.Errorf("mark sandbox %s failed: %w", id, err)
+		}
+		s.deleteTokens(ctx, id)
+	}
+	return notRunning(rec)
+}
+
+func (s *Service) deleteTokens(ctx context.Context, id string) {
+	if err := s.st.DeleteTokens(ctx, id); err != nil {
+		// The tokens still answer 404 for a stopped sandbox's work, and
+		// they expire; worth a log line, not a failed delete.
+		s.log.Error("delete sandbox tokens", "sandbox", id, "err", err)
+	}
+}
+
+// keyedMutex is a mutex per key, created on demand and dropped when unused.
+type keyedMutex struct {
+	mu sync.Mutex
+	m  map[string]*refMutex
+}
+
+type refMutex struct {
+	sync.Mutex
+	n int
+}
+
+func (k *keyedMutex) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*refMutex{}
+	}
+	l := k.m[key]
+	if l == nil {
+		l = &refMutex{}
+		k.m[key] = l
+	}
+	l.n++
+	k.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		if l.n--; l.n == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
+}

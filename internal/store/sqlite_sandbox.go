@@ -1,0 +1,177 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+const sandboxCols = `id, tenant_id, state, reason, template, cpus, memory_mb, pids, disk_mb,
+	env, metadata, workdir, created_at, expires_at, ended_at`
+
+// CreateSandbox inserts sb; an existing id is ErrConflict.
+func (s *SQLite) CreateSandbox(ctx context.Context, sb Sandbox) error {
+	args, err := sandboxArgs(sb)
+	if err == nil {
+		_, err = s.exec(ctx, `INSERT INTO sandboxes (`+sandboxCols+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+	}
+	if err != nil {
+		return fmt.Errorf("create sandbox %s: %w", sb.ID, err)
+	}
+	return nil
+}
+
+// GetSandbox returns the sandbox with the id.
+func (s *SQLite) GetSandbox(ctx context.Context, id string) (Sandbox, error) {
+	sb, err := scanSandbox(s.db.QueryRowContext(ctx, `SELECT `+sandboxCols+` FROM sandboxes WHERE id = ?`, id))
+	if err != nil {
+		return Sandbox{}, fmt.Errorf("get sandbox %s: %w", id, err)
+	}
+	return sb, nil
+}
+
+// UpdateSandbox replaces every column of the sandbox with sb.ID.
+func (s *SQLite) UpdateSandbox(ctx context.Context, sb Sandbox) error {
+	args, err := sandboxArgs(sb)
+	if err == nil {
+		var n int64
+		n, err = s.exec(ctx, `UPDATE sandboxes SET
+			tenant_id = ?, state = ?, reason = ?, template = ?, cpus = ?, memory_mb = ?,
+			pids = ?, disk_mb = ?, env = ?, metadata = ?, workdir = ?,
+			created_at = ?, expires_at = ?, ended_at = ?
+			WHERE id = ?`, append(args[1:], sb.ID)...)
+		if err == nil && n == 0 {
+			err = ErrNotFound
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("update sandbox %s: %w", sb.ID, err)
+	}
+	return nil
+}
+
+// ListSandboxes returns the sandboxes f selects, ordered by id.
+func (s *SQLite) ListSandboxes(ctx context.Context, f SandboxFilter) ([]Sandbox, error) {
+	var where []string
+	var args []any
+	if f.TenantID != "" {
+		where = append(where, `tenant_id = ?`)
+		args = append(args, f.TenantID)
+	}
+	if f.State != "" {
+		where = append(where, `state = ?`)
+		args = append(args, f.State)
+	}
+	if f.After != "" {
+		where = append(where, `id > ?`)
+		args = append(args, f.After)
+	}
+	// json_each rather than json_extract: a key may hold any character,
+	// and a JSON path built from it would need quoting.
+	keys := make([]string, 0, len(f.Metadata))
+	for k := range f.Metadata {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		where = append(where, `EXISTS (SELECT 1 FROM json_each(sandboxes.metadata) m
+			WHERE m.key = ? AND m.type = 'text' AND m.value = ?)`)
+		args = append(args, k, f.Metadata[k])
+	}
+	q := `SELECT ` + sandboxCols + ` FROM sandboxes`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	q += ` ORDER BY id`
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	out, err := scanAll(rows, scanSandbox)
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	return out, nil
+}
+
+// Usage counts the tenant's creating and running sandboxes and sums their
+// memory.
+func (s *SQLite) Usage(ctx context.Context, tenantID string) (int, int64, error) {
+	var n int
+	var mem int64
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(memory_mb), 0) FROM sandboxes
+		WHERE tenant_id = ? AND state IN (?, ?)`, tenantID, StateCreating, StateRunning).Scan(&n, &mem)
+	if err != nil {
+		return 0, 0, fmt.Errorf("usage of tenant %s: %w", tenantID, err)
+	}
+	return n, mem, nil
+}
+
+// sandboxArgs returns sb's columns in sandboxCols order.
+func sandboxArgs(sb Sandbox) ([]any, error) {
+	env, err := encodeMap(sb.Env)
+	if err != nil {
+		return nil, fmt.Errorf("encode env: %w", err)
+	}
+	meta, err := encodeMap(sb.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("encode metadata: %w", err)
+	}
+	return []any{sb.ID, sb.TenantID, sb.State, sb.Reason, sb.Template, sb.CPUs, sb.MemoryMB,
+		sb.Pids, sb.DiskMB, env, meta, sb.Workdir,
+		toNanos(sb.CreatedAt), toNanos(sb.ExpiresAt), toNanos(sb.EndedAt)}, nil
+}
+
+func scanSandbox(r scanner) (Sandbox, error) {
+	var sb Sandbox
+	var env, meta sql.NullString
+	var created, expires, ended sql.NullInt64
+	err := r.Scan(&sb.ID, &sb.TenantID, &sb.State, &sb.Reason, &sb.Template, &sb.CPUs, &sb.MemoryMB,
+		&sb.Pids, &sb.DiskMB, &env, &meta, &sb.Workdir, &created, &expires, &ended)
+	if err != nil {
+		return Sandbox{}, notFound(err)
+	}
+	if sb.Env, err = decodeMap(env); err != nil {
+		return Sandbox{}, fmt.Errorf("sandbox %s: decode env: %w", sb.ID, err)
+	}
+	if sb.Metadata, err = decodeMap(meta); err != nil {
+		return Sandbox{}, fmt.Errorf("sandbox %s: decode metadata: %w", sb.ID, err)
+	}
+	sb.CreatedAt, sb.ExpiresAt, sb.EndedAt = fromNanos(created), fromNanos(expires), fromNanos(ended)
+	return sb, nil
+}
+
+// An empty map is stored as NULL and read back as nil, so nil and empty
+// compare equal after a round trip.
+func encodeMap(m map[string]string) (sql.NullString, error) {
+	if len(m) == 0 {
+		return sql.NullString{}, nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return sql.NullString{}, err
+	}
+	return sql.NullString{String: string(b), Valid: true}, nil
+}
+
+func decodeMap(s sql.NullString) (map[string]string, error) {
+	if !s.Valid || s.String == "" {
+		return nil, nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(s.String), &m); err != nil {
+		return nil, err
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return m, nil
+}

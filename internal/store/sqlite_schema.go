@@ -1,0 +1,90 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// migrations[i] brings the schema from version i to i+1. Append only: a
+// shipped migration never changes, because databases already ran it.
+var migrations = []string{
+	`CREATE TABLE tenants (
+		id            TEXT PRIMARY KEY,
+		name          TEXT NOT NULL UNIQUE,
+		max_sandboxes INTEGER NOT NULL,
+		max_memory_mb INTEGER NOT NULL,
+		created_at    INTEGER
+	);
+	CREATE TABLE keys (
+		id         TEXT PRIMARY KEY,
+		tenant_id  TEXT NOT NULL REFERENCES tenants(id),
+		name       TEXT NOT NULL,
+		hash       BLOB NOT NULL UNIQUE,
+		admin      INTEGER NOT NULL,
+		created_at INTEGER
+	);
+	CREATE INDEX keys_tenant ON keys(tenant_id);
+	CREATE TABLE tokens (
+		id         TEXT PRIMARY KEY,
+		sandbox_id TEXT NOT NULL,
+		tenant_id  TEXT NOT NULL,
+		hash       BLOB NOT NULL UNIQUE,
+		expires_at INTEGER
+	);
+	CREATE INDEX tokens_sandbox ON tokens(sandbox_id);
+	CREATE TABLE sandboxes (
+		id         TEXT PRIMARY KEY,
+		tenant_id  TEXT NOT NULL,
+		state      TEXT NOT NULL,
+		reason     TEXT NOT NULL,
+		template   TEXT NOT NULL,
+		cpus       REAL NOT NULL,
+		memory_mb  INTEGER NOT NULL,
+		pids       INTEGER NOT NULL,
+		disk_mb    INTEGER NOT NULL,
+		env        TEXT,
+		metadata   TEXT,
+		workdir    TEXT NOT NULL,
+		created_at INTEGER,
+		expires_at INTEGER,
+		ended_at   INTEGER
+	);
+	CREATE INDEX sandboxes_tenant_state ON sandboxes(tenant_id, state);`,
+}
+
+// migrate applies the migrations the database has not run yet, in one
+// transaction so a crash leaves the old version intact.
+func (s *SQLite) migrate(ctx context.Context) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: see _txlock
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer tx.Rollback()
+
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	var v int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&v); err != nil {
+		return fmt.Errorf("migrate: read version: %w", err)
+	}
+	if v > len(migrations) {
+		return fmt.Errorf("migrate: database schema version %d is newer than this binary's %d", v, len(migrations))
+	}
+	for i := v; i < len(migrations); i++ {
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			return fmt.Errorf("migrate to version %d: %w", i+1, err)
+		}
+	}
+	if v < len(migrations) {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM schema_version`); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, len(migrations)); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+	}
+	return tx.Commit()
+}

@@ -1,0 +1,111 @@
+// Package store persists Airlock's records: tenants, API keys, sandboxes and
+// sandbox tokens, behind one interface that SQLite (the embedded default)
+// implements and PostgreSQL can later. It stores only hashes of secrets
+// (keys, tokens), never the secrets themselves, and it never decides policy:
+// quotas and ownership are checked by its callers.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors callers match with errors.Is.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("already exists")
+)
+
+// Tenant owns keys and sandboxes.
+type Tenant struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`          // unique
+	MaxSandboxes int       `json:"max_sandboxes"` // concurrent, 0 = unlimited
+	MaxMemoryMB  int64     `json:"max_memory_mb"` // sum over live sandboxes, 0 = unlimited
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// Key is an API key. Only its SHA-256 is stored.
+type Key struct {
+	ID        string    `json:"id"`
+	TenantID  string    `json:"tenant_id"`
+	Name      string    `json:"name"`
+	Hash      []byte    `json:"-"`
+	Admin     bool      `json:"admin"` // may manage tenants and keys
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Token is a credential scoped to one sandbox, with an expiry.
+type Token struct {
+	ID        string
+	SandboxID string
+	TenantID  string
+	Hash      []byte
+	ExpiresAt time.Time
+}
+
+// Sandbox states.
+const (
+	StateCreating = "creating"
+	StateRunning  = "running"
+	StateStopped  = "stopped" // destroyed on purpose (delete or expiry)
+	StateFailed   = "failed"  // lost: its runtime side is gone; Reason says why
+)
+
+// Sandbox is the durable record of one sandbox.
+type Sandbox struct {
+	ID        string            `json:"id"`
+	TenantID  string            `json:"tenant_id"`
+	State     string            `json:"state"`
+	Reason    string            `json:"reason,omitempty"`
+	Template  string            `json:"template"`
+	CPUs      float64           `json:"cpus"`
+	MemoryMB  int64             `json:"memory_mb"`
+	Pids      int64             `json:"pids"`
+	DiskMB    int64             `json:"disk_mb"`
+	Env       map[string]string `json:"env,omitempty"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+	Workdir   string            `json:"workdir,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
+	ExpiresAt time.Time         `json:"expires_at"`
+	EndedAt   time.Time         `json:"ended_at,omitzero"`
+}
+
+// SandboxFilter selects sandboxes in List. Zero fields match everything.
+type SandboxFilter struct {
+	TenantID string            // always set by the API
+	State    string            // exact state
+	Metadata map[string]string // every pair must match
+	After    string            // pagination: ids sorted ascending, strictly after this one
+	Limit    int               // 0 = no limit
+}
+
+// Store is everything the daemon persists. Implementations are safe for
+// concurrent use.
+type Store interface {
+	CreateTenant(ctx context.Context, t Tenant) error
+	GetTenant(ctx context.Context, id string) (Tenant, error)
+	TenantByName(ctx context.Context, name string) (Tenant, error)
+	ListTenants(ctx context.Context) ([]Tenant, error)
+
+	CreateKey(ctx context.Context, k Key) error
+	KeyByHash(ctx context.Context, hash []byte) (Key, error)
+	ListKeys(ctx context.Context, tenantID string) ([]Key, error) // "" = all
+	DeleteKey(ctx context.Context, id string) error
+
+	CreateToken(ctx context.Context, t Token) error
+	TokenByHash(ctx context.Context, hash []byte) (Token, error)
+	DeleteTokens(ctx context.Context, sandboxID string) error
+
+	CreateSandbox(ctx context.Context, s Sandbox) error
+	GetSandbox(ctx context.Context, id string) (Sandbox, error)
+	// UpdateSandbox replaces the record with the same ID.
+	UpdateSandbox(ctx context.Context, s Sandbox) error
+	ListSandboxes(ctx context.Context, f SandboxFilter) ([]Sandbox, error)
+	// Usage counts a tenant's live (creating or running) sandboxes and
+	// their memory, for quotas.
+	Usage(ctx context.Context, tenantID string) (sandboxes int, memoryMB int64, err error)
+
+	Close() error
+}
