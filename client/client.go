@@ -119,3 +119,6 @@ func decodeJSON(resp *http.Response, out any) error {
 func sandboxPath(id, suffix string) string {
 	return "/v1/sandboxes/" + url.PathEscape(id) + suffix
 }
+
+// HasKey reports whether the client has a credential to send.
+func (c *Client) HasKey() bool { return c.key != "" }

@@ -40,7 +40,8 @@ func airlock(t *testing.T, stdin string, args ...string) (stdout, stderr string,
 		os.RemoveAll(state)
 	})
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "AIRLOCK_STATE_DIR="+state)
+	// Embedded, whatever server this machine may run.
+	cmd.Env = append(os.Environ(), "AIRLOCK_STATE_DIR="+state, "AIRLOCK_RUN_LOCAL=1")
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -113,7 +114,7 @@ func TestRunRootless(t *testing.T) {
 	os.Chmod(home, 0o777)
 	run := func(args ...string) (string, int) {
 		cmd := exec.Command(bin, args...)
-		cmd.Env = []string{"HOME=" + home, "XDG_DATA_HOME=" + home + "/data", "PATH=/usr/bin:/bin"}
+		cmd.Env = []string{"HOME=" + home, "XDG_DATA_HOME=" + home + "/data", "PATH=/usr/bin:/bin", "AIRLOCK_RUN_LOCAL=1"}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
@@ -150,7 +151,7 @@ func TestRunCrashLeavesNothing(t *testing.T) {
 		unix.Unmount(filepath.Join(state, "sandboxes"), unix.MNT_DETACH)
 		os.RemoveAll(state)
 	}()
-	env := append(os.Environ(), "AIRLOCK_STATE_DIR="+state)
+	env := append(os.Environ(), "AIRLOCK_STATE_DIR="+state, "AIRLOCK_RUN_LOCAL=1")
 	crash := exec.Command(bin, "run", "--", "sleep", "100")
 	crash.Env = env
 	if err := crash.Start(); err != nil {

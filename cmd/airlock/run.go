@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 )
@@ -53,7 +54,11 @@ func runCmd(args []string) error {
 	workdir := fs.String("workdir", "", "working directory inside the sandbox (default /home/user)")
 	stateDir := fs.String("state-dir", defaultStateDir(), "where sandboxes and templates live")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: airlock run [flags] -- CMD [ARGS...]")
+		fmt.Fprintln(fs.Output(), `Usage: airlock run [flags] -- CMD [ARGS...]
+
+Runs CMD in a new sandbox and destroys it. With a server reachable at
+$AIRLOCK_URL (default http://127.0.0.1:7070) and a key, the sandbox is the
+server's; otherwise it runs embedded (AIRLOCK_RUN_LOCAL=1 forces that).`)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -69,6 +74,11 @@ func runCmd(args []string) error {
 	}
 	if *timeout < 0 {
 		return errors.New("--timeout must not be negative")
+	}
+	if c, ok := reachableServer(); ok {
+		return runRemote(c, client.CreateRequest{
+			CPUs: *cpus, MemoryMB: mem.mb, Pids: *pids, DiskMB: disk.mb, Env: env, Workdir: *workdir,
+		}, argv, *timeout)
 	}
 	rt, err := linux.New(linux.Config{StateDir: *stateDir, DieWithCaller: true})
 	if err != nil {
