@@ -67,7 +67,7 @@ func TestLifecycle(t *testing.T) {
 	if _, err := c.Exec(ctx, sb.ID, client.ExecRequest{Command: "true"}); err == nil {
 		t.Errorf("exec in a deleted sandbox succeeded")
 	}
-	assertNoSandboxesLeft(t, s)
+	assertNoSandboxesLeft(t, s, sb.ID)
 }
 
 func TestExpiry(t *testing.T) {
@@ -90,13 +90,21 @@ func TestExpiry(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	assertNoSandboxesLeft(t, s)
+	assertNoSandboxesLeft(t, s, sb.ID)
 }
 
-// assertNoSandboxesLeft checks the runtime's side: no registered id and no
-// sandbox directory other than the warm pool's.
-func assertNoSandboxesLeft(t *testing.T, s *server) {
+// assertNoSandboxesLeft checks the runtime's side: no registered id, no
+// sandbox directory other than the warm pool's, and no cgroup or process of
+// the given sandboxes.
+func assertNoSandboxesLeft(t *testing.T, s *server, sandboxIDs ...string) {
 	t.Helper()
+	// A cgroup cannot be removed while a process is in it: no cgroup, no
+	// process (the init included).
+	for _, id := range sandboxIDs {
+		if cgs, _ := filepath.Glob("/sys/fs/cgroup/*/airlock/" + id); len(cgs) > 0 {
+			t.Errorf("cgroups of %s left: %v", id, cgs)
+		}
+	}
 	ids, _ := os.ReadDir(filepath.Join(s.dataDir, "ids"))
 	for _, e := range ids {
 		t.Errorf("runtime still holds sandbox %s", e.Name())
@@ -107,4 +115,17 @@ func assertNoSandboxesLeft(t *testing.T, s *server) {
 			t.Errorf("sandbox directory left: %s", e.Name())
 		}
 	}
+}
+
+// procsWithEnv lists host pids whose environment holds kv.
+func procsWithEnv(kv string) []string {
+	var out []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d + "/environ")
+		if err == nil && bytes.Contains(append([]byte{0}, b...), []byte("\x00"+kv+"\x00")) {
+			out = append(out, filepath.Base(d))
+		}
+	}
+	return out
 }

@@ -14,9 +14,9 @@ import (
 func TestRestart(t *testing.T) {
 	s := startServer(t, "")
 	c := s.admin()
-	kept := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{}))
+	kept := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{Env: map[string]string{"AIRLOCK_SANDBOX": "kept"}}))
 	must[int64](t)(c.WriteFile(ctx, kept.ID, "state", strings.NewReader("survives"), 0o644))
-	gone := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{}))
+	gone := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{Env: map[string]string{"AIRLOCK_SANDBOX": "gone"}}))
 	must[client.ExecResult](t)(c.Exec(ctx, gone.ID, client.ExecRequest{Command: "true"}))
 	running := make(chan error, 1)
 	go func() {
@@ -45,5 +45,10 @@ func TestRestart(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	assertNoSandboxesLeft(t, s)
+	assertNoSandboxesLeft(t, s, kept.ID, gone.ID)
+	for _, tag := range []string{"kept", "gone"} {
+		if procs := procsWithEnv("AIRLOCK_SANDBOX=" + tag); len(procs) > 0 {
+			t.Errorf("processes of sandbox %s left: %v", tag, procs)
+		}
+	}
 }

@@ -38,56 +38,72 @@ func benchAPI(args []string) error {
 		os.RemoveAll(dir)
 	}()
 	ctx := context.Background()
-	d, err := startDaemon(ctx, dir, 0)
+	dm, err := startDaemon(ctx, dir, 0)
 	if err != nil {
 		return err
 	}
-	defer d.close()
+	defer dm.close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: d.handler}
+	srv := &http.Server{Handler: dm.handler}
 	go srv.Serve(ln)
 	defer srv.Close()
-	key, err := os.ReadFile(d.keyPath)
+	key, err := os.ReadFile(dm.keyPath)
 	if err != nil {
 		return err
 	}
 	c := client.New("http://"+ln.Addr().String(), string(trimNL(key)))
 
-	var direct, api []time.Duration
+	// Rows: total, create, exec, delete, for each path.
+	d := make([][]time.Duration, 8)
+	lap := func(row int, t *time.Time) {
+		now := time.Now()
+		d[row] = append(d[row], now.Sub(*t))
+		*t = now
+	}
 	for i := range *n {
 		t0 := time.Now()
-		sb, err := d.rt.Create(ctx, runtime.Spec{ID: fmt.Sprintf("bench-direct-%d", i)})
+		t := t0
+		sb, err := dm.rt.Create(ctx, runtime.Spec{ID: fmt.Sprintf("bench-direct-%d", i)})
 		if err != nil {
 			return err
 		}
+		lap(1, &t)
 		if _, err := sb.Exec(ctx, runtime.ExecRequest{Argv: []string{"true"}}); err != nil {
 			return err
 		}
+		lap(2, &t)
 		if err := sb.Destroy(ctx); err != nil {
 			return err
 		}
-		t1 := time.Now()
+		lap(3, &t)
+		d[0] = append(d[0], t.Sub(t0))
+		t0 = time.Now()
+		t = t0
 		s, err := c.CreateSandbox(ctx, client.CreateRequest{})
 		if err != nil {
 			return err
 		}
+		lap(5, &t)
 		if _, err := c.Exec(ctx, s.ID, client.ExecRequest{Cmd: []string{"true"}}); err != nil {
 			return err
 		}
+		lap(6, &t)
 		if err := c.DeleteSandbox(ctx, s.ID); err != nil {
 			return err
 		}
-		t2 := time.Now()
-		direct, api = append(direct, t1.Sub(t0)), append(api, t2.Sub(t1))
+		lap(7, &t)
+		d[4] = append(d[4], t.Sub(t0))
 	}
 	fmt.Printf("create -> exec true -> delete, n=%d per row, cold sandboxes, alternating\n", *n)
 	fmt.Printf("%-40s %9s %9s %9s %9s\n", "path", "p50", "p95", "p99", "max")
-	row{"runtime (in process)", direct}.print()
-	row{"HTTP API on loopback (Go client)", api}.print()
-	pd, pa := percentiles(direct), percentiles(api)
+	for i, name := range []string{"runtime (in process)", "  create", "  exec true", "  destroy",
+		"HTTP API on loopback (Go client)", "  POST /v1/sandboxes", "  POST .../exec", "  DELETE /v1/sandboxes/{id}"} {
+		row{name, d[i]}.print()
+	}
+	pd, pa := percentiles(d[0]), percentiles(d[4])
 	fmt.Printf("API overhead at p50: %s\n", ms(pa[0]-pd[0]))
 	return nil
 }
