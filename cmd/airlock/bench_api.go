@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"time"
 
 	"github.com/airlockhq/airlock/client"
@@ -22,6 +23,7 @@ import (
 func benchAPI(args []string) error {
 	fs := flag.NewFlagSet("bench api", flag.ContinueOnError)
 	n := fs.Int("n", 200, "iterations per row")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
 		return exitError(2)
 	}
@@ -37,6 +39,17 @@ func benchAPI(args []string) error {
 		unix.Unmount(filepath.Join(dir, "sandboxes"), unix.MNT_DETACH)
 		os.RemoveAll(dir)
 	}()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx := context.Background()
 	dm, err := startDaemon(ctx, dir, 0)
 	if err != nil {
