@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/runtime/linux"
 	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
 	"golang.org/x/sys/unix"
 )
@@ -48,7 +49,14 @@ func startServer(t *testing.T, dataDir string) *server {
 		}
 		os.Chmod(d, 0o711)
 		dataDir = d
+		// Runs after the server has stopped: sandboxes outlive a daemon by
+		// design, so the test destroys what is left and unmounts the pool.
 		t.Cleanup(func() {
+			if rt, err := linux.New(linux.Config{StateDir: d, Binary: bin}); err != nil {
+				t.Errorf("runtime for cleanup: %v", err)
+			} else if err := rt.Teardown(); err != nil {
+				t.Errorf("teardown: %v", err)
+			}
 			unix.Unmount(filepath.Join(d, "sandboxes"), unix.MNT_DETACH)
 			os.RemoveAll(d)
 		})

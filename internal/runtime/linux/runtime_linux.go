@@ -193,6 +193,20 @@ func (r *Runtime) Close() error {
 
 func (r *Runtime) sandboxesDir() string { return filepath.Join(r.cfg.StateDir, "sandboxes") }
 
+// cached returns this runtime's handle of the sandbox in directory name
+// (the one holding its init as a child, if any), else attaches to it.
+func (r *Runtime) cached(name string) (*sandbox, error) {
+	r.mu.Lock()
+	for _, sb := range r.live {
+		if sb.p.Name == name {
+			r.mu.Unlock()
+			return sb, nil
+		}
+	}
+	r.mu.Unlock()
+	return r.attach(name)
+}
+
 // Teardown destroys every sandbox this runtime holds on disk and unmounts
 // the disk pool. A daemon never calls it (sandboxes outlive restarts);
 // tests and one-shot tools do.
@@ -200,17 +214,22 @@ func (r *Runtime) Teardown() error {
 	ctx := context.Background()
 	var errs []error
 	errs = append(errs, r.Close())
-	ids, err := r.List(ctx)
+	// Every sandbox on disk, not only the registered ids: unclaimed pool
+	// sandboxes of a process that died are torn down too.
+	entries, err := os.ReadDir(r.sandboxesDir())
 	if err != nil {
 		errs = append(errs, err)
 	}
-	for _, id := range ids {
-		sb, err := r.Get(ctx, id)
-		if err == nil {
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		var sb *sandbox
+		if sb, err = r.cached(e.Name()); err == nil {
 			err = sb.Destroy(ctx)
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("destroy %s: %w", id, err))
+		if err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("destroy %s: %w", e.Name(), err))
 		}
 	}
 	if r.quota != nil {
