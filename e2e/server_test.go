@@ -17,7 +17,6 @@ import (
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
-	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
@@ -43,11 +42,7 @@ func startServer(t *testing.T, dataDir string) *server {
 	linuxtest.Require(t)
 	bin, _ := linuxtest.Build(t)
 	if dataDir == "" {
-		d, err := os.MkdirTemp("", "airlock-e2e-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.Chmod(d, 0o711)
+		d := linuxtest.StateDir(t)
 		dataDir = d
 		// Runs after the server has stopped: sandboxes outlive a daemon by
 		// design, so the test destroys what is left and unmounts the pool.
@@ -57,8 +52,6 @@ func startServer(t *testing.T, dataDir string) *server {
 			} else if err := rt.Teardown(); err != nil {
 				t.Errorf("teardown: %v", err)
 			}
-			unix.Unmount(filepath.Join(d, "sandboxes"), unix.MNT_DETACH)
-			os.RemoveAll(d)
 		})
 	}
 	s := &server{t: t, bin: bin, dataDir: dataDir}

@@ -25,12 +25,8 @@ func createCmd(args []string) error {
 		fmt.Fprintln(fs.Output(), "Usage: airlock create [flags]\n\nCreate a sandbox on the server and print its id.")
 		fs.PrintDefaults()
 	}
-	pos, _, err := parseArgs(fs, args, -1)
-	if err != nil {
+	if err := noArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) != 0 {
-		return usageError(fs)
 	}
 	if *timeout < 0 {
 		return errors.New("--timeout must not be negative")

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"text/tabwriter"
 )
 
 const keysUsage = `Usage: airlock keys create --tenant NAME [--name N]
@@ -60,12 +59,8 @@ func keysCreate(args []string) error {
 
 func keysLs(args []string) error {
 	fs := flag.NewFlagSet("keys ls", flag.ContinueOnError)
-	pos, _, err := parseArgs(fs, args, -1)
-	if err != nil {
+	if err := noArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) != 0 {
-		return usageError(fs)
 	}
 	ctx, stop := remoteContext()
 	defer stop()
@@ -73,8 +68,7 @@ func keysLs(args []string) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTENANT\tNAME\tCREATED")
+	tw := table("ID\tTENANT\tNAME\tCREATED")
 	for _, k := range keys {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, k.Tenant, k.Name, timeCell(k.CreatedAt))
 	}

@@ -3,8 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
-	"text/tabwriter"
 	"time"
 
 	"github.com/airlockhq/airlock/client"
@@ -19,18 +17,13 @@ func lsCmd(args []string) error {
 		fmt.Fprintln(fs.Output(), "Usage: airlock ls [flags]\n\nList sandboxes.")
 		fs.PrintDefaults()
 	}
-	pos, _, err := parseArgs(fs, args, -1)
-	if err != nil {
+	if err := noArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) != 0 {
-		return usageError(fs)
 	}
 	ctx, stop := remoteContext()
 	defer stop()
 	c := remote()
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tTEMPLATE\tCREATED\tEXPIRES")
+	tw := table("ID\tSTATE\tTEMPLATE\tCREATED\tEXPIRES")
 	opts := client.ListOptions{State: *state, Metadata: meta}
 	for {
 		page, err := c.ListSandboxes(ctx, opts)

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
-	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
@@ -27,33 +26,11 @@ func TestMain(m *testing.M) {
 func airlock(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	linuxtest.Require(t)
-	bin, _ := linuxtest.Build(t)
 	// Not t.TempDir: its parent is private to root, and a sandbox's root
 	// (an unprivileged host uid) must traverse the state dir.
-	state, err := os.MkdirTemp("", "airlock-cli-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(state, 0o711)
-	t.Cleanup(func() {
-		unix.Unmount(filepath.Join(state, "sandboxes"), unix.MNT_DETACH)
-		os.RemoveAll(state)
-	})
-	cmd := exec.Command(bin, args...)
+	state := linuxtest.StateDir(t)
 	// Embedded, whatever server this machine may run.
-	cmd.Env = append(os.Environ(), "AIRLOCK_STATE_DIR="+state, "AIRLOCK_RUN_LOCAL=1")
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	case err != nil:
-		t.Fatalf("run airlock: %v", err)
-	}
-	return out.String(), errb.String(), code
+	return runCLI(t, []string{"AIRLOCK_STATE_DIR=" + state, "AIRLOCK_RUN_LOCAL=1"}, strings.NewReader(stdin), args...)
 }
 
 func TestRunExitCode(t *testing.T) {
@@ -142,15 +119,7 @@ func TestRunRootless(t *testing.T) {
 func TestRunCrashLeavesNothing(t *testing.T) {
 	linuxtest.Require(t)
 	bin, _ := linuxtest.Build(t)
-	state, err := os.MkdirTemp("", "airlock-crash-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(state, 0o711)
-	defer func() {
-		unix.Unmount(filepath.Join(state, "sandboxes"), unix.MNT_DETACH)
-		os.RemoveAll(state)
-	}()
+	state := linuxtest.StateDir(t)
 	env := append(os.Environ(), "AIRLOCK_STATE_DIR="+state, "AIRLOCK_RUN_LOCAL=1")
 	crash := exec.Command(bin, "run", "--", "sleep", "100")
 	crash.Env = env

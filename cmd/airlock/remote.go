@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 
 	"github.com/airlockhq/airlock/client"
 )
@@ -65,4 +67,24 @@ func parseArgs(fs *flag.FlagSet, args []string, n int) (pos, rest []string, err 
 func usageError(fs *flag.FlagSet) error {
 	fs.Usage()
 	return exitError(2)
+}
+
+// noArgs parses the flags of a command that takes no positional argument.
+func noArgs(fs *flag.FlagSet, args []string) error {
+	pos, _, err := parseArgs(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usageError(fs)
+	}
+	return nil
+}
+
+// table starts aligned columns on stdout under a tab-separated header;
+// the caller writes rows and flushes.
+func table(header string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	return tw
 }

@@ -24,11 +24,13 @@ import (
 // empty data dir, and returns what it printed and its exit status.
 func remoteCLI(t *testing.T, srv *clienttest.Server, stdin io.Reader, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	return remoteCLIEnv(t, []string{"AIRLOCK_URL=" + srv.URL, "AIRLOCK_API_KEY=" + srv.AdminKey,
+	return runCLI(t, []string{"AIRLOCK_URL=" + srv.URL, "AIRLOCK_API_KEY=" + srv.AdminKey,
 		"AIRLOCK_STATE_DIR=" + t.TempDir()}, stdin, args...)
 }
 
-func remoteCLIEnv(t *testing.T, env []string, stdin io.Reader, args ...string) (stdout, stderr string, code int) {
+// runCLI runs the built binary with env added to this process's and
+// returns what it printed and its exit code.
+func runCLI(t *testing.T, env []string, stdin io.Reader, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	bin, _ := linuxtest.Build(t) // builds without root; only running sandboxes needs it
 	cmd := exec.Command(bin, args...)
@@ -267,12 +269,12 @@ func TestRemoteAdminKeyFile(t *testing.T) {
 	srv := clienttest.NewServer(t)
 	dir := t.TempDir()
 	env := []string{"AIRLOCK_URL=" + srv.URL, "AIRLOCK_API_KEY=", "AIRLOCK_STATE_DIR=" + dir}
-	_, errs, code := remoteCLIEnv(t, env, nil, "ls")
+	_, errs, code := runCLI(t, env, nil, "ls")
 	if code != 1 || errs != "airlock: missing or unknown credential\n" {
 		t.Errorf("ls without any key: exit %d, stderr %q", code, errs)
 	}
 	os.WriteFile(filepath.Join(dir, "admin.key"), []byte(srv.AdminKey+"\n"), 0o600)
-	if _, errs, code := remoteCLIEnv(t, env, nil, "ls"); code != 0 {
+	if _, errs, code := runCLI(t, env, nil, "ls"); code != 0 {
 		t.Errorf("ls with admin.key: exit %d, stderr %q", code, errs)
 	}
 }

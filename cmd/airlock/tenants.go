@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"text/tabwriter"
 
 	"github.com/airlockhq/airlock/client"
 )
@@ -60,12 +59,8 @@ func tenantsCreate(args []string) error {
 
 func tenantsLs(args []string) error {
 	fs := flag.NewFlagSet("tenants ls", flag.ContinueOnError)
-	pos, _, err := parseArgs(fs, args, -1)
-	if err != nil {
+	if err := noArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) != 0 {
-		return usageError(fs)
 	}
 	ctx, stop := remoteContext()
 	defer stop()
@@ -73,8 +68,7 @@ func tenantsLs(args []string) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tMAX SANDBOXES\tMAX MEMORY\tCREATED")
+	tw := table("ID\tNAME\tMAX SANDBOXES\tMAX MEMORY\tCREATED")
 	for _, t := range tenants {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, limitCell(int64(t.MaxSandboxes), ""), limitCell(t.MaxMemoryMB, "M"), timeCell(t.CreatedAt))
 	}

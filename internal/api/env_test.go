@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +21,7 @@ import (
 type env struct {
 	t            *testing.T
 	m            *fakeManager
-	st           *fakeStore
+	st           store.Store
 	srv          *httptest.Server
 	mu           sync.Mutex
 	now          time.Time
@@ -31,7 +32,12 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, m: newFakeManager(), st: newFakeStore(), now: t0}
+	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "airlock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e := &env{t: t, m: newFakeManager(), st: st, now: t0}
 	h := New(e.m, e.st, Options{MaxJSONBody: 4096, Now: e.clock, Logger: slog.New(slog.DiscardHandler)})
 	e.srv = httptest.NewServer(h)
 	t.Cleanup(e.srv.Close)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -25,12 +26,22 @@ var (
 	rt       *linux.Runtime
 	rtErr    error
 	stateDir string
-	shared   = newMemStore()
+	shared   *store.SQLite
 	tenantN  atomic.Int64
 )
 
 func TestMain(m *testing.M) {
+	dbDir, err := os.MkdirTemp("", "airlock-sandbox-test-db-")
+	if err == nil {
+		shared, err = store.OpenSQLite(filepath.Join(dbDir, "airlock.db"))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "test store:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
+	shared.Close()
+	os.RemoveAll(dbDir)
 	if rt != nil {
 		if err := rt.Teardown(); err != nil {
 			fmt.Fprintln(os.Stderr, "teardown runtime:", err)

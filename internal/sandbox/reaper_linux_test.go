@@ -83,7 +83,9 @@ func TestRestart(t *testing.T) {
 	half := store.Sandbox{ID: "sb-halfcreated0001", TenantID: c.TenantID, State: store.StateCreating,
 		Template: "base", CPUs: 1, MemoryMB: 512, Pids: 256, DiskMB: 1024,
 		CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
-	shared.put(half)
+	if err := shared.CreateSandbox(ctx, half); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := rt1.Create(ctx, runtime.Spec{ID: half.ID}); err != nil {
 		t.Fatal(err)
 	}

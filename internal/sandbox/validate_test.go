@@ -76,9 +76,9 @@ func (s stubSandbox) Destroy(context.Context) error {
 	return nil
 }
 
-func stubService(t *testing.T, rt runtime.Runtime, opts sandbox.Options) (*sandbox.Service, *memStore) {
+func stubService(t *testing.T, rt runtime.Runtime, opts sandbox.Options) (*sandbox.Service, *store.SQLite) {
 	t.Helper()
-	st := newMemStore()
+	st := newStore(t)
 	svc, err := sandbox.NewManager(context.Background(), st, rt, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -221,8 +221,9 @@ func TestSetTimeoutBounds(t *testing.T) {
 // TestCloseStopsReaper: the reaper goroutine ends with Close (and a second
 // Close is harmless).
 func TestCloseStopsReaper(t *testing.T) {
+	st := newStore(t) // its own goroutines are not the Service's
 	before := goruntime.NumGoroutine()
-	svc, err := sandbox.NewManager(context.Background(), newMemStore(), newStub(), sandbox.Options{})
+	svc, err := sandbox.NewManager(context.Background(), st, newStub(), sandbox.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

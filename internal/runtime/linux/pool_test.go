@@ -3,7 +3,6 @@ package linux
 import (
 	"bytes"
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,12 +16,7 @@ import (
 func TestWarmPool(t *testing.T) {
 	linuxtest.Require(t)
 	bin, _ := linuxtest.Build(t)
-	state, err := os.MkdirTemp("", "airlock-pool-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(state)
-	os.Chmod(state, 0o711)
+	state := linuxtest.StateDir(t)
 	r, err := New(Config{StateDir: state, Binary: bin, PoolSize: 1})
 	if err != nil {
 		t.Fatal(err)

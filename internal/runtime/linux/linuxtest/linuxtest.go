@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Require skips (or, in CI, fails) t unless the host can run sandboxes with
@@ -99,4 +101,24 @@ func moduleRoot() string {
 		return "."
 	}
 	return filepath.Dir(string(out[:len(out)-1]))
+}
+
+// StateDir returns a new state directory that a sandbox's root (an
+// unprivileged host uid) can traverse, unlike t.TempDir's. When the test
+// ends, the disk pool a runtime mounted there is unmounted and the
+// directory removed; cleanups the test registers later run first.
+func StateDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "airlock-state-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		unix.Unmount(filepath.Join(dir, "sandboxes"), unix.MNT_DETACH)
+		os.RemoveAll(dir)
+	})
+	return dir
 }
