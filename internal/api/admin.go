@@ -181,7 +181,10 @@ func (s *server) listKeys(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) deleteKey(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := s.store.DeleteKey(r.Context(), id); err != nil {
+	err := s.store.DeleteKey(r.Context(), id)
+	// Dropped even on failure: the delete may have happened all the same.
+	s.keys.drop(id)
+	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			err = errf(http.StatusNotFound, codeNotFound, "key %q not found", id)
 		}

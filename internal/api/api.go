@@ -27,6 +27,7 @@ type server struct {
 	maxJSON int64
 	now     func() time.Time
 	log     *slog.Logger
+	keys    keyCache
 }
 
 // route is one entry of the API. The same table registers the handlers and

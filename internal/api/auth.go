@@ -131,9 +131,14 @@ func (s *server) authenticate(r *http.Request) (sandbox.Caller, error) {
 	ctx := r.Context()
 	switch {
 	case strings.HasPrefix(cred, KeyPrefix):
-		k, err := s.store.KeyByHash(ctx, HashCredential(cred))
-		if err != nil {
-			return sandbox.Caller{}, lookupError(err)
+		hash := HashCredential(cred)
+		k, ok, gen := s.keys.get(hash, s.now())
+		if !ok {
+			var err error
+			if k, err = s.store.KeyByHash(ctx, hash); err != nil {
+				return sandbox.Caller{}, lookupError(err)
+			}
+			s.keys.put(k, gen, s.now())
 		}
 		return sandbox.Caller{TenantID: k.TenantID, KeyID: k.ID, Admin: k.Admin}, nil
 	case strings.HasPrefix(cred, TokenPrefix):

@@ -55,7 +55,7 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (stor
 		}
 		return store.Sandbox{}, s.createFailed(ctx, rec, fmt.Errorf("save sandbox: %w", err))
 	}
-	s.wakeReaper()
+	s.wakeReaper(rec.ExpiresAt)
 	return rec, nil
 }
 

@@ -116,6 +116,6 @@ func (s *Service) SetTimeout(ctx context.Context, c Caller, id string, d time.Du
 	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
 		return store.Sandbox{}, fmt.Errorf("save sandbox %s: %w", id, err)
 	}
-	s.wakeReaper()
+	s.wakeReaper(rec.ExpiresAt)
 	return rec, nil
 }

@@ -20,9 +20,15 @@ const ReasonLostOnRestart = "lost: runtime sandbox gone after restart"
 // minReapWait keeps a burst of expiries from spinning the reaper.
 const minReapWait = 10 * time.Millisecond
 
-// wakeReaper makes the reaper recompute its next wake-up, after an expiry
-// was set that may be sooner than the one it sleeps towards.
-func (s *Service) wakeReaper() {
+// wakeReaper makes the reaper look again if expiry at comes before its
+// next planned look; most new expiries are later and cost nothing.
+func (s *Service) wakeReaper(at time.Time) {
+	s.wakeMu.Lock()
+	sooner := s.wakeAt.IsZero() || at.Before(s.wakeAt)
+	s.wakeMu.Unlock()
+	if !sooner {
+		return
+	}
 	select {
 	case s.kick <- struct{}{}:
 	default:
@@ -35,10 +41,16 @@ func (s *Service) wakeReaper() {
 func (s *Service) reapLoop() {
 	defer close(s.done)
 	for {
+		s.wakeMu.Lock()
+		s.wakeAt = time.Time{}
+		s.wakeMu.Unlock()
 		wait := s.opts.ReapInterval
 		if next := s.reapOnce(); !next.IsZero() {
 			wait = min(wait, max(next.Sub(s.now()), minReapWait))
 		}
+		s.wakeMu.Lock()
+		s.wakeAt = s.now().Add(wait)
+		s.wakeMu.Unlock()
 		t := time.NewTimer(wait)
 		select {
 		case <-s.stop:
@@ -55,23 +67,23 @@ func (s *Service) reapLoop() {
 // earliest expiry still ahead (zero if none).
 func (s *Service) reapOnce() time.Time {
 	ctx := context.Background()
-	running, err := s.st.ListSandboxes(ctx, store.SandboxFilter{State: store.StateRunning})
+	now := s.now()
+	expired, err := s.st.ListSandboxes(ctx, store.SandboxFilter{State: store.StateRunning, ExpiredBy: now})
 	if err != nil {
-		s.log.Error("reaper: list sandboxes", "err", err)
+		s.log.Error("reaper: list expired sandboxes", "err", err)
 		return time.Time{}
 	}
-	var next time.Time
-	now := s.now()
-	for _, rec := range running {
-		if rec.ExpiresAt.After(now) {
-			if next.IsZero() || rec.ExpiresAt.Before(next) {
-				next = rec.ExpiresAt
-			}
-			continue
-		}
+	for _, rec := range expired {
 		if err := s.expire(ctx, rec.ID); err != nil {
 			s.log.Error("reaper: stop expired sandbox", "sandbox", rec.ID, "err", err)
 		}
+	}
+	// One that could not be stopped is retried after ReapInterval, not
+	// in a tight loop.
+	next, err := s.st.NextExpiry(ctx, now)
+	if err != nil {
+		s.log.Error("reaper: next expiry", "err", err)
+		return time.Time{}
 	}
 	return next
 }

@@ -46,7 +46,11 @@ type Service struct {
 	// two racing creates cannot both fit under the last free slot.
 	locks keyedMutex
 
-	kick     chan struct{} // wakes the reaper when an expiry moves closer
+	kick chan struct{} // wakes the reaper when an expiry moves closer
+	// wakeMu guards wakeAt, when the sleeping reaper will next look; zero
+	// while it is looking, so no expiry set meanwhile can be missed.
+	wakeMu   sync.Mutex
+	wakeAt   time.Time
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -25,7 +26,19 @@ type SQLite struct {
 	// backups). Transactions BEGIN IMMEDIATE (_txlock) so none upgrades a
 	// stale read snapshot to a write, which fails with SQLITE_BUSY at once.
 	wmu sync.Mutex
+	// stmts holds a prepared statement per fixed query text: preparing
+	// (parsing and planning) is over half the cost of a point query.
+	stmts sync.Map // string -> *sql.Stmt
+
+	writes    atomic.Int64 // bumped by every write; the checkpointer polls it
+	stopCkpt  chan struct{}
+	ckptDone  chan struct{}
+	closeOnce sync.Once
 }
+
+// checkpointEvery is how often the WAL is copied back into the database
+// when something was written.
+const checkpointEvery = time.Second
 
 var _ Store = (*SQLite)(nil)
 
@@ -47,6 +60,9 @@ func OpenSQLite(path string) (*SQLite, error) {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	// Checkpoints (which fsync the database) run in the background, not in
+	// whichever write happens to cross the WAL's size threshold.
+	q.Add("_pragma", "wal_autocheckpoint(0)")
 	q.Set("_txlock", "immediate")
 	dsn := (&url.URL{Scheme: "file", Opaque: path, RawQuery: q.Encode()}).String()
 
@@ -59,27 +75,101 @@ func OpenSQLite(path string) (*SQLite, error) {
 	db.SetMaxIdleConns(8)
 	db.SetConnMaxIdleTime(0)
 
-	s := &SQLite{db: db}
+	s := &SQLite{db: db, stopCkpt: make(chan struct{}), ckptDone: make(chan struct{})}
 	if err := s.migrate(context.Background()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	go s.checkpointLoop()
 	return s, nil
 }
 
-// Close closes the database.
-func (s *SQLite) Close() error { return s.db.Close() }
+// checkpointLoop checkpoints the WAL after writes, passively: it never
+// waits for readers or blocks writers.
+func (s *SQLite) checkpointLoop() {
+	defer close(s.ckptDone)
+	t := time.NewTicker(checkpointEvery)
+	defer t.Stop()
+	var seen int64
+	for {
+		select {
+		case <-s.stopCkpt:
+			return
+		case <-t.C:
+		}
+		if n := s.writes.Load(); n != seen {
+			seen = n
+			s.db.ExecContext(context.Background(), `PRAGMA wal_checkpoint(PASSIVE)`)
+		}
+	}
+}
+
+// Close checkpoints the WAL into the database and closes it.
+func (s *SQLite) Close() error {
+	s.closeOnce.Do(func() { close(s.stopCkpt) })
+	<-s.ckptDone
+	s.db.ExecContext(context.Background(), `PRAGMA wal_checkpoint(TRUNCATE)`)
+	s.stmts.Range(func(_, v any) bool {
+		v.(*sql.Stmt).Close()
+		return true
+	})
+	return s.db.Close()
+}
+
+// prepared returns the prepared statement for query, a fixed text (never
+// one built from input, or the cache would grow without bound).
+func (s *SQLite) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := s.stmts.Load(query); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := s.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := s.stmts.LoadOrStore(query, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return st, nil
+}
 
 // exec runs one write statement and returns the rows it changed.
 func (s *SQLite) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	st, err := s.prepared(ctx, query)
+	if err != nil {
+		return 0, err
+	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	res, err := s.db.ExecContext(ctx, query, args...)
+	res, err := st.ExecContext(ctx, args...)
+	s.writes.Add(1)
 	if err != nil {
 		return 0, mapErr(err)
 	}
 	return res.RowsAffected()
 }
+
+// queryRow runs a fixed single-row query.
+func (s *SQLite) queryRow(ctx context.Context, query string, args ...any) scanner {
+	st, err := s.prepared(ctx, query)
+	if err != nil {
+		return errRow{err}
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// query runs a fixed query.
+func (s *SQLite) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := s.prepared(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
 
 // mapErr turns constraint violations into the package's sentinel errors.
 func mapErr(err error) error {

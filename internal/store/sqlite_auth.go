@@ -21,7 +21,7 @@ func (s *SQLite) CreateTenant(ctx context.Context, t Tenant) error {
 
 // GetTenant returns the tenant with the id.
 func (s *SQLite) GetTenant(ctx context.Context, id string) (Tenant, error) {
-	t, err := scanTenant(s.db.QueryRowContext(ctx, `SELECT `+tenantCols+` FROM tenants WHERE id = ?`, id))
+	t, err := scanTenant(s.queryRow(ctx, `SELECT `+tenantCols+` FROM tenants WHERE id = ?`, id))
 	if err != nil {
 		return Tenant{}, fmt.Errorf("get tenant %s: %w", id, err)
 	}
@@ -30,7 +30,7 @@ func (s *SQLite) GetTenant(ctx context.Context, id string) (Tenant, error) {
 
 // TenantByName returns the tenant with the name.
 func (s *SQLite) TenantByName(ctx context.Context, name string) (Tenant, error) {
-	t, err := scanTenant(s.db.QueryRowContext(ctx, `SELECT `+tenantCols+` FROM tenants WHERE name = ?`, name))
+	t, err := scanTenant(s.queryRow(ctx, `SELECT `+tenantCols+` FROM tenants WHERE name = ?`, name))
 	if err != nil {
 		return Tenant{}, fmt.Errorf("get tenant named %q: %w", name, err)
 	}
@@ -39,7 +39,7 @@ func (s *SQLite) TenantByName(ctx context.Context, name string) (Tenant, error) 
 
 // ListTenants returns every tenant, ordered by name.
 func (s *SQLite) ListTenants(ctx context.Context) ([]Tenant, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+tenantCols+` FROM tenants ORDER BY name`)
+	rows, err := s.query(ctx, `SELECT `+tenantCols+` FROM tenants ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list tenants: %w", err)
 	}
@@ -75,7 +75,7 @@ func (s *SQLite) CreateKey(ctx context.Context, k Key) error {
 
 // KeyByHash returns the key whose SHA-256 is hash.
 func (s *SQLite) KeyByHash(ctx context.Context, hash []byte) (Key, error) {
-	k, err := scanKey(s.db.QueryRowContext(ctx, `SELECT `+keyCols+` FROM keys WHERE hash = ?`, hash))
+	k, err := scanKey(s.queryRow(ctx, `SELECT `+keyCols+` FROM keys WHERE hash = ?`, hash))
 	if err != nil {
 		// Never log the hash: it identifies the key.
 		return Key{}, fmt.Errorf("get key by hash: %w", err)
@@ -86,7 +86,7 @@ func (s *SQLite) KeyByHash(ctx context.Context, hash []byte) (Key, error) {
 // ListKeys returns the tenant's keys, or all keys if tenantID is "",
 // ordered by id.
 func (s *SQLite) ListKeys(ctx context.Context, tenantID string) ([]Key, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+keyCols+` FROM keys WHERE ? = '' OR tenant_id = ? ORDER BY id`,
+	rows, err := s.query(ctx, `SELECT `+keyCols+` FROM keys WHERE ? = '' OR tenant_id = ? ORDER BY id`,
 		tenantID, tenantID)
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)
@@ -137,7 +137,7 @@ func (s *SQLite) CreateToken(ctx context.Context, t Token) error {
 func (s *SQLite) TokenByHash(ctx context.Context, hash []byte) (Token, error) {
 	var t Token
 	var expires sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = ?`, hash).
+	err := s.queryRow(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = ?`, hash).
 		Scan(&t.ID, &t.SandboxID, &t.TenantID, &t.Hash, &expires)
 	if err != nil {
 		return Token{}, fmt.Errorf("get token by hash: %w", notFound(err))

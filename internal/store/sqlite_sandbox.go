@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 const sandboxCols = `id, tenant_id, state, reason, template, cpus, memory_mb, pids, disk_mb,
@@ -27,7 +28,7 @@ func (s *SQLite) CreateSandbox(ctx context.Context, sb Sandbox) error {
 
 // GetSandbox returns the sandbox with the id.
 func (s *SQLite) GetSandbox(ctx context.Context, id string) (Sandbox, error) {
-	sb, err := scanSandbox(s.db.QueryRowContext(ctx, `SELECT `+sandboxCols+` FROM sandboxes WHERE id = ?`, id))
+	sb, err := scanSandbox(s.queryRow(ctx, `SELECT `+sandboxCols+` FROM sandboxes WHERE id = ?`, id))
 	if err != nil {
 		return Sandbox{}, fmt.Errorf("get sandbox %s: %w", id, err)
 	}
@@ -65,6 +66,10 @@ func (s *SQLite) ListSandboxes(ctx context.Context, f SandboxFilter) ([]Sandbox,
 	if f.State != "" {
 		where = append(where, `state = ?`)
 		args = append(args, f.State)
+	}
+	if !f.ExpiredBy.IsZero() {
+		where = append(where, `expires_at <= ?`)
+		args = append(args, toNanos(f.ExpiredBy))
 	}
 	if f.After != "" {
 		where = append(where, `id > ?`)
@@ -107,12 +112,24 @@ func (s *SQLite) ListSandboxes(ctx context.Context, f SandboxFilter) ([]Sandbox,
 func (s *SQLite) Usage(ctx context.Context, tenantID string) (int, int64, error) {
 	var n int
 	var mem int64
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(memory_mb), 0) FROM sandboxes
+	err := s.queryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(memory_mb), 0) FROM sandboxes
 		WHERE tenant_id = ? AND state IN (?, ?)`, tenantID, StateCreating, StateRunning).Scan(&n, &mem)
 	if err != nil {
 		return 0, 0, fmt.Errorf("usage of tenant %s: %w", tenantID, err)
 	}
 	return n, mem, nil
+}
+
+// NextExpiry is the earliest expiry after after of a running sandbox,
+// zero if none.
+func (s *SQLite) NextExpiry(ctx context.Context, after time.Time) (time.Time, error) {
+	var next sql.NullInt64
+	err := s.queryRow(ctx, `SELECT MIN(expires_at) FROM sandboxes WHERE state = ? AND expires_at > ?`,
+		StateRunning, toNanos(after)).Scan(&next)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("next expiry: %w", err)
+	}
+	return fromNanos(next), nil
 }
 
 // sandboxArgs returns sb's columns in sandboxCols order.

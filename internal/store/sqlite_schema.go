@@ -50,6 +50,8 @@ var migrations = []string{
 		ended_at   INTEGER
 	);
 	CREATE INDEX sandboxes_tenant_state ON sandboxes(tenant_id, state);`,
+	// The reaper asks for the next expiry and for what has expired.
+	`CREATE INDEX sandboxes_state_expires ON sandboxes(state, expires_at);`,
 }
 
 // migrate applies the migrations the database has not run yet, in one

@@ -486,3 +486,44 @@ func TestPragmas(t *testing.T) {
 		t.Errorf("-want +got:\n%s", d)
 	}
 }
+
+// TestExpiry covers the reaper's two questions: what has expired, and when
+// the next running sandbox will.
+func TestExpiry(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	for i, st := range []string{StateStopped, StateRunning, StateRunning, StateFailed, StateRunning} {
+		sb := Sandbox{ID: fmt.Sprintf("sb_%d", i), TenantID: "a", State: st, ExpiresAt: t0.Add(time.Duration(i) * time.Second)}
+		if err := s.CreateSandbox(ctx, sb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.ListSandboxes(ctx, SandboxFilter{State: StateRunning, ExpiredBy: t0.Add(2 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, sb := range got {
+		ids = append(ids, sb.ID)
+	}
+	if d := cmp.Diff([]string{"sb_1", "sb_2"}, ids); d != "" {
+		t.Errorf("expired by t0+2s (-want +got):\n%s", d)
+	}
+	for _, tc := range []struct {
+		after time.Time
+		want  time.Time
+	}{
+		{t0.Add(-time.Hour), t0.Add(time.Second)}, // sb_0 is stopped: not counted
+		{t0.Add(time.Second), t0.Add(2 * time.Second)},
+		{t0.Add(2 * time.Second), t0.Add(4 * time.Second)}, // sb_3 failed
+		{t0.Add(4 * time.Second), time.Time{}},
+	} {
+		next, err := s.NextExpiry(ctx, tc.after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !next.Equal(tc.want) {
+			t.Errorf("NextExpiry(%v) = %v, want %v", tc.after, next, tc.want)
+		}
+	}
+}

@@ -74,11 +74,12 @@ type Sandbox struct {
 
 // SandboxFilter selects sandboxes in List. Zero fields match everything.
 type SandboxFilter struct {
-	TenantID string            // always set by the API
-	State    string            // exact state
-	Metadata map[string]string // every pair must match
-	After    string            // pagination: ids sorted ascending, strictly after this one
-	Limit    int               // 0 = no limit
+	TenantID  string            // always set by the API
+	State     string            // exact state
+	Metadata  map[string]string // every pair must match
+	After     string            // pagination: ids sorted ascending, strictly after this one
+	ExpiredBy time.Time         // expires_at at or before this time
+	Limit     int               // 0 = no limit
 }
 
 // Store is everything the daemon persists. Implementations are safe for
@@ -106,6 +107,9 @@ type Store interface {
 	// Usage counts a tenant's live (creating or running) sandboxes and
 	// their memory, for quotas.
 	Usage(ctx context.Context, tenantID string) (sandboxes int, memoryMB int64, err error)
+	// NextExpiry is the earliest expiry after after of a running sandbox,
+	// zero if there is none.
+	NextExpiry(ctx context.Context, after time.Time) (time.Time, error)
 
 	Close() error
 }
