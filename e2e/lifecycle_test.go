@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,4 +131,173 @@ func procsWithEnv(kv string) []string {
 		}
 	}
 	return out
+}
+
+// TestLifecycleHTTP is TestLifecycle with nothing but net/http, as a client
+// in another language would speak to the API: every route of a sandbox's
+// life, JSON and SSE exec, files up, down, listed, moved and deleted.
+func TestLifecycleHTTP(t *testing.T) {
+	s := startServer(t, "")
+	do := func(method, path, ctype, accept, body string, want int) (http.Header, []byte) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, method, s.url+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+s.adminKey)
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
+		}
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, b)
+		}
+		return resp.Header, b
+	}
+	jsonDo := func(method, path, body string, want int, out any) http.Header {
+		t.Helper()
+		h, b := do(method, path, "application/json", "", body, want)
+		if out != nil {
+			if err := json.Unmarshal(b, out); err != nil {
+				t.Fatalf("%s %s: %v in %s", method, path, err, b)
+			}
+		}
+		return h
+	}
+	type sandboxJSON struct {
+		ID, State, Template  string
+		CreatedAt, ExpiresAt time.Time `json:"-"`
+		Expires              string    `json:"expires_at"`
+		Limits               struct {
+			CPUs     float64 `json:"cpus"`
+			MemoryMB int64   `json:"memory_mb"`
+			Pids     int64   `json:"pids"`
+			DiskMB   int64   `json:"disk_mb"`
+		}
+		Metadata map[string]string
+	}
+
+	var sb sandboxJSON
+	h := jsonDo("POST", "/v1/sandboxes", `{"metadata":{"run":"http"},"env":{"GREETING":"hi"},"timeout_s":120}`, 201, &sb)
+	if sb.State != "running" || sb.Template != "base" || sb.Limits.CPUs != 1 || sb.Limits.MemoryMB != 512 ||
+		sb.Limits.Pids != 256 || sb.Limits.DiskMB != 1024 || sb.Metadata["run"] != "http" {
+		t.Fatalf("created: %+v", sb)
+	}
+	if h.Get("Location") != "/v1/sandboxes/"+sb.ID {
+		t.Errorf("Location %q", h.Get("Location"))
+	}
+	base := "/v1/sandboxes/" + sb.ID
+	var got sandboxJSON
+	jsonDo("GET", base, "", 200, &got)
+	if got.ID != sb.ID || got.State != "running" {
+		t.Errorf("get: %+v", got)
+	}
+	var page struct {
+		Sandboxes []sandboxJSON
+		Next      string
+	}
+	jsonDo("GET", "/v1/sandboxes?metadata.run=http&state=running", "", 200, &page)
+	if len(page.Sandboxes) != 1 || page.Sandboxes[0].ID != sb.ID || page.Next != "" {
+		t.Errorf("list: %+v", page)
+	}
+
+	var res struct {
+		ExitCode       int `json:"exit_code"`
+		Stdout, Stderr string
+		TimedOut       bool `json:"timed_out"`
+		Truncated      bool
+	}
+	jsonDo("POST", base+"/exec", `{"command":"echo $GREETING; cat; echo e >&2; exit 3","stdin":"in"}`, 200, &res)
+	if res.ExitCode != 3 || res.Stdout != "hi\nin" || res.Stderr != "e\n" || res.TimedOut || res.Truncated {
+		t.Errorf("exec: %+v", res)
+	}
+	h, body := do("POST", base+"/exec", "application/json", "text/event-stream", `{"cmd":["sh","-c","echo a; echo b >&2; exit 4"]}`, 200)
+	if h.Get("Content-Type") != "text/event-stream" {
+		t.Errorf("stream Content-Type %q", h.Get("Content-Type"))
+	}
+	var names []string
+	var stdout, stderr []byte
+	exit := -1
+	for _, block := range strings.Split(strings.TrimSpace(string(body)), "\n\n") {
+		name, data, ok := strings.Cut(block, "\ndata: ")
+		name, ok2 := strings.CutPrefix(name, "event: ")
+		if !ok || !ok2 {
+			t.Fatalf("malformed event %q", block)
+		}
+		names = append(names, name)
+		var ev struct {
+			Data     []byte `json:"data"`
+			ExitCode int    `json:"exit_code"`
+		}
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatalf("event %s: %v", name, err)
+		}
+		switch name {
+		case "stdout":
+			stdout = append(stdout, ev.Data...)
+		case "stderr":
+			stderr = append(stderr, ev.Data...)
+		case "exit":
+			exit = ev.ExitCode
+		}
+	}
+	if names[0] != "start" || names[len(names)-1] != "exit" || string(stdout) != "a\n" || string(stderr) != "b\n" || exit != 4 {
+		t.Errorf("stream: events %v, stdout %q, stderr %q, exit %d", names, stdout, stderr, exit)
+	}
+
+	payload := strings.Repeat("airlock\x00", 1<<15)
+	var put struct {
+		Path string
+		Size int64
+	}
+	_, b := do("PUT", base+"/files?path=dir/a.bin&mode=0600", "application/octet-stream", "", payload, 200)
+	if err := json.Unmarshal(b, &put); err != nil || put.Path != "dir/a.bin" || put.Size != int64(len(payload)) {
+		t.Errorf("put: %s (%v)", b, err)
+	}
+	h, b = do("GET", base+"/files?path=/home/user/dir/a.bin", "", "", "", 200)
+	if string(b) != payload || h.Get("Content-Type") != "application/octet-stream" {
+		t.Errorf("get: %d bytes as %q", len(b), h.Get("Content-Type"))
+	}
+	var list struct {
+		Entries []struct{ Name, Path, Type, Mode string }
+	}
+	jsonDo("GET", base+"/files?path=dir&list=1", "", 200, &list)
+	if len(list.Entries) != 1 || list.Entries[0].Name != "a.bin" || list.Entries[0].Type != "file" || list.Entries[0].Mode != "0600" {
+		t.Errorf("list: %+v", list)
+	}
+	jsonDo("POST", base+"/files/mkdir", `{"path":"other"}`, 204, nil)
+	jsonDo("POST", base+"/files/move", `{"from":"dir/a.bin","to":"other/b.bin"}`, 204, nil)
+	if _, b := do("GET", base+"/files?path=other/b.bin", "", "", "", 200); string(b) != payload {
+		t.Errorf("moved file differs")
+	}
+	do("GET", base+"/files?path=dir/a.bin", "", "", "", 404)
+	do("DELETE", base+"/files?path=other&recursive=1", "", "", "", 204)
+	do("GET", base+"/files?path=other/b.bin", "", "", "", 404)
+
+	before := time.Now()
+	jsonDo("POST", base+"/timeout", `{"timeout_s":60}`, 200, &got)
+	exp, err := time.Parse(time.RFC3339Nano, got.Expires)
+	if err != nil || exp.Before(before.Add(59*time.Second)) || exp.After(time.Now().Add(61*time.Second)) {
+		t.Errorf("timeout: expires_at %q (%v)", got.Expires, err)
+	}
+
+	do("DELETE", base, "", "", "", 204)
+	jsonDo("GET", base, "", 200, &got)
+	if got.State != "stopped" {
+		t.Errorf("after delete: %+v", got)
+	}
+	jsonDo("POST", base+"/exec", `{"cmd":["true"]}`, 409, nil)
+	do("DELETE", base, "", "", "", 204) // again: not an error
+	assertNoSandboxesLeft(t, s, sb.ID)
 }

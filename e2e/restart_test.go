@@ -1,6 +1,10 @@
 package e2e
 
 import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +22,7 @@ func TestRestart(t *testing.T) {
 	must[int64](t)(c.WriteFile(ctx, kept.ID, "state", strings.NewReader("survives"), 0o644))
 	gone := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{Env: map[string]string{"AIRLOCK_SANDBOX": "gone"}}))
 	must[client.ExecResult](t)(c.Exec(ctx, gone.ID, client.ExecRequest{Command: "true"}))
+	lost := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{}))
 	running := make(chan error, 1)
 	go func() {
 		_, err := c.Exec(ctx, kept.ID, client.ExecRequest{Command: "sleep 60"})
@@ -30,6 +35,9 @@ func TestRestart(t *testing.T) {
 	if err := <-running; err == nil {
 		t.Errorf("the command's stream survived the daemon's death")
 	}
+	// While the daemon is down, one sandbox dies (its init, which this
+	// test's daemon started, is killed by pid).
+	killInit(t, s, lost.ID)
 	s.start()
 	c = s.admin()
 	got := must[client.Sandbox](t)(c.GetSandbox(ctx, kept.ID))
@@ -40,15 +48,71 @@ func TestRestart(t *testing.T) {
 	if res.Stdout != "survives\n0\n" {
 		t.Errorf("re-attached sandbox: %q (the interrupted sleep must be gone)", res.Stdout)
 	}
+	// The dead one is reported failed with a reason, never silently lost.
+	if got := must[client.Sandbox](t)(c.GetSandbox(ctx, lost.ID)); got.State != client.StateFailed || !strings.Contains(got.Reason, "lost") {
+		t.Errorf("sandbox whose init died: %+v", got)
+	}
+	if _, err := c.Exec(ctx, lost.ID, client.ExecRequest{Command: "true"}); !errors.Is(err, client.ErrConflict) {
+		t.Errorf("exec in the failed sandbox: %v, want conflict", err)
+	}
 	for _, id := range []string{kept.ID, gone.ID} {
 		if err := c.DeleteSandbox(ctx, id); err != nil {
 			t.Error(err)
 		}
 	}
-	assertNoSandboxesLeft(t, s, kept.ID, gone.ID)
+	assertNoSandboxesLeft(t, s, kept.ID, gone.ID, lost.ID)
+	assertNoMountsLeft(t, s)
 	for _, tag := range []string{"kept", "gone"} {
 		if procs := procsWithEnv("AIRLOCK_SANDBOX=" + tag); len(procs) > 0 {
 			t.Errorf("processes of sandbox %s left: %v", tag, procs)
+		}
+	}
+}
+
+// killInit kills the init of sandbox id, found through the runtime's state
+// file, and waits until it is gone.
+func killInit(t *testing.T, s *server, id string) {
+	t.Helper()
+	name, err := os.Readlink(filepath.Join(s.dataDir, "ids", id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(s.dataDir, "sandboxes", name, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct{ Pid int }
+	if err := json.Unmarshal(b, &st); err != nil || st.Pid <= 1 {
+		t.Fatalf("state of %s: %s (%v)", id, b, err)
+	}
+	if err := syscall.Kill(st.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); syscall.Kill(st.Pid, 0) == nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("init %d of %s still alive", st.Pid, id)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// assertNoMountsLeft checks the host's mount table: the only mount under
+// the data dir is the disk pool itself (sandbox mounts live in their own
+// mount namespaces and must never show here).
+func assertNoMountsLeft(t *testing.T, s *server) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := filepath.Join(s.dataDir, "sandboxes")
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		if mp := f[4]; strings.HasPrefix(mp, s.dataDir+"/") && mp != pool {
+			t.Errorf("mount left under the data dir: %s", line)
 		}
 	}
 }

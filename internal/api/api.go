@@ -19,6 +19,9 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives internal errors (default slog.Default()).
 	Logger *slog.Logger
+	// KeepAlive is how often a quiet exec stream gets an SSE comment
+	// (default 15 s).
+	KeepAlive time.Duration
 }
 
 type server struct {
@@ -28,6 +31,8 @@ type server struct {
 	now     func() time.Time
 	log     *slog.Logger
 	keys    keyCache
+	// keepAlive: see Options.KeepAlive.
+	keepAlive time.Duration
 }
 
 // route is one entry of the API. The same table registers the handlers and
@@ -64,7 +69,10 @@ var routes = []route{
 
 // New returns the HTTP handler of the API.
 func New(m sandbox.Manager, st store.Store, opts Options) http.Handler {
-	s := &server{m: m, store: st, maxJSON: opts.MaxJSONBody, now: opts.Now, log: opts.Logger}
+	s := &server{m: m, store: st, maxJSON: opts.MaxJSONBody, now: opts.Now, log: opts.Logger, keepAlive: opts.KeepAlive}
+	if s.keepAlive <= 0 {
+		s.keepAlive = 15 * time.Second
+	}
 	if s.maxJSON <= 0 {
 		s.maxJSON = 1 << 20
 	}

@@ -32,13 +32,19 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, Options{})
+}
+
+// newEnvWith is newEnv with opts' non-zero KeepAlive.
+func newEnvWith(t *testing.T, opts Options) *env {
+	t.Helper()
 	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "airlock.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	e := &env{t: t, m: newFakeManager(), st: st, now: t0}
-	h := New(e.m, e.st, Options{MaxJSONBody: 4096, Now: e.clock, Logger: slog.New(slog.DiscardHandler)})
+	h := New(e.m, e.st, Options{MaxJSONBody: 4096, Now: e.clock, Logger: slog.New(slog.DiscardHandler), KeepAlive: opts.KeepAlive})
 	e.srv = httptest.NewServer(h)
 	t.Cleanup(e.srv.Close)
 	e.admin = e.addTenant("root", true)

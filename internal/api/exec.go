@@ -4,8 +4,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
 )
@@ -45,7 +48,9 @@ func (s *server) exec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := &sseStream{w: w, rc: http.NewResponseController(w)}
+	stop := st.keepAlive(s.keepAlive)
 	res, err := s.m.ExecStream(r.Context(), c, id, req, st)
+	stop()
 	if err != nil {
 		if !st.begun {
 			// Nothing is sent yet: answer like any other failed request.
@@ -83,9 +88,40 @@ type dataJSON struct {
 // line goes out with the first event, so an exec that fails before it
 // starts still gets a proper error status.
 type sseStream struct {
+	mu    sync.Mutex // events come from the output goroutine, comments from keepAlive
 	w     http.ResponseWriter
 	rc    *http.ResponseController
 	begun bool
+}
+
+// keepAlive sends an SSE comment every interval once the stream has begun,
+// so proxies and clients with idle timeouts keep a quiet exec's stream
+// open. The returned func stops it and waits.
+func (st *sseStream) keepAlive(every time.Duration) (stop func()) {
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			st.mu.Lock()
+			if st.begun {
+				if _, err := io.WriteString(st.w, ": keep-alive\n\n"); err == nil {
+					st.rc.Flush()
+				}
+			}
+			st.mu.Unlock()
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+	}
 }
 
 func (st *sseStream) Started(pid int) error {
@@ -109,6 +145,8 @@ func (st *sseStream) event(name string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode %s event: %w", name, err)
 	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	if !st.begun {
 		h := st.w.Header()
 		h.Set("Content-Type", "text/event-stream")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -97,5 +98,33 @@ func TestExecSSE(t *testing.T) {
 	a = e.must(exec, 404, nil)
 	if code, _ := a.errCode(); code != "not_found" || a.header.Get("Content-Type") != "application/json" {
 		t.Errorf("missing sandbox: %s", a.body)
+	}
+}
+
+// A quiet stream gets keep-alive comments between its events, and none
+// before it has begun (an early error must still be a plain JSON answer).
+func TestExecSSEKeepAlive(t *testing.T) {
+	e := newEnvWith(t, Options{KeepAlive: 10 * time.Millisecond})
+	id := e.sandbox(e.alice)
+	e.m.stream = func(s sandbox.Stream) (sandbox.ExecResult, error) {
+		time.Sleep(50 * time.Millisecond) // not begun: no comment may go out
+		s.Started(7)
+		time.Sleep(100 * time.Millisecond)
+		return sandbox.ExecResult{ExitCode: 0}, nil
+	}
+	a := e.must(call{method: "POST", path: "/v1/sandboxes/" + id + "/exec", cred: e.alice, body: `{"cmd":["x"]}`,
+		accept: "text/event-stream"}, 200, nil)
+	body := string(a.body)
+	if !strings.HasPrefix(body, "event: start\n") {
+		t.Errorf("stream does not begin with the start event: %q", body)
+	}
+	n := strings.Count(body, ": keep-alive\n\n")
+	if n < 2 {
+		t.Errorf("%d keep-alive comments in a 100 ms quiet stream at 10 ms: %q", n, body)
+	}
+	// Without the comments it is the plain event sequence.
+	events := parseSSE(t, []byte(strings.ReplaceAll(body, ": keep-alive\n\n", "")))
+	if len(events) != 2 || events[0].Name != "start" || events[1].Name != "exit" {
+		t.Errorf("events: %+v", events)
 	}
 }
