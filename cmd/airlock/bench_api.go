@@ -53,7 +53,7 @@ func benchAPI(args []string) error {
 	}
 	ctx := context.Background()
 	var inRuntime atomic.Int64 // ns the service spent in runtime calls
-	dm, err := startDaemon(ctx, dir, 0, func(rt runtime.Runtime) runtime.Runtime {
+	dm, err := startDaemon(ctx, dir, 0, nil, func(rt runtime.Runtime) runtime.Runtime {
 		return timedRuntime{rt, &inRuntime}
 	})
 	if err != nil {

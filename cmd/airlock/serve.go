@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/api"
+	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 	"github.com/airlockhq/airlock/internal/sandbox"
@@ -27,12 +29,18 @@ func serveCmd(args []string) error {
 	addr := fs.String("addr", "127.0.0.1:7070", "address to listen on")
 	dataDir := fs.String("data-dir", defaultStateDir(), "where the database, sandboxes and templates live")
 	pool := fs.Int("pool", 2, "sandboxes kept booted for fast creates (0 disables)")
+	dns := fs.String("egress-dns", "", "resolver the egress proxy asks, HOST:PORT (default: the host's)")
+	caFile := fs.String("egress-ca-file", "", "PEM file of extra CAs the egress proxy trusts when it opens TLS upstream")
 	if err := fs.Parse(args); err != nil {
 		return exitError(2)
 	}
+	eg, err := egressConfig(*dns, *caFile)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	d, err := startDaemon(ctx, *dataDir, *pool, nil)
+	d, err := startDaemon(ctx, *dataDir, *pool, eg, nil)
 	if err != nil {
 		return err
 	}
@@ -73,7 +81,7 @@ type daemon struct {
 
 // wrap, when set, stands between the service and the runtime (the API
 // benchmark times the runtime's share this way).
-func startDaemon(ctx context.Context, dataDir string, pool int, wrap func(runtime.Runtime) runtime.Runtime) (*daemon, error) {
+func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Config, wrap func(runtime.Runtime) runtime.Runtime) (*daemon, error) {
 	if err := os.MkdirAll(dataDir, 0o711); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
@@ -90,7 +98,7 @@ func startDaemon(ctx context.Context, dataDir string, pool int, wrap func(runtim
 	if wrap != nil {
 		rt = wrap(rt)
 	}
-	if d.mgr, err = sandbox.NewManager(ctx, st, rt, sandbox.Options{HostCPUs: goruntime.NumCPU(), HostMemoryMB: hostMemoryMB()}); err != nil {
+	if d.mgr, err = sandbox.NewManager(ctx, st, rt, sandbox.Options{HostCPUs: goruntime.NumCPU(), HostMemoryMB: hostMemoryMB(), Egress: eg}); err != nil {
 		d.close()
 		return nil, err
 	}
@@ -155,4 +163,26 @@ func hostMemoryMB() int64 {
 	var kb int64
 	fmt.Sscanf(string(b), "MemTotal: %d kB", &kb)
 	return kb >> 10
+}
+
+// egressConfig checks the egress flags: a resolver address with a port,
+// and a CA file that holds at least one certificate.
+func egressConfig(dns, caFile string) (*egress.Config, error) {
+	cfg := &egress.Config{DNS: dns}
+	if dns != "" {
+		if _, port, err := net.SplitHostPort(dns); err != nil || port == "" {
+			return nil, fmt.Errorf("--egress-dns %q: want HOST:PORT", dns)
+		}
+	}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--egress-ca-file: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--egress-ca-file %s: no PEM certificate in it", caFile)
+		}
+	}
+	return cfg, nil
 }

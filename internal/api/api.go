@@ -59,6 +59,9 @@ var routes = []route{
 	{"POST", "/v1/sandboxes/{id}/files/mkdir", sandboxRoute, (*server).mkdir},
 	{"POST", "/v1/sandboxes/{id}/files/move", sandboxRoute, (*server).move},
 	{"POST", "/v1/sandboxes/{id}/tokens", sandboxKeyOnly, (*server).createToken},
+	{"GET", "/v1/sandboxes/{id}/network", sandboxRoute, (*server).getNetwork},
+	{"PUT", "/v1/sandboxes/{id}/network", sandboxKeyOnly, (*server).setNetwork},
+	{"GET", "/v1/sandboxes/{id}/network/log", sandboxRoute, (*server).networkLog},
 
 	{"POST", "/v1/tenants", adminKey, (*server).createTenant},
 	{"GET", "/v1/tenants", adminKey, (*server).listTenants},

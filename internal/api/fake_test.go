@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
@@ -27,6 +29,7 @@ type fakeManager struct {
 	n         int
 	sandboxes map[string]store.Sandbox
 	files     map[string]map[string]fakeFile // sandbox id -> path -> file
+	netlog    map[string][]egress.Event      // sandbox id -> events
 	lastMode  fs.FileMode
 	lastList  store.SandboxFilter
 	lastExec  sandbox.ExecRequest
@@ -75,6 +78,10 @@ func (m *fakeManager) Create(_ context.Context, c sandbox.Caller, req sandbox.Cr
 	}
 	if req.MemoryMB != 0 {
 		sb.MemoryMB = req.MemoryMB
+	}
+	if req.Network != nil {
+		b, _ := json.Marshal(req.Network)
+		sb.Network = string(b)
 	}
 	m.sandboxes[sb.ID] = sb
 	m.files[sb.ID] = map[string]fakeFile{"/home/user": {dir: true, mode: 0o755}}

@@ -1,12 +1,14 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -24,6 +26,7 @@ type sandboxJSON struct {
 	Limits    limitsJSON        `json:"limits"`
 	Metadata  map[string]string `json:"metadata"`
 	Workdir   string            `json:"workdir"`
+	Network   networkJSON       `json:"network"`
 }
 
 type limitsJSON struct {
@@ -42,7 +45,7 @@ func toJSON(sb store.Sandbox) sandboxJSON {
 		ID: sb.ID, State: sb.State, Reason: sb.Reason, Template: sb.Template,
 		CreatedAt: sb.CreatedAt.UTC(), ExpiresAt: sb.ExpiresAt.UTC(),
 		Limits:   limitsJSON{CPUs: sb.CPUs, MemoryMB: sb.MemoryMB, Pids: sb.Pids, DiskMB: sb.DiskMB},
-		Metadata: md, Workdir: sb.Workdir,
+		Metadata: md, Workdir: sb.Workdir, Network: recordNetwork(sb),
 	}
 }
 
@@ -197,4 +200,15 @@ func (s *server) setTimeout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, toJSON(sb))
+}
+
+// recordNetwork is the record's policy as the API shows it.
+func recordNetwork(sb store.Sandbox) networkJSON {
+	p := egress.Policy{Mode: egress.ModeNone}
+	if sb.Network != "" {
+		// Written by the service from a compiled policy; unreadable only
+		// if the database was edited by hand.
+		json.Unmarshal([]byte(sb.Network), &p)
+	}
+	return policyJSON(p)
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"net"
 	"time"
 )
 
@@ -160,6 +161,13 @@ type Sandbox interface {
 	// Destroy kills every process, removes every mount, cgroup and directory
 	// of the sandbox. It is idempotent.
 	Destroy(ctx context.Context) error
+}
+
+// Listener is implemented by sandboxes a host process can listen inside:
+// the egress proxy serves a sandbox through listeners in its network
+// namespace, so the sandbox needs no route or interface but lo.
+type Listener interface {
+	Listen(ctx context.Context, network, address string) (net.Listener, error)
 }
 
 // Process is one process started in a sandbox.

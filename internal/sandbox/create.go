@@ -48,8 +48,15 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (stor
 	if err != nil {
 		return store.Sandbox{}, s.createFailed(ctx, rec, err)
 	}
+	if err := s.reattachNetwork(ctx, rec, sb); err != nil {
+		if derr := sb.Destroy(ctx); derr != nil {
+			s.log.Error("destroy sandbox after failed create", "sandbox", rec.ID, "err", derr)
+		}
+		return store.Sandbox{}, s.createFailed(ctx, rec, err)
+	}
 	rec.State = store.StateRunning
 	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
+		s.detach(rec.ID)
 		if derr := sb.Destroy(ctx); derr != nil {
 			s.log.Error("destroy sandbox after failed create", "sandbox", rec.ID, "err", derr)
 		}
@@ -124,6 +131,10 @@ func (s *Service) newRecord(c Caller, req CreateRequest) (store.Sandbox, error) 
 	if req.Workdir != "" && (!path.IsAbs(req.Workdir) || strings.ContainsRune(req.Workdir, 0)) {
 		return store.Sandbox{}, fmt.Errorf("%w: workdir %q must be an absolute path", ErrInvalid, req.Workdir)
 	}
+	_, network, err := s.compileNetwork(req.Network)
+	if err != nil {
+		return store.Sandbox{}, err
+	}
 	id, err := newID()
 	if err != nil {
 		return store.Sandbox{}, err
@@ -133,7 +144,7 @@ func (s *Service) newRecord(c Caller, req CreateRequest) (store.Sandbox, error) 
 		ID: id, TenantID: c.TenantID, State: store.StateCreating, Template: "base",
 		CPUs: lim.CPUs, MemoryMB: lim.MemoryMB, Pids: lim.Pids, DiskMB: lim.DiskMB,
 		Env: maps.Clone(req.Env), Metadata: maps.Clone(req.Metadata), Workdir: req.Workdir,
-		CreatedAt: now, ExpiresAt: now.Add(timeout),
+		CreatedAt: now, ExpiresAt: now.Add(timeout), Network: network,
 	}, nil
 }
 

@@ -130,7 +130,7 @@ func (s *Service) prepareExec(ctx context.Context, c Caller, id string, req Exec
 	} else if timeout > left {
 		return nil, rreq, fmt.Errorf("%w: timeout_s %d is past the sandbox's remaining %.0f s (extend it first)", ErrInvalid, req.TimeoutS, left.Seconds())
 	}
-	rreq = runtime.ExecRequest{Argv: req.Cmd, Shell: req.Command, Env: req.Env, Timeout: timeout}
+	rreq = runtime.ExecRequest{Argv: req.Cmd, Shell: req.Command, Env: s.execEnv(id, req.Env), Timeout: timeout}
 	if req.Cwd != "" {
 		rreq.Cwd = req.Cwd
 		if !path.IsAbs(rreq.Cwd) {

@@ -78,6 +78,7 @@ func (s *Service) Delete(ctx context.Context, c Caller, id string) error {
 // holds rec's lock. A failed record keeps its state: its reason says what
 // happened, and the destroy only reclaims what is left.
 func (s *Service) stopLocked(ctx context.Context, rec store.Sandbox, reason string) error {
+	s.detach(rec.ID)
 	sb, err := s.rt.Get(ctx, rec.ID)
 	if err == nil {
 		err = sb.Destroy(ctx)

@@ -135,7 +135,14 @@ func (s *Service) reconcile(ctx context.Context) error {
 // failed otherwise. A record left in creating by a crash mid-create is
 // running if the runtime finished the job.
 func (s *Service) reattach(ctx context.Context, rec store.Sandbox) error {
-	_, err := s.rt.Get(ctx, rec.ID)
+	sb, err := s.rt.Get(ctx, rec.ID)
+	if err == nil {
+		if nerr := s.reattachNetwork(ctx, rec, sb); nerr != nil {
+			// Running without its proxy is running without network: worse
+			// than failed, since nothing would say why.
+			err = nerr
+		}
+	}
 	switch {
 	case err == nil && rec.State == store.StateRunning:
 		return nil

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -46,6 +47,8 @@ type CreateRequest struct {
 	Env      map[string]string `json:"env,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"`
 	Workdir  string            `json:"workdir,omitempty"`
+	// Network is the egress policy; nil means none (no network at all).
+	Network *egress.Policy `json:"network,omitempty"`
 }
 
 // ExecRequest is POST /v1/sandboxes/{id}/exec: exactly one of Cmd (argv)
@@ -112,4 +115,10 @@ type Manager interface {
 	Mkdir(ctx context.Context, c Caller, id, path string, mode fs.FileMode) error
 	Move(ctx context.Context, c Caller, id, from, to string) error
 	Remove(ctx context.Context, c Caller, id, path string, recursive bool) error
+
+	// The egress policy of a sandbox, and the log of its connections (kept
+	// after the sandbox ends).
+	GetNetwork(ctx context.Context, c Caller, id string) (egress.Policy, error)
+	SetNetwork(ctx context.Context, c Caller, id string, p egress.Policy) (egress.Policy, error)
+	NetworkLog(ctx context.Context, c Caller, id string, after int64, limit int) ([]egress.Event, error)
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -30,6 +31,9 @@ type Options struct {
 	// Logger receives what the background work (reaper, reconcile) cannot
 	// return to a caller. Default slog.Default().
 	Logger *slog.Logger
+	// Egress configures the egress proxy; nil runs without one, and only
+	// the network policy "none" is accepted.
+	Egress *egress.Config
 }
 
 // Service implements Manager on a store and a runtime. It owns the reaper
@@ -45,6 +49,11 @@ type Service struct {
 	// timeout, expiry) and the quota check-and-insert of one tenant, so
 	// two racing creates cannot both fit under the last free slot.
 	locks keyedMutex
+
+	proxy    *egress.Proxy // nil without egress
+	netlog   *netLog
+	netMu    sync.Mutex
+	attached map[string]*egress.Sandbox // by sandbox id
 
 	kick chan struct{} // wakes the reaper when an expiry moves closer
 	// wakeMu guards wakeAt, when the sleeping reaper will next look; zero
@@ -76,11 +85,28 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 	}
 	s := &Service{
 		st: st, rt: rt, opts: opts, log: opts.Logger,
-		kick: make(chan struct{}, 1),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
+		kick:     make(chan struct{}, 1),
+		attached: map[string]*egress.Sandbox{},
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	s.netlog = newNetLog(st, opts.Logger)
+	if opts.Egress != nil {
+		cfg := *opts.Egress
+		next := cfg.OnEvent
+		cfg.OnEvent = func(e egress.Event) {
+			s.netlog.add(e)
+			if next != nil {
+				next(e)
+			}
+		}
+		if cfg.Logger == nil {
+			cfg.Logger = opts.Logger
+		}
+		s.proxy = egress.New(cfg)
 	}
 	if err := s.reconcile(ctx); err != nil {
+		s.closeNetwork()
 		return nil, err
 	}
 	go s.reapLoop()
@@ -90,9 +116,27 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 // Close stops the reaper and waits for it. Sandboxes keep running: a new
 // Service re-attaches to them.
 func (s *Service) Close() error {
-	s.stopOnce.Do(func() { close(s.stop) })
-	<-s.done
+	s.stopOnce.Do(func() {
+		close(s.stop)
+		<-s.done
+		s.closeNetwork()
+	})
 	return nil
+}
+
+// closeNetwork stops every proxy attachment (the sandboxes keep running; a
+// new Service attaches again) and writes out the egress log.
+func (s *Service) closeNetwork() {
+	s.netMu.Lock()
+	ids := make([]string, 0, len(s.attached))
+	for id := range s.attached {
+		ids = append(ids, id)
+	}
+	s.netMu.Unlock()
+	for _, id := range ids {
+		s.detach(id)
+	}
+	s.netlog.close()
 }
 
 func (s *Service) now() time.Time { return s.opts.Now() }
@@ -189,6 +233,7 @@ func (s *Service) markLost(ctx context.Context, id string, cause error) error {
 	}
 	if rec.State == store.StateRunning {
 		s.log.Warn("sandbox lost by the runtime", "sandbox", id, "err", cause)
+		s.detach(id)
 		rec.State, rec.Reason, rec.EndedAt = store.StateFailed, "lost: runtime sandbox gone", s.now()
 		if err := s.st.UpdateSandbox(ctx, rec); err != nil {
 			return fmt.Errorf("mark sandbox %s failed: %w", id, err)

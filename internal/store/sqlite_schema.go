@@ -52,6 +52,16 @@ var migrations = []string{
 	CREATE INDEX sandboxes_tenant_state ON sandboxes(tenant_id, state);`,
 	// The reaper asks for the next expiry and for what has expired.
 	`CREATE INDEX sandboxes_state_expires ON sandboxes(state, expires_at);`,
+	// The network policy (JSON) and the egress proxy's connection log.
+	`ALTER TABLE sandboxes ADD COLUMN network TEXT NOT NULL DEFAULT '';
+	CREATE TABLE net_events (
+		id         INTEGER PRIMARY KEY AUTOINCREMENT,
+		sandbox_id TEXT NOT NULL,
+		tenant_id  TEXT NOT NULL,
+		time       INTEGER NOT NULL,
+		data       TEXT NOT NULL
+	);
+	CREATE INDEX net_events_sandbox ON net_events(sandbox_id, id);`,
 }
 
 // migrate applies the migrations the database has not run yet, in one

@@ -527,3 +527,50 @@ func TestExpiry(t *testing.T) {
 		}
 	}
 }
+
+func TestNetEvents(t *testing.T) {
+	s, path := openTest(t)
+	ctx := context.Background()
+	sb := Sandbox{ID: "sb_1", TenantID: "a", State: StateRunning, Network: `{"mode":"allowlist","allow":["pypi.org"]}`}
+	if err := s.CreateSandbox(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	var in []NetEvent
+	for i := range 5 {
+		in = append(in, NetEvent{SandboxID: []string{"sb_1", "sb_2"}[i%2], TenantID: "a", Time: t0.Add(time.Duration(i) * time.Second), Data: []byte(fmt.Sprintf(`{"n":%d}`, i))})
+	}
+	if err := s.AppendNetEvents(ctx, in[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendNetEvents(ctx, in[2:]); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err := OpenSQLite(path) // the log outlives the process
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.NetEvents(ctx, "sb_1", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data []string
+	for _, e := range got {
+		data = append(data, string(e.Data))
+		if e.SandboxID != "sb_1" || e.TenantID != "a" {
+			t.Errorf("event %+v", e)
+		}
+	}
+	if d := cmp.Diff([]string{`{"n":0}`, `{"n":2}`, `{"n":4}`}, data); d != "" {
+		t.Errorf("sb_1's log (-want +got):\n%s", d)
+	}
+	page, err := s.NetEvents(ctx, "sb_1", got[0].ID, 1)
+	if err != nil || len(page) != 1 || string(page[0].Data) != `{"n":2}` || !page[0].Time.Equal(t0.Add(2*time.Second)) {
+		t.Errorf("page after the first: %+v, %v", page, err)
+	}
+	back, err := s.GetSandbox(ctx, "sb_1")
+	if err != nil || back.Network != sb.Network {
+		t.Errorf("network policy round trip: %q, %v", back.Network, err)
+	}
+}

@@ -70,6 +70,19 @@ type Sandbox struct {
 	CreatedAt time.Time         `json:"created_at"`
 	ExpiresAt time.Time         `json:"expires_at"`
 	EndedAt   time.Time         `json:"ended_at,omitzero"`
+	// Network is the egress policy as JSON, "" for the default (none). The
+	// store keeps it opaque: the sandbox package owns its meaning.
+	Network string `json:"network,omitempty"`
+}
+
+// NetEvent is one entry of a sandbox's egress log; Data is the event as
+// JSON, opaque to the store. ID orders the log (and pages it).
+type NetEvent struct {
+	ID        int64
+	SandboxID string
+	TenantID  string
+	Time      time.Time
+	Data      []byte
 }
 
 // SandboxFilter selects sandboxes in List. Zero fields match everything.
@@ -110,6 +123,13 @@ type Store interface {
 	// NextExpiry is the earliest expiry after after of a running sandbox,
 	// zero if there is none.
 	NextExpiry(ctx context.Context, after time.Time) (time.Time, error)
+
+	// AppendNetEvents adds events to their sandboxes' egress logs, in one
+	// transaction; their IDs are assigned by the store.
+	AppendNetEvents(ctx context.Context, events []NetEvent) error
+	// NetEvents returns up to limit events of the sandbox with an ID above
+	// after, oldest first.
+	NetEvents(ctx context.Context, sandboxID string, after int64, limit int) ([]NetEvent, error)
 
 	Close() error
 }

@@ -1,0 +1,122 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// hostAddrs caches the host's own interface addresses, which the proxy
+// never dials unless listed: a sandbox must not reach the daemon's or
+// other host services through a public-looking interface address.
+type hostAddrs struct {
+	mu      sync.Mutex
+	addrs   map[netip.Addr]bool
+	fetched time.Time
+}
+
+const hostAddrsTTL = 5 * time.Second
+
+func (h *hostAddrs) has(ip netip.Addr) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.addrs == nil || time.Since(h.fetched) > hostAddrsTTL {
+		m := map[netip.Addr]bool{}
+		if as, err := net.InterfaceAddrs(); err == nil {
+			for _, a := range as {
+				if p, err := netip.ParsePrefix(a.String()); err == nil {
+					m[p.Addr().Unmap()] = true
+				}
+			}
+		}
+		h.addrs, h.fetched = m, time.Now()
+	}
+	return h.addrs[ip.Unmap()]
+}
+
+// deniedAddrError says why the proxy would not dial an address.
+type deniedAddrError struct {
+	host string
+	addr netip.Addr
+	why  string
+}
+
+func (e *deniedAddrError) Error() string {
+	if e.host != "" && e.host != e.addr.String() {
+		return fmt.Sprintf("%s resolves to %s address %s", e.host, e.why, e.addr)
+	}
+	return fmt.Sprintf("%s is a %s address", e.addr, e.why)
+}
+
+// checkAddr refuses an address in a forbidden range or of the host itself,
+// unless an IP/CIDR allow rule lists it.
+func (p *Proxy) checkAddr(r *Rules, host string, ip netip.Addr, port int) error {
+	ip = ip.Unmap()
+	why := ""
+	if bad, name := Forbidden(ip); bad {
+		why = name
+	} else if p.host.has(ip) {
+		why = "host's own"
+	}
+	if why == "" || r.AllowsIP(ip, port) {
+		return nil
+	}
+	return &deniedAddrError{host: host, addr: ip, why: why}
+}
+
+// dial connects to host:port for a sandbox under r. A name is resolved
+// here, never by the sandbox; each address is checked on the socket
+// actually being connected (Dialer.Control), so a DNS answer that changes
+// between lookup and connect cannot smuggle in a forbidden address.
+func (p *Proxy) dial(ctx context.Context, r *Rules, name string, ip netip.Addr, port int) (net.Conn, netip.Addr, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.DialTimeout)
+	defer cancel()
+	host := name
+	addrs := []netip.Addr{ip}
+	if name != "" {
+		var err error
+		if addrs, err = p.resolver.LookupNetIP(ctx, "ip", name); err != nil {
+			return nil, netip.Addr{}, fmt.Errorf("resolve %s: %w", name, err)
+		}
+	} else {
+		host = ip.String()
+	}
+	d := net.Dialer{Control: func(network, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("dial %s: unparsable address %q", host, address)
+		}
+		return p.checkAddr(r, host, ap.Addr(), port)
+	}}
+	var errs []error
+	for _, a := range addrs {
+		// Checked before dialing too, so a forbidden address costs no
+		// connect attempt and gets a clear error.
+		if err := p.checkAddr(r, host, a, port); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(a.Unmap().String(), strconv.Itoa(port)))
+		if err == nil {
+			return c, a.Unmap(), nil
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		return nil, netip.Addr{}, fmt.Errorf("resolve %s: no addresses", host)
+	}
+	return nil, netip.Addr{}, errors.Join(errs...)
+}
+
+// addrDenied returns the address check that refused every address, if
+// that is why a dial failed.
+func addrDenied(err error) (*deniedAddrError, bool) {
+	var de *deniedAddrError
+	return de, errors.As(err, &de)
+}

@@ -1,0 +1,15 @@
+// Package egress is the proxy that is a sandbox's only way out to the
+// network. It owns the per-sandbox allow-list policy (Policy, Compile,
+// Rules), the parsing of hosts as clients write them (ParseHost), the
+// classification of addresses the proxy must never reach on its own
+// (Forbidden), and the proxy that applies them to every connection.
+//
+// It decides per connection, by domain or IP rule, and logs every decision.
+// It resolves names itself and must never dial an address the sandbox chose
+// or resolved: a client that names a host gets that name checked and
+// resolved here, so DNS rebinding and "evil.test resolves to 127.0.0.1"
+// tricks meet the same checks as a literal address. It must never dial a
+// loopback, private, link-local, cloud-metadata or host address unless an
+// IP/CIDR rule lists that address explicitly (Rules.AllowsIP), and never
+// treat a string that some resolver would read as an IP address as a name.
+package egress

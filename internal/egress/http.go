@@ -1,0 +1,212 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// serveHTTP serves one connection to the HTTP proxy listener: absolute-form
+// requests are forwarded one by one, CONNECT turns it into a tunnel.
+func (s *Sandbox) serveHTTP(c net.Conn) {
+	cc := &countConn{Conn: c, s: s}
+	br := bufio.NewReaderSize(cc, maxHead)
+	for {
+		c.SetReadDeadline(time.Now().Add(s.p.cfg.IdleTimeout))
+		hosts, err := peekHosts(br)
+		if err != nil {
+			if errors.Is(err, errHeadTooLarge) {
+				s.refuse(cc, Event{Protocol: "http"}, http.StatusRequestHeaderFieldsTooLarge, err.Error(), "")
+			}
+			return
+		}
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			s.refuse(cc, Event{Protocol: "http"}, http.StatusBadRequest, "malformed request: "+err.Error(), "")
+			return
+		}
+		c.SetReadDeadline(time.Time{})
+		if req.Method == http.MethodConnect {
+			s.connect(cc, br, req)
+			return
+		}
+		if !s.forward(cc, br, req, hosts) {
+			return
+		}
+	}
+}
+
+// refuse answers a request the proxy will not carry, logs it as denied,
+// and closes the connection.
+func (s *Sandbox) refuse(cc *countConn, ev Event, status int, reason, rule string) {
+	ev.Decision, ev.Reason, ev.Rule, ev.Status = Denied, reason, rule, status
+	writeRefusal(cc, s.id, ev)
+	s.event(ev)
+	cc.Close()
+}
+
+// writeRefusal writes the proxy's own error answer. A policy denial names
+// the rule that decided and how to allow the target, so an agent (or its
+// operator) reading the error knows what to change.
+func writeRefusal(w io.Writer, sandboxID string, ev Event) {
+	rule := ev.Rule
+	if rule == "" {
+		rule = "default deny (no allow rule matched)"
+	}
+	body := fmt.Sprintf("airlock egress: %s %s:%d denied: %s\n", ev.Protocol, ev.Host, ev.Port, ev.Reason)
+	hint := ""
+	if ev.Status == http.StatusForbidden && ev.Host != "" {
+		hint = fmt.Sprintf("add %q to the sandbox's network allow list: PUT /v1/sandboxes/%s/network",
+			fmt.Sprintf("%s:%d", ev.Host, ev.Port), sandboxID)
+		body += "to allow it, " + hint + "\n"
+	}
+	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\n"+
+		"X-Airlock-Egress: denied\r\nX-Airlock-Egress-Rule: %s\r\n", ev.Status, http.StatusText(ev.Status), len(body), headerSafe(rule))
+	if hint != "" {
+		fmt.Fprintf(w, "X-Airlock-Egress-Allow: %s\r\n", headerSafe(hint))
+	}
+	fmt.Fprintf(w, "Connection: close\r\n\r\n%s", body)
+}
+
+func headerSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// decide checks a target against the rules and, if allowed, dials it. On
+// refusal it has answered and logged; ok is false.
+func (s *Sandbox) decide(cc *countConn, ev *Event, t target) (up net.Conn, ok bool) {
+	r := s.rules.Load()
+	d := r.Match(t.name, t.ip, t.port)
+	ev.Rule = d.Rule
+	if !d.Allowed {
+		s.refuse(cc, *ev, http.StatusForbidden, d.Reason, d.Rule)
+		return nil, false
+	}
+	up, addr, err := s.p.dial(context.Background(), r, t.name, t.ip, t.port)
+	if err != nil {
+		if de, denied := addrDenied(err); denied {
+			s.refuse(cc, *ev, http.StatusForbidden, de.Error(), d.Rule)
+			return nil, false
+		}
+		ev.Decision, ev.Reason, ev.Status = Allowed, "upstream: "+err.Error(), http.StatusBadGateway
+		writeRefusal(cc, s.id, *ev)
+		s.event(*ev)
+		cc.Close()
+		return nil, false
+	}
+	ev.Addr = addr.String()
+	return up, true
+}
+
+// forward carries one plain-HTTP request upstream on a fresh connection and
+// relays the answer. It reports whether the client connection may serve
+// another request.
+func (s *Sandbox) forward(cc *countConn, br *bufio.Reader, req *http.Request, hosts []string) bool {
+	start := time.Now()
+	up0, down0 := cc.mark()
+	ev := Event{Protocol: "http"}
+	t, err := requestTarget(req, hosts)
+	ev.Host, ev.Port = t.host(), t.port
+	if err != nil {
+		status := http.StatusBadRequest
+		var fe *frontingError
+		if errors.As(err, &fe) {
+			status = http.StatusForbidden
+		}
+		s.refuse(cc, ev, status, err.Error(), "")
+		return false
+	}
+	up, ok := s.decide(cc, &ev, t)
+	if !ok {
+		return false
+	}
+	defer up.Close()
+	upgrade := req.Header.Get("Upgrade") != ""
+	clean(req.Header, upgrade)
+	req.RequestURI = ""
+	if !upgrade {
+		req.Header.Set("Connection", "close")
+	}
+	finish := func(status int, reason string) {
+		up1, down1 := cc.mark()
+		ev.Decision, ev.Status, ev.Reason = Allowed, status, reason
+		ev.BytesUp, ev.BytesDown = up1-up0, down1-down0
+		ev.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+		s.event(ev)
+	}
+	if upgrade {
+		// WebSocket and other upgrades: the request goes up as is and the
+		// connection becomes a tunnel to the same, already checked, host.
+		if err := req.Write(up); err != nil {
+			finish(http.StatusBadGateway, "upstream: "+err.Error())
+			return false
+		}
+		splice(cc, br, up, s.p.cfg.IdleTimeout)
+		finish(http.StatusSwitchingProtocols, "")
+		return false
+	}
+	status, keep, err := relay(cc, up, req, s.p.cfg.IdleTimeout)
+	if err != nil {
+		finish(status, "upstream: "+err.Error())
+		return false
+	}
+	finish(status, "")
+	return keep
+}
+
+// relay writes req to up and its response back to the client.
+func relay(cc *countConn, up net.Conn, req *http.Request, idle time.Duration) (status int, keep bool, err error) {
+	up.SetDeadline(time.Now().Add(idle))
+	if err := req.Write(up); err != nil {
+		writeRefusal(cc, "", Event{Protocol: "http", Status: http.StatusBadGateway, Reason: err.Error()})
+		return http.StatusBadGateway, false, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(up), req)
+	if err != nil {
+		writeRefusal(cc, "", Event{Protocol: "http", Status: http.StatusBadGateway, Reason: err.Error()})
+		return http.StatusBadGateway, false, err
+	}
+	defer resp.Body.Close()
+	clean(resp.Header, false)
+	keep = !req.Close && req.ProtoAtLeast(1, 1)
+	resp.Close = !keep
+	cc.SetWriteDeadline(time.Now().Add(idle))
+	if err := resp.Write(cc); err != nil {
+		return resp.StatusCode, false, err
+	}
+	cc.SetWriteDeadline(time.Time{})
+	return resp.StatusCode, keep && !resp.Close, nil
+}
+
+// hopHeaders are meaningful only between two hops (RFC 9110 7.6.1).
+var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// clean removes hop-by-hop headers, and those the Connection header names;
+// an upgrade keeps Connection and Upgrade, which the next hop needs.
+func clean(h http.Header, upgrade bool) {
+	for _, v := range h.Values("Connection") {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" && !(upgrade && strings.EqualFold(f, "upgrade")) {
+				h.Del(f)
+			}
+		}
+	}
+	for _, k := range hopHeaders {
+		if upgrade && (k == "Connection" || k == "Upgrade") {
+			continue
+		}
+		h.Del(k)
+	}
+}

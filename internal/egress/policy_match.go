@@ -1,0 +1,112 @@
+package egress
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// Decision is the outcome of matching one target.
+type Decision struct {
+	Allowed bool
+	List    string // "allow", "deny", or "" when nothing matched (default deny) or mode none
+	Rule    string // the entry as written that decided, "" if none
+	Reason  string // short text for logs and error pages
+}
+
+// Match decides for a target the client named: either a DNS name (as
+// ParseHost returns it: lower-case, no trailing dot) or, when ip is valid,
+// an IP literal, in which case name is ignored. Name rules match names only
+// and IP/CIDR rules match addresses only: a name never matches a CIDR rule,
+// even if it resolves into it, because what it resolves to is the
+// resolver's choice and the attacker may run the resolver. Deny wins over
+// allow; mode none denies everything. Forbidden addresses are not Match's
+// business: the proxy checks each address it is about to dial with
+// Forbidden and AllowsIP.
+func (r *Rules) Match(name string, ip netip.Addr, port int) Decision {
+	if r == nil || r.policy.Mode != ModeAllowlist {
+		return Decision{Reason: "network mode is none"}
+	}
+	var target string
+	if ip.IsValid() {
+		ip = ip.WithZone("").Unmap()
+		target = net.JoinHostPort(ip.String(), strconv.Itoa(port))
+	} else {
+		name = strings.TrimSuffix(lowerASCII(name), ".")
+		if name == "" {
+			return Decision{Reason: "no host to match"}
+		}
+		target = net.JoinHostPort(name, strconv.Itoa(port))
+	}
+	if d, ok := first(r.deny, name, ip, port, true); ok {
+		return Decision{List: "deny", Rule: d.entry, Reason: fmt.Sprintf("denied by rule %q", d.entry)}
+	}
+	if a, ok := first(r.allow, name, ip, port, false); ok {
+		return Decision{Allowed: true, List: "allow", Rule: a.entry, Reason: fmt.Sprintf("matched allow rule %q", a.entry)}
+	}
+	return Decision{Reason: "no allow rule matches " + target}
+}
+
+// AllowsIP reports whether an IP/CIDR allow rule, and no deny rule, lists
+// ip:port explicitly. The proxy asks it before dialing an address Forbidden
+// refuses, so that an operator can open, say, 10.0.0.0/8 on purpose.
+//
+// A rule broader than the forbidden block holding ip does not count:
+// "0.0.0.0/0" or "::/0" lists the internet, not 127.0.0.1, and
+// "169.254.0.0/16" lists the link-local block, not the metadata service at
+// 169.254.169.254, which only a rule naming that address opens. That keeps
+// "allow everything" from also meaning "hand out the instance's cloud
+// credentials".
+func (r *Rules) AllowsIP(ip netip.Addr, port int) bool {
+	if r == nil || r.policy.Mode != ModeAllowlist || !ip.IsValid() {
+		return false
+	}
+	ip = ip.WithZone("").Unmap()
+	if _, ok := first(r.deny, "", ip, port, true); ok {
+		return false
+	}
+	block, _, forbidden := classify(ip)
+	for _, a := range r.allow {
+		if a.kind != ruleIP || !a.matches("", ip, port, false) {
+			continue
+		}
+		// Both contain ip, so the rule lies inside the block exactly when
+		// it is at least as long.
+		if !forbidden || block.IsValid() && a.prefix.Bits() >= block.Bits() && a.prefix.Addr().Is4() == block.Addr().Is4() {
+			return true
+		}
+	}
+	return false
+}
+
+func first(rules []rule, name string, ip netip.Addr, port int, deny bool) (rule, bool) {
+	for _, r := range rules {
+		if r.matches(name, ip, port, deny) {
+			return r, true
+		}
+	}
+	return rule{}, false
+}
+
+// matches reports whether r covers the target. A rule without a port
+// covers 80 and 443 in the allow list and every port in the deny list.
+func (r *rule) matches(name string, ip netip.Addr, port int, deny bool) bool {
+	switch {
+	case r.port != 0 && port != r.port:
+		return false
+	case r.port == 0 && !deny && port != 80 && port != 443:
+		return false
+	}
+	if ip.IsValid() {
+		return r.kind == ruleIP && r.prefix.Contains(ip)
+	}
+	switch r.kind {
+	case ruleName:
+		return name == r.name
+	case ruleSuffix:
+		return len(name) > len(r.name) && strings.HasSuffix(name, r.name)
+	}
+	return false
+}

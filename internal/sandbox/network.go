@@ -1,0 +1,190 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/airlockhq/airlock/internal/egress"
+	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// MaxNetLogPage bounds one page of a sandbox's egress log.
+const MaxNetLogPage = 1000
+
+// compileNetwork validates a requested policy (nil: the default, none) and
+// returns its rules and the JSON kept in the record.
+func (s *Service) compileNetwork(p *egress.Policy) (*egress.Rules, string, error) {
+	pol := egress.Policy{Mode: egress.ModeNone}
+	if p != nil {
+		pol = *p
+	}
+	rules, err := egress.Compile(pol)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: network: %v", ErrInvalid, err)
+	}
+	norm := rules.Policy()
+	if norm.Mode != egress.ModeNone && s.proxy == nil {
+		return nil, "", fmt.Errorf("%w: network: this server runs without the egress proxy", ErrInvalid)
+	}
+	if norm.Mode == egress.ModeNone && len(norm.Deny) == 0 {
+		return rules, "", nil
+	}
+	b, err := json.Marshal(norm)
+	if err != nil {
+		return nil, "", fmt.Errorf("encode network policy: %w", err)
+	}
+	return rules, string(b), nil
+}
+
+// recordPolicy decodes a record's policy ("" is none).
+func recordPolicy(rec store.Sandbox) (egress.Policy, error) {
+	p := egress.Policy{Mode: egress.ModeNone}
+	if rec.Network == "" {
+		return p, nil
+	}
+	if err := json.Unmarshal([]byte(rec.Network), &p); err != nil {
+		return p, fmt.Errorf("sandbox %s: decode network policy: %w", rec.ID, err)
+	}
+	return p, nil
+}
+
+// attach gives a running sandbox its way out: the proxy's listeners inside
+// its network namespace, serving under rules.
+func (s *Service) attach(ctx context.Context, rec store.Sandbox, sb runtime.Sandbox, rules *egress.Rules) error {
+	l, ok := sb.(runtime.Listener)
+	if !ok {
+		return fmt.Errorf("%w: network: this runtime cannot give sandboxes a proxy", ErrInvalid)
+	}
+	httpLn, err := l.Listen(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", egress.HTTPPort))
+	if err != nil {
+		return fmt.Errorf("egress proxy for %s: %w", rec.ID, err)
+	}
+	socksLn, err := l.Listen(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", egress.SOCKSPort))
+	if err != nil {
+		httpLn.Close()
+		return fmt.Errorf("egress proxy for %s: %w", rec.ID, err)
+	}
+	att := s.proxy.Attach(rec.ID, rec.TenantID, rules, httpLn, socksLn)
+	s.netMu.Lock()
+	old := s.attached[rec.ID]
+	s.attached[rec.ID] = att
+	s.netMu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	return nil
+}
+
+// detach closes a sandbox's proxy listeners and open connections.
+func (s *Service) detach(id string) {
+	s.netMu.Lock()
+	att := s.attached[id]
+	delete(s.attached, id)
+	s.netMu.Unlock()
+	if att != nil {
+		if err := att.Close(); err != nil {
+			s.log.Warn("close egress proxy", "sandbox", id, "err", err)
+		}
+	}
+}
+
+func (s *Service) attachment(id string) *egress.Sandbox {
+	s.netMu.Lock()
+	defer s.netMu.Unlock()
+	return s.attached[id]
+}
+
+// reattachNetwork gives a sandbox that survived a restart its proxy back
+// (the old listeners died with the old process).
+func (s *Service) reattachNetwork(ctx context.Context, rec store.Sandbox, sb runtime.Sandbox) error {
+	pol, err := recordPolicy(rec)
+	if err != nil || pol.Mode == egress.ModeNone || s.proxy == nil {
+		return err
+	}
+	rules, err := egress.Compile(pol)
+	if err != nil {
+		return fmt.Errorf("sandbox %s: stored network policy: %w", rec.ID, err)
+	}
+	return s.attach(ctx, rec, sb, rules)
+}
+
+// GetNetwork returns a sandbox's network policy.
+func (s *Service) GetNetwork(ctx context.Context, c Caller, id string) (egress.Policy, error) {
+	rec, err := s.resolve(ctx, c, id)
+	if err != nil {
+		return egress.Policy{}, err
+	}
+	return recordPolicy(rec)
+}
+
+// SetNetwork replaces a running sandbox's policy. New connections and
+// requests follow it at once; tunnels already open stay open. A sandbox
+// that had no proxy gets one (and its next commands the proxy variables).
+func (s *Service) SetNetwork(ctx context.Context, c Caller, id string, p egress.Policy) (egress.Policy, error) {
+	rules, enc, err := s.compileNetwork(&p)
+	if err != nil {
+		return egress.Policy{}, err
+	}
+	unlock := s.locks.lock(id)
+	defer unlock()
+	rec, sb, err := s.live(ctx, c, id)
+	if err != nil {
+		return egress.Policy{}, err
+	}
+	if att := s.attachment(id); att != nil {
+		att.SetRules(rules)
+	} else if rules.Policy().Mode != egress.ModeNone {
+		if err := s.attach(ctx, rec, sb, rules); err != nil {
+			if errors.Is(err, ErrInvalid) {
+				return egress.Policy{}, err
+			}
+			return egress.Policy{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+	}
+	rec.Network = enc
+	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
+		return egress.Policy{}, fmt.Errorf("save sandbox %s: %w", id, err)
+	}
+	return rules.Policy(), nil
+}
+
+// NetworkLog returns up to limit entries of a sandbox's egress log with a
+// seq above after. The log outlives the sandbox.
+func (s *Service) NetworkLog(ctx context.Context, c Caller, id string, after int64, limit int) ([]egress.Event, error) {
+	if limit <= 0 || limit > MaxNetLogPage {
+		limit = MaxNetLogPage
+	}
+	if _, err := s.resolve(ctx, c, id); err != nil {
+		return nil, err
+	}
+	s.netlog.flush() // what happened before this call is in the answer
+	recs, err := s.st.NetEvents(ctx, id, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]egress.Event, 0, len(recs))
+	for _, r := range recs {
+		var e egress.Event
+		if err := json.Unmarshal(r.Data, &e); err != nil {
+			return nil, fmt.Errorf("sandbox %s: decode egress event %d: %w", id, r.ID, err)
+		}
+		e.Seq = r.ID
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// execEnv adds the proxy variables to a command's environment when the
+// sandbox has a proxy; the request's own variables win.
+func (s *Service) execEnv(id string, env map[string]string) map[string]string {
+	if s.attachment(id) == nil {
+		return env
+	}
+	out := egress.Env()
+	maps.Copy(out, env)
+	return out
+}

@@ -1,0 +1,59 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// AppendNetEvents inserts events in one transaction.
+func (s *SQLite) AppendNetEvents(ctx context.Context, events []NetEvent) error {
+	if len(events) == 0 {
+		return nil
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("append net events: %w", err)
+	}
+	defer tx.Rollback()
+	st, err := s.prepared(ctx, `INSERT INTO net_events (sandbox_id, tenant_id, time, data) VALUES (?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("append net events: %w", err)
+	}
+	txst := tx.StmtContext(ctx, st)
+	for _, e := range events {
+		if _, err := txst.ExecContext(ctx, e.SandboxID, e.TenantID, toNanos(e.Time), string(e.Data)); err != nil {
+			return fmt.Errorf("append net event of %s: %w", e.SandboxID, err)
+		}
+	}
+	s.writes.Add(1)
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("append net events: %w", err)
+	}
+	return nil
+}
+
+// NetEvents returns a page of one sandbox's egress log.
+func (s *SQLite) NetEvents(ctx context.Context, sandboxID string, after int64, limit int) ([]NetEvent, error) {
+	rows, err := s.query(ctx, `SELECT id, sandbox_id, tenant_id, time, data FROM net_events
+		WHERE sandbox_id = ? AND id > ? ORDER BY id LIMIT ?`, sandboxID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("net events of %s: %w", sandboxID, err)
+	}
+	out, err := scanAll(rows, func(r scanner) (NetEvent, error) {
+		var e NetEvent
+		var t sql.NullInt64
+		var data string
+		if err := r.Scan(&e.ID, &e.SandboxID, &e.TenantID, &t, &data); err != nil {
+			return e, err
+		}
+		e.Time, e.Data = fromNanos(t), []byte(data)
+		return e, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("net events of %s: %w", sandboxID, err)
+	}
+	return out, nil
+}
