@@ -70,3 +70,35 @@ func (c *Client) CreateToken(ctx context.Context, id string, ttl time.Duration) 
 	err := c.doJSON(ctx, http.MethodPost, sandboxPath(id, "/tokens"), nil, body, &t)
 	return t, err
 }
+
+// GetNetwork returns a sandbox's egress policy.
+func (c *Client) GetNetwork(ctx context.Context, id string) (NetworkPolicy, error) {
+	var p NetworkPolicy
+	err := c.doJSON(ctx, http.MethodGet, sandboxPath(id, "/network"), nil, nil, &p)
+	return p, err
+}
+
+// SetNetwork replaces a running sandbox's egress policy; new connections
+// follow it at once.
+func (c *Client) SetNetwork(ctx context.Context, id string, p NetworkPolicy) (NetworkPolicy, error) {
+	var out NetworkPolicy
+	err := c.doJSON(ctx, http.MethodPut, sandboxPath(id, "/network"), nil, p, &out)
+	return out, err
+}
+
+// NetworkLog returns up to limit (0: the server's page size) entries of a
+// sandbox's egress log with a seq above after.
+func (c *Client) NetworkLog(ctx context.Context, id string, after int64, limit int) ([]NetEvent, error) {
+	q := url.Values{}
+	if after > 0 {
+		q.Set("after", strconv.FormatInt(after, 10))
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out struct {
+		Events []NetEvent `json:"events"`
+	}
+	err := c.doJSON(ctx, http.MethodGet, sandboxPath(id, "/network/log"), q, nil, &out)
+	return out.Events, err
+}

@@ -24,6 +24,7 @@ type Sandbox struct {
 	Limits    Limits            `json:"limits"`
 	Metadata  map[string]string `json:"metadata,omitempty"`
 	Workdir   string            `json:"workdir,omitempty"`
+	Network   *NetworkPolicy    `json:"network,omitempty"`
 }
 
 // Limits are a sandbox's resource limits.
@@ -47,6 +48,8 @@ type CreateRequest struct {
 	Env      map[string]string `json:"env,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"`
 	Workdir  string            `json:"workdir,omitempty"`
+	// Network is the egress policy; nil means none (no network at all).
+	Network *NetworkPolicy `json:"network,omitempty"`
 }
 
 func (r CreateRequest) MarshalJSON() ([]byte, error) {
@@ -158,4 +161,43 @@ func seconds(d time.Duration) int64 {
 		return 0
 	}
 	return int64((d + time.Second - 1) / time.Second)
+}
+
+// Network modes.
+const (
+	NetworkNone      = "none"
+	NetworkAllowlist = "allowlist"
+)
+
+// NetworkPolicy is a sandbox's egress policy. Allow and Deny take names
+// ("pypi.org"), "*." wildcards that do not match the apex
+// ("*.pythonhosted.org"), optional ports ("api.openai.com:443"; without one,
+// 80 and 443), and IP or CIDR entries ("203.0.113.0/24:8080"). Deny wins.
+type NetworkPolicy struct {
+	Mode  string   `json:"mode"`
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
+}
+
+// AllowOnly is an allow-list policy of the given entries.
+func AllowOnly(allow ...string) *NetworkPolicy {
+	return &NetworkPolicy{Mode: NetworkAllowlist, Allow: allow}
+}
+
+// NetEvent is one connection or request through a sandbox's egress proxy.
+type NetEvent struct {
+	Seq        int64     `json:"seq"`
+	Time       time.Time `json:"time"`
+	SandboxID  string    `json:"sandbox_id"`
+	Protocol   string    `json:"protocol"`
+	Host       string    `json:"host"`
+	Port       int       `json:"port"`
+	Addr       string    `json:"addr,omitempty"`
+	Decision   string    `json:"decision"` // "allowed" or "denied"
+	Rule       string    `json:"rule,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	Status     int       `json:"status,omitempty"`
+	BytesUp    int64     `json:"bytes_up"`
+	BytesDown  int64     `json:"bytes_down"`
+	DurationMS float64   `json:"duration_ms"`
 }

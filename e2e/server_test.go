@@ -33,11 +33,12 @@ type server struct {
 	cmd      *exec.Cmd
 	url      string
 	adminKey string
+	args     []string // extra flags for serve
 }
 
 // startServer starts a daemon on 127.0.0.1 with a fresh data dir (or the
 // given one, for restarts) and waits until it serves.
-func startServer(t *testing.T, dataDir string) *server {
+func startServer(t *testing.T, dataDir string, args ...string) *server {
 	t.Helper()
 	linuxtest.Require(t)
 	bin, _ := linuxtest.Build(t)
@@ -54,7 +55,7 @@ func startServer(t *testing.T, dataDir string) *server {
 			}
 		})
 	}
-	s := &server{t: t, bin: bin, dataDir: dataDir}
+	s := &server{t: t, bin: bin, dataDir: dataDir, args: args}
 	s.start()
 	t.Cleanup(s.stop)
 	return s
@@ -62,7 +63,7 @@ func startServer(t *testing.T, dataDir string) *server {
 
 func (s *server) start() {
 	t := s.t
-	s.cmd = exec.Command(s.bin, "serve", "--addr", "127.0.0.1:0", "--data-dir", s.dataDir, "--pool", "1")
+	s.cmd = exec.Command(s.bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", s.dataDir, "--pool", "1"}, s.args...)...)
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

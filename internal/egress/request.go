@@ -25,23 +25,24 @@ var errHeadTooLarge = errors.New("request head too large")
 func peekHosts(br *bufio.Reader) ([]string, error) {
 	n := 1
 	for {
-		b, err := br.Peek(n)
-		if err != nil {
-			if len(b) > 0 && errors.Is(err, bufio.ErrBufferFull) {
+		// Peek(n) waits for n bytes; what is buffered beyond is free.
+		if _, err := br.Peek(n); err != nil {
+			if errors.Is(err, bufio.ErrBufferFull) {
 				return nil, errHeadTooLarge
 			}
 			return nil, err
 		}
+		b, _ := br.Peek(br.Buffered())
 		if i := bytes.Index(b, []byte("\r\n\r\n")); i >= 0 {
 			return hostHeaders(b[:i]), nil
 		}
 		if i := bytes.Index(b, []byte("\n\n")); i >= 0 {
 			return hostHeaders(b[:i]), nil
 		}
-		if n >= maxHead {
+		if len(b) >= maxHead {
 			return nil, errHeadTooLarge
 		}
-		n = min(max(n+1, br.Buffered()+1), maxHead)
+		n = len(b) + 1
 	}
 }
 
