@@ -324,7 +324,6 @@ func jsonList(l []string) string {
 	return "[" + strings.Join(q, ",") + "]"
 }
 
-
 // A sandbox that survives a daemon crash gets its proxy back.
 func TestEgressSurvivesRestart(t *testing.T) {
 	e := startEgress(t)
