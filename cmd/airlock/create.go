@@ -21,6 +21,8 @@ func createCmd(args []string) error {
 	fs.Var(env, "env", "environment variable KEY=VALUE (repeatable)")
 	fs.Var(meta, "metadata", "label KEY=VALUE to find the sandbox by (repeatable)")
 	workdir := fs.String("workdir", "", "working directory inside the sandbox (default /home/user)")
+	var network networkFlags
+	network.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: airlock create [flags]\n\nCreate a sandbox on the server and print its id.")
 		fs.PrintDefaults()
@@ -31,11 +33,15 @@ func createCmd(args []string) error {
 	if *timeout < 0 {
 		return errors.New("--timeout must not be negative")
 	}
+	np, err := network.clientPolicy()
+	if err != nil {
+		return err
+	}
 	ctx, stop := remoteContext()
 	defer stop()
 	sb, err := remote().CreateSandbox(ctx, client.CreateRequest{
 		Template: *template, CPUs: *cpus, MemoryMB: mem.mb, Pids: *pids, DiskMB: disk.mb,
-		Timeout: *timeout, Env: env, Metadata: meta, Workdir: *workdir,
+		Timeout: *timeout, Env: env, Metadata: meta, Workdir: *workdir, Network: np,
 	})
 	if err != nil {
 		return err

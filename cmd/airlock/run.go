@@ -53,6 +53,8 @@ func runCmd(args []string) error {
 	fs.Var(env, "env", "environment variable KEY=VALUE (repeatable)")
 	workdir := fs.String("workdir", "", "working directory inside the sandbox (default /home/user)")
 	stateDir := fs.String("state-dir", defaultStateDir(), "where sandboxes and templates live")
+	var network networkFlags
+	network.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), `Usage: airlock run [flags] -- CMD [ARGS...]
 
@@ -75,9 +77,14 @@ server's; otherwise it runs embedded (AIRLOCK_RUN_LOCAL=1 forces that).`)
 	if *timeout < 0 {
 		return errors.New("--timeout must not be negative")
 	}
+	policy, err := network.policy()
+	if err != nil {
+		return err
+	}
 	if c, ok := reachableServer(); ok {
+		np, _ := network.clientPolicy()
 		return runRemote(c, client.CreateRequest{
-			CPUs: *cpus, MemoryMB: mem.mb, Pids: *pids, DiskMB: disk.mb, Env: env, Workdir: *workdir,
+			CPUs: *cpus, MemoryMB: mem.mb, Pids: *pids, DiskMB: disk.mb, Env: env, Workdir: *workdir, Network: np,
 		}, argv, *timeout)
 	}
 	rt, err := linux.New(linux.Config{StateDir: *stateDir, DieWithCaller: true})
@@ -95,7 +102,17 @@ server's; otherwise it runs embedded (AIRLOCK_RUN_LOCAL=1 forces that).`)
 	if err != nil {
 		return err
 	}
-	st, err := runIn(ctx, sb, argv, *timeout)
+	var cmdEnv map[string]string
+	if policy != nil {
+		var stopProxy func()
+		cmdEnv, stopProxy, err = embeddedEgress(ctx, sb, spec.ID, *policy)
+		if err != nil {
+			sb.Destroy(ctx)
+			return fmt.Errorf("egress proxy: %w", err)
+		}
+		defer stopProxy()
+	}
+	st, err := runIn(ctx, sb, argv, cmdEnv, *timeout)
 	if derr := sb.Destroy(ctx); derr != nil && err == nil {
 		err = fmt.Errorf("destroy sandbox: %w", derr)
 	}
@@ -113,12 +130,12 @@ server's; otherwise it runs embedded (AIRLOCK_RUN_LOCAL=1 forces that).`)
 
 // runIn runs argv with the terminal's stdio attached, forwarding SIGINT,
 // SIGTERM and SIGHUP to the command.
-func runIn(ctx context.Context, sb runtime.Sandbox, argv []string, timeout time.Duration) (runtime.ExitStatus, error) {
+func runIn(ctx context.Context, sb runtime.Sandbox, argv []string, env map[string]string, timeout time.Duration) (runtime.ExitStatus, error) {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	p, err := sb.Start(ctx, runtime.ExecRequest{
-		Argv: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Timeout: timeout,
+		Argv: argv, Env: env, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Timeout: timeout,
 	})
 	if err != nil {
 		return runtime.ExitStatus{}, err

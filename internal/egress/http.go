@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -46,7 +47,7 @@ func (s *Sandbox) serveHTTP(c net.Conn) {
 // and closes the connection.
 func (s *Sandbox) refuse(cc *countConn, ev Event, status int, reason, rule string) {
 	ev.Decision, ev.Reason, ev.Rule, ev.Status = Denied, reason, rule, status
-	writeRefusal(cc, s.id, ev)
+	writeRefusal(cc, ev, s.hint(ev))
 	s.event(ev)
 	cc.Close()
 }
@@ -54,24 +55,40 @@ func (s *Sandbox) refuse(cc *countConn, ev Event, status int, reason, rule strin
 // writeRefusal writes the proxy's own error answer. A policy denial names
 // the rule that decided and how to allow the target, so an agent (or its
 // operator) reading the error knows what to change.
-func writeRefusal(w io.Writer, sandboxID string, ev Event) {
-	rule := ev.Rule
-	if rule == "" {
-		rule = "default deny (no allow rule matched)"
+func writeRefusal(w io.Writer, ev Event, hint string) {
+	verb := "failed"
+	if ev.Decision == Denied {
+		verb = "denied"
 	}
-	body := fmt.Sprintf("airlock egress: %s %s:%d denied: %s\n", ev.Protocol, ev.Host, ev.Port, ev.Reason)
-	hint := ""
-	if ev.Status == http.StatusForbidden && ev.Host != "" {
-		hint = fmt.Sprintf("add %q to the sandbox's network allow list: PUT /v1/sandboxes/%s/network",
-			fmt.Sprintf("%s:%d", ev.Host, ev.Port), sandboxID)
+	body := fmt.Sprintf("airlock egress: %s %s:%d %s: %s\n", ev.Protocol, ev.Host, ev.Port, verb, ev.Reason)
+	if hint != "" {
 		body += "to allow it, " + hint + "\n"
 	}
-	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\n"+
-		"X-Airlock-Egress: denied\r\nX-Airlock-Egress-Rule: %s\r\n", ev.Status, http.StatusText(ev.Status), len(body), headerSafe(rule))
+	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nX-Airlock-Egress: %s\r\n",
+		ev.Status, http.StatusText(ev.Status), len(body), verb)
+	if ev.Decision == Denied {
+		rule := ev.Rule
+		if rule == "" {
+			rule = "default deny (no allow rule matched)"
+		}
+		fmt.Fprintf(w, "X-Airlock-Egress-Rule: %s\r\n", headerSafe(rule))
+	}
 	if hint != "" {
 		fmt.Fprintf(w, "X-Airlock-Egress-Allow: %s\r\n", headerSafe(hint))
 	}
 	fmt.Fprintf(w, "Connection: close\r\n\r\n%s", body)
+}
+
+// hint says how to allow a denied target, for refusals of a named target.
+func (s *Sandbox) hint(ev Event) string {
+	if ev.Decision != Denied || ev.Status != http.StatusForbidden || ev.Host == "" {
+		return ""
+	}
+	target := net.JoinHostPort(ev.Host, strconv.Itoa(ev.Port))
+	if s.p.cfg.AllowHint != nil {
+		return s.p.cfg.AllowHint(s.id, target)
+	}
+	return fmt.Sprintf("add %q to the sandbox's network allow list: PUT /v1/sandboxes/%s/network", target, s.id)
 }
 
 func headerSafe(s string) string {
@@ -100,7 +117,7 @@ func (s *Sandbox) decide(cc *countConn, ev *Event, t target) (up net.Conn, ok bo
 			return nil, false
 		}
 		ev.Decision, ev.Reason, ev.Status = Allowed, "upstream: "+err.Error(), http.StatusBadGateway
-		writeRefusal(cc, s.id, *ev)
+		writeRefusal(cc, *ev, "")
 		s.event(*ev)
 		cc.Close()
 		return nil, false
@@ -169,12 +186,12 @@ func (s *Sandbox) forward(cc *countConn, br *bufio.Reader, req *http.Request, ho
 func relay(cc *countConn, up net.Conn, req *http.Request, idle time.Duration) (status int, keep bool, err error) {
 	up.SetDeadline(time.Now().Add(idle))
 	if err := req.Write(up); err != nil {
-		writeRefusal(cc, "", Event{Protocol: "http", Status: http.StatusBadGateway, Reason: err.Error()})
+		writeRefusal(cc, Event{Protocol: "http", Host: req.URL.Hostname(), Status: http.StatusBadGateway, Reason: err.Error()}, "")
 		return http.StatusBadGateway, false, err
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(up), req)
 	if err != nil {
-		writeRefusal(cc, "", Event{Protocol: "http", Status: http.StatusBadGateway, Reason: err.Error()})
+		writeRefusal(cc, Event{Protocol: "http", Host: req.URL.Hostname(), Status: http.StatusBadGateway, Reason: err.Error()}, "")
 		return http.StatusBadGateway, false, err
 	}
 	defer resp.Body.Close()

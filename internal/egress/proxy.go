@@ -49,6 +49,9 @@ type Config struct {
 	DialTimeout time.Duration
 	// LogSize is how many events are kept per sandbox (default 10000).
 	LogSize int
+	// AllowHint, if set, says how to allow a denied target (host:port) of a
+	// sandbox, in the proxy's 403 answers; the default names the API route.
+	AllowHint func(sandboxID, target string) string
 	// OnEvent, if set, receives every event as it is logged (the audit log).
 	OnEvent func(Event)
 	Logger  *slog.Logger
