@@ -106,6 +106,13 @@ func TestEgressAllowed(t *testing.T) {
 			}
 		})
 	}
+	// git honours the proxy variables too: the fake server is no git
+	// server, but the request must get there through the proxy.
+	hits := e.n.Hits(fakenet.AllowedIP + ":80")
+	e.sh(e.sb.ID, "GIT_TERMINAL_PROMPT=0 git ls-remote http://allowed.test/repo.git")
+	if e.n.Hits(fakenet.AllowedIP+":80") == hits {
+		t.Errorf("git ls-remote did not reach allowed.test through the proxy")
+	}
 	evs := e.logged(e.sb.ID, fakenet.AllowedName)
 	if len(evs) == 0 {
 		t.Fatal("no log entries for allowed.test")
