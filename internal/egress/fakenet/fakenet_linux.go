@@ -103,6 +103,13 @@ func (n *Net) Hits(addr string) int {
 	return int(h.Load())
 }
 
+// Seen returns every HTTP request the fake servers received, in order.
+func (n *Net) Seen() []Seen {
+	n.servers.seenMu.Lock()
+	defer n.servers.seenMu.Unlock()
+	return append([]Seen(nil), n.servers.seen...)
+}
+
 // Start builds the fake internet for t and registers its removal with
 // t.Cleanup. It needs root; without it the test skips (fails in CI). It
 // waits while another Net exists on the host.

@@ -31,6 +31,25 @@ type servers struct {
 	closers []io.Closer
 
 	wg sync.WaitGroup // accept loops and the connections they serve
+
+	seenMu sync.Mutex
+	seen   []Seen
+}
+
+// Seen is one HTTP request a fake server received, as it arrived.
+type Seen struct {
+	Name   string // the fake host's greeting name
+	Method string
+	Path   string
+	Host   string
+	Header http.Header
+	Body   []byte
+}
+
+func (s *servers) record(r Seen) {
+	s.seenMu.Lock()
+	defer s.seenMu.Unlock()
+	s.seen = append(s.seen, r)
 }
 
 func newServers(ns *os.File) *servers {
@@ -44,7 +63,7 @@ var quiet = log.New(io.Discard, "", 0)
 // serveTarget starts HTTP on :80 and :8080, HTTPS on :443 and echo on :7
 // for one fake host.
 func (s *servers) serveTarget(t target, cert tls.Certificate) error {
-	h := handler(t.names[0])
+	h := handler(t.names[0], s.record)
 	for _, port := range []int{PortHTTP, PortAltHTTP} {
 		l, err := s.listen(t.ip, port)
 		if err != nil {
@@ -177,9 +196,13 @@ func (c *trackedConn) Close() error {
 
 // handler answers every request with 200 "hello from <name>", echoing the
 // request's headers back as X-Seen-<Header> (and Host as X-Seen-Host) so a
-// test can see what a proxy forwarded.
-func handler(name string) http.Handler {
+// test can see what a proxy forwarded, and records it. On /echo the body
+// also repeats every request header ("Name: value" lines) and the request
+// body, as a server that reflects what it is sent would.
+func handler(name string, record func(Seen)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		record(Seen{Name: name, Method: r.Method, Path: r.URL.Path, Host: r.Host, Header: r.Header.Clone(), Body: body})
 		if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 			upgrade(w, r)
 			return
@@ -190,6 +213,14 @@ func handler(name string) http.Handler {
 		w.Header().Set("X-Seen-Host", r.Host)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintf(w, "hello from %s\n", name)
+		if r.URL.Path == "/echo" {
+			for k, vs := range r.Header {
+				for _, v := range vs {
+					fmt.Fprintf(w, "%s: %s\n", k, v)
+				}
+			}
+			w.Write(body)
+		}
 	})
 }
 
