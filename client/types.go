@@ -50,6 +50,8 @@ type CreateRequest struct {
 	Workdir  string            `json:"workdir,omitempty"`
 	// Network is the egress policy; nil means none (no network at all).
 	Network *NetworkPolicy `json:"network,omitempty"`
+	// Secrets names the tenant's secrets to bind (see CreateSecret).
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 func (r CreateRequest) MarshalJSON() ([]byte, error) {
@@ -200,4 +202,9 @@ type NetEvent struct {
 	BytesUp    int64     `json:"bytes_up"`
 	BytesDown  int64     `json:"bytes_down"`
 	DurationMS float64   `json:"duration_ms"`
+	// Kind is "" for a connection or request, "secret.injected" or
+	// "secret.misdirected" for what the proxy did with a bound secret
+	// (named in Secret; values never appear).
+	Kind   string `json:"kind,omitempty"`
+	Secret string `json:"secret,omitempty"`
 }

@@ -41,7 +41,7 @@ func createCmd(args []string) error {
 	defer stop()
 	sb, err := remote().CreateSandbox(ctx, client.CreateRequest{
 		Template: *template, CPUs: *cpus, MemoryMB: mem.mb, Pids: *pids, DiskMB: disk.mb,
-		Timeout: *timeout, Env: env, Metadata: meta, Workdir: *workdir, Network: np,
+		Timeout: *timeout, Env: env, Metadata: meta, Workdir: *workdir, Network: np, Secrets: network.secrets,
 	})
 	if err != nil {
 		return err

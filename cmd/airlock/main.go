@@ -15,11 +15,11 @@ import (
 const usage = `airlock: sandboxes for AI agents
 
 Usage:
-  airlock serve [--addr 127.0.0.1:7070] [--data-dir DIR]
+  airlock serve [--addr 127.0.0.1:7070] [--data-dir DIR] [--egress-dns HOST:PORT]
                                          run the server (REST API under /v1)
   airlock run [flags] -- CMD [ARGS...]   run a command in a new sandbox, then destroy it
   airlock doctor                         report which protections this host enforces
-  airlock bench spawn [-n 200]           measure create -> exec true -> destroy
+  airlock bench spawn|api|egress         measure the runtime, the API, the egress proxy
 
 On a server ($AIRLOCK_URL, default http://127.0.0.1:7070) with the key
 $AIRLOCK_API_KEY, else the admin.key in the data dir:
@@ -31,6 +31,7 @@ $AIRLOCK_API_KEY, else the admin.key in the data dir:
   airlock timeout ID DURATION            make a sandbox expire DURATION from now
   airlock tenants create|ls              manage tenants (admin)
   airlock keys create|ls|rm              manage API keys
+  airlock secrets set|ls|rm              manage secrets injected by the egress proxy
 
 Run 'airlock COMMAND -h' for a command's flags.
 `
@@ -68,6 +69,8 @@ func main() {
 		err = timeoutCmd(os.Args[2:])
 	case "tenants":
 		err = tenantsCmd(os.Args[2:])
+	case "secrets":
+		err = secretsCmd(os.Args[2:])
 	case "keys":
 		err = keysCmd(os.Args[2:])
 	case "-h", "--help", "help":

@@ -23,11 +23,12 @@ func (l *listFlag) Set(v string) error {
 
 // networkFlags are --allow and --deny: with either, the sandbox gets the
 // egress proxy with that allow-list; with neither, no network at all.
-type networkFlags struct{ allow, deny listFlag }
+type networkFlags struct{ allow, deny, secrets listFlag }
 
 func (n *networkFlags) register(fs *flag.FlagSet) {
 	fs.Var(&n.allow, "allow", "let the sandbox reach this host, *.domain, host:port or CIDR through the egress proxy (repeatable)")
 	fs.Var(&n.deny, "deny", "never let it reach this one, even if allowed (repeatable)")
+	fs.Var(&n.secrets, "secret", "bind this secret: $NAME holds a placeholder the proxy swaps for the value (repeatable; needs a server)")
 }
 
 // policy is the flags' policy: nil (none) without --allow or --deny. It is

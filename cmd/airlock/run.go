@@ -85,7 +85,11 @@ server's; otherwise it runs embedded (AIRLOCK_RUN_LOCAL=1 forces that).`)
 		np, _ := network.clientPolicy()
 		return runRemote(c, client.CreateRequest{
 			CPUs: *cpus, MemoryMB: mem.mb, Pids: *pids, DiskMB: disk.mb, Env: env, Workdir: *workdir, Network: np,
+			Secrets: network.secrets,
 		}, argv, *timeout)
+	}
+	if len(network.secrets) > 0 {
+		return errors.New("--secret needs a server (secrets live in its store): start `airlock serve`, or unset AIRLOCK_RUN_LOCAL")
 	}
 	rt, err := linux.New(linux.Config{StateDir: *stateDir, DieWithCaller: true})
 	if err != nil {

@@ -48,7 +48,7 @@ func runRemote(c *client.Client, req client.CreateRequest, argv []string, timeou
 		return err
 	}
 	defer c.DeleteSandbox(context.Background(), sb.ID)
-	if req.Network != nil {
+	if req.Network != nil || len(req.Secrets) > 0 {
 		defer printDenials(context.Background(), c, sb.ID)
 	}
 	res, err := c.ExecStream(ctx, sb.ID, client.ExecRequest{Cmd: argv, Stdin: stdin, Timeout: timeout}, os.Stdout, os.Stderr)

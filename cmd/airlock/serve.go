@@ -20,6 +20,7 @@ import (
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/secrets"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -94,11 +95,16 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		st.Close()
 		return nil, err
 	}
+	box, err := secrets.LoadBox(dataDir)
+	if err != nil {
+		d.close()
+		return nil, fmt.Errorf("master key: %w", err)
+	}
 	var rt runtime.Runtime = d.rt
 	if wrap != nil {
 		rt = wrap(rt)
 	}
-	if d.mgr, err = sandbox.NewManager(ctx, st, rt, sandbox.Options{HostCPUs: goruntime.NumCPU(), HostMemoryMB: hostMemoryMB(), Egress: eg}); err != nil {
+	if d.mgr, err = sandbox.NewManager(ctx, st, rt, sandbox.Options{HostCPUs: goruntime.NumCPU(), HostMemoryMB: hostMemoryMB(), Egress: eg, Secrets: box}); err != nil {
 		d.close()
 		return nil, err
 	}

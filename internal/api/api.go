@@ -63,6 +63,11 @@ var routes = []route{
 	{"PUT", "/v1/sandboxes/{id}/network", sandboxKeyOnly, (*server).setNetwork},
 	{"GET", "/v1/sandboxes/{id}/network/log", sandboxRoute, (*server).networkLog},
 
+	{"POST", "/v1/secrets", anyKey, (*server).createSecret},
+	{"GET", "/v1/secrets", anyKey, (*server).listSecrets},
+	{"PUT", "/v1/secrets/{name}", anyKey, (*server).rotateSecret},
+	{"DELETE", "/v1/secrets/{name}", anyKey, (*server).deleteSecret},
+
 	{"POST", "/v1/tenants", adminKey, (*server).createTenant},
 	{"GET", "/v1/tenants", adminKey, (*server).listTenants},
 	{"POST", "/v1/keys", adminKey, (*server).createKey},

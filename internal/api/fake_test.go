@@ -16,6 +16,7 @@ import (
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/secrets"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -28,8 +29,9 @@ type fakeManager struct {
 	mu        sync.Mutex
 	n         int
 	sandboxes map[string]store.Sandbox
-	files     map[string]map[string]fakeFile // sandbox id -> path -> file
-	netlog    map[string][]egress.Event      // sandbox id -> events
+	files     map[string]map[string]fakeFile     // sandbox id -> path -> file
+	netlog    map[string][]egress.Event          // sandbox id -> events
+	secrets   map[string]map[string]secrets.Spec // tenant -> name -> spec
 	lastMode  fs.FileMode
 	lastList  store.SandboxFilter
 	lastExec  sandbox.ExecRequest

@@ -38,6 +38,13 @@ func (c *countConn) mark() (up, down int64) { return c.up.Load(), c.down.Load() 
 // r, which may hold bytes already buffered) and upstream until both
 // directions end, either side fails, or the pair is idle for idle.
 func splice(client net.Conn, r io.Reader, upstream net.Conn, idle time.Duration) {
+	spliceGated(client, r, upstream, idle, nil)
+}
+
+// spliceGated is splice whose client-to-upstream direction starts only once
+// gate (if set) agrees; the other direction flows at once. If gate refuses,
+// both connections are closed.
+func spliceGated(client net.Conn, r io.Reader, upstream net.Conn, idle time.Duration, gate func() bool) {
 	var last atomic.Int64
 	last.Store(time.Now().UnixNano())
 	done := make(chan struct{}, 2)
@@ -53,7 +60,15 @@ func splice(client net.Conn, r io.Reader, upstream net.Conn, idle time.Duration)
 		client.Close()
 		upstream.Close()
 	}
-	go half(upstream, client, r)
+	go func() {
+		if gate != nil && !gate() {
+			client.Close()
+			upstream.Close()
+			done <- struct{}{}
+			return
+		}
+		half(upstream, client, r)
+	}()
 	go half(client, upstream, upstream)
 	<-done
 	<-done

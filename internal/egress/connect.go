@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"time"
 )
@@ -12,14 +13,14 @@ import (
 // sniTimeout bounds the wait for a tunnel's first bytes.
 const sniTimeout = 10 * time.Second
 
-// connect opens a tunnel for a CONNECT request. Policy and address checks
-// answer 403 before any tunnel exists; once it does, a TLS ClientHello
-// naming another server than the CONNECT target closes it (domain
-// fronting: the allow-list saw one name, the TLS server would route by
-// another).
-func (s *Sandbox) connect(cc *countConn, br *bufio.Reader, req *http.Request) {
+// connect opens a tunnel for a CONNECT request whose first byte the
+// sandbox sent at up0 and whose first answer byte goes at down0. Policy
+// and address checks answer 403 before any tunnel exists; once it does, a
+// TLS ClientHello naming another server than the CONNECT target closes it
+// (domain fronting: the allow-list saw one name, the TLS server would
+// route by another). TLS to a host a secret is bound to is intercepted.
+func (s *Sandbox) connect(cc *countConn, br *bufio.Reader, req *http.Request, up0, down0 int64) {
 	start := time.Now()
-	up0, down0 := cc.mark()
 	ev := Event{Protocol: "connect"}
 	t, err := requestTarget(req, nil)
 	ev.Host, ev.Port = t.host(), t.port
@@ -32,17 +33,58 @@ func (s *Sandbox) connect(cc *countConn, br *bufio.Reader, req *http.Request) {
 		return
 	}
 	defer up.Close()
+	defer s.holdUp(up)()
 	if _, err := io.WriteString(cc, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
+	ev.Decision = Allowed
+	passed := func() bool { return ev.Decision == Allowed && ev.Reason == "" }
+	idle := s.p.cfg.IdleTimeout
+	if set := s.secrets.Load(); set.binds(t) {
+		// Interception runs its own TLS client on the raw upstream, so
+		// not one upstream byte may be copied to the sandbox before the
+		// ClientHello says whether it happens: a server that speaks first
+		// waits for the sandbox here. Bound hosts speak HTTPS, where the
+		// client speaks first.
+		isTLS := s.checkSNI(cc, br, t, &ev)
+		switch {
+		case !passed():
+		case isTLS:
+			// TLS to a host a secret is bound to: terminated here so
+			// that the placeholder can be swapped for the value.
+			ev.Reason = s.intercept(cc, br, up, t, set, ev)
+		default:
+			splice(cc, br, up, idle)
+		}
+	} else {
+		// Upstream bytes flow at once, since a server may speak first
+		// (SMTP, FTP, MySQL); the sandbox's go up only once its first
+		// bytes pass the SNI check.
+		spliceGated(cc, br, up, idle, func() bool {
+			s.checkSNI(cc, br, t, &ev)
+			return passed()
+		})
+	}
+	up1, down1 := cc.mark()
+	up1 -= int64(br.Buffered()) // read ahead but never sent
+	ev.BytesUp, ev.BytesDown = up1-up0, down1-down0
+	ev.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	s.event(ev)
+}
+
+// checkSNI peeks at the tunnel's first bytes and refuses (in ev) a TLS
+// ClientHello naming another server than t. It reports whether they are a
+// readable ClientHello.
+func (s *Sandbox) checkSNI(cc *countConn, br *bufio.Reader, t target, ev *Event) (isTLS bool) {
 	cc.SetReadDeadline(time.Now().Add(sniTimeout))
 	sni, err := peekSNI(br)
 	cc.SetReadDeadline(time.Time{})
-	ev.Decision = Allowed
 	switch {
 	case errors.Is(err, errNotTLS) || (err == nil && sni == ""):
 		// ssh, plain TCP or TLS without a name: nothing to compare.
-	case err != nil && errors.Is(err, io.EOF):
+	case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
+		// ErrClosed: the upstream half of a gated splice ended the
+		// tunnel (idle, reset) or Close cut it while this waited.
 		ev.Reason = "closed before sending anything"
 	case err != nil:
 		ev.Decision, ev.Reason = Denied, "unreadable TLS ClientHello: "+err.Error()
@@ -51,11 +93,5 @@ func (s *Sandbox) connect(cc *countConn, br *bufio.Reader, req *http.Request) {
 			ev.Decision, ev.Reason = Denied, fmt.Sprintf("TLS server name %q differs from the CONNECT target %s (domain fronting guard)", sni, t.host())
 		}
 	}
-	if ev.Decision == Allowed && ev.Reason == "" {
-		splice(cc, br, up, s.p.cfg.IdleTimeout)
-	}
-	up1, down1 := cc.mark()
-	ev.BytesUp, ev.BytesDown = up1-up0, down1-down0
-	ev.DurationMS = float64(time.Since(start).Microseconds()) / 1000
-	s.event(ev)
+	return err == nil
 }

@@ -12,4 +12,10 @@
 // loopback, private, link-local, cloud-metadata or host address unless an
 // IP/CIDR rule lists that address explicitly (Rules.AllowsIP), and never
 // treat a string that some resolver would read as an IP address as a name.
+//
+// TLS is intercepted only for hosts a secret is bound to (SetSecrets): the
+// proxy ends the sandbox's TLS with a certificate from that sandbox's own
+// CA, swaps placeholders for values, and opens its own verified TLS
+// upstream. Every other tunnel is carried untouched, its bytes never
+// decrypted.
 package egress

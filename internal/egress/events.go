@@ -11,7 +11,7 @@ type Event struct {
 	Time       time.Time `json:"time"`
 	SandboxID  string    `json:"sandbox_id"`
 	TenantID   string    `json:"tenant_id"`
-	Protocol   string    `json:"protocol"` // "http", "connect", "socks5"
+	Protocol   string    `json:"protocol"` // "http", "https" (intercepted), "connect", "socks5"
 	Host       string    `json:"host"`
 	Port       int       `json:"port"`
 	Addr       string    `json:"addr,omitempty"` // the address dialed, if any
@@ -22,6 +22,11 @@ type Event struct {
 	BytesUp    int64     `json:"bytes_up"`         // from the sandbox
 	BytesDown  int64     `json:"bytes_down"`       // to the sandbox
 	DurationMS float64   `json:"duration_ms"`
+
+	// Kind is "" for a connection or request, else a secret event
+	// (KindSecretInjected, KindSecretMisdirected) about binding Secret.
+	Kind   string `json:"kind,omitempty"`
+	Secret string `json:"secret,omitempty"` // a binding's name, never its value
 }
 
 // Decisions.

@@ -19,6 +19,10 @@ func (s *Sandbox) serveHTTP(c net.Conn) {
 	cc := &countConn{Conn: c, s: s}
 	br := bufio.NewReaderSize(cc, maxHead)
 	for {
+		// A request's bytes count from its first one, which br may
+		// already hold from an earlier read.
+		up0, down0 := cc.mark()
+		up0 -= int64(br.Buffered())
 		c.SetReadDeadline(time.Now().Add(s.p.cfg.IdleTimeout))
 		hosts, err := peekHosts(br)
 		if err != nil {
@@ -34,10 +38,10 @@ func (s *Sandbox) serveHTTP(c net.Conn) {
 		}
 		c.SetReadDeadline(time.Time{})
 		if req.Method == http.MethodConnect {
-			s.connect(cc, br, req)
+			s.connect(cc, br, req, up0, down0)
 			return
 		}
-		if !s.forward(cc, br, req, hosts) {
+		if !s.forward(cc, br, req, hosts, up0, down0) {
 			return
 		}
 	}
@@ -127,11 +131,11 @@ func (s *Sandbox) decide(cc *countConn, ev *Event, t target) (up net.Conn, ok bo
 }
 
 // forward carries one plain-HTTP request upstream on a fresh connection and
-// relays the answer. It reports whether the client connection may serve
+// relays the answer; the request's first byte came at up0 and its answer's
+// goes at down0. It reports whether the client connection may serve
 // another request.
-func (s *Sandbox) forward(cc *countConn, br *bufio.Reader, req *http.Request, hosts []string) bool {
+func (s *Sandbox) forward(cc *countConn, br *bufio.Reader, req *http.Request, hosts []string, up0, down0 int64) bool {
 	start := time.Now()
-	up0, down0 := cc.mark()
 	ev := Event{Protocol: "http"}
 	t, err := requestTarget(req, hosts)
 	ev.Host, ev.Port = t.host(), t.port
@@ -149,6 +153,8 @@ func (s *Sandbox) forward(cc *countConn, br *bufio.Reader, req *http.Request, ho
 		return false
 	}
 	defer up.Close()
+	defer s.holdUp(up)()
+	s.flagCleartext(req, t, ev)
 	upgrade := req.Header.Get("Upgrade") != ""
 	clean(req.Header, upgrade)
 	req.RequestURI = ""
@@ -157,6 +163,7 @@ func (s *Sandbox) forward(cc *countConn, br *bufio.Reader, req *http.Request, ho
 	}
 	finish := func(status int, reason string) {
 		up1, down1 := cc.mark()
+		up1 -= int64(br.Buffered()) // the next request's, read ahead
 		ev.Decision, ev.Status, ev.Reason = Allowed, status, reason
 		ev.BytesUp, ev.BytesDown = up1-up0, down1-down0
 		ev.DurationMS = float64(time.Since(start).Microseconds()) / 1000
@@ -182,14 +189,16 @@ func (s *Sandbox) forward(cc *countConn, br *bufio.Reader, req *http.Request, ho
 	return keep
 }
 
-// relay writes req to up and its response back to the client.
+// relay writes req to up and its response back to the client. The idle
+// timeout bounds each wait for progress, not the whole exchange: a long
+// answer that keeps flowing (a model streaming tokens) is not cut.
 func relay(cc *countConn, up net.Conn, req *http.Request, idle time.Duration) (status int, keep bool, err error) {
-	up.SetDeadline(time.Now().Add(idle))
+	up = &idleConn{Conn: up, idle: idle}
 	if err := req.Write(up); err != nil {
 		writeRefusal(cc, Event{Protocol: "http", Host: req.URL.Hostname(), Status: http.StatusBadGateway, Reason: err.Error()}, "")
 		return http.StatusBadGateway, false, err
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(up), req)
+	resp, err := readHopResponse(bufio.NewReaderSize(up, maxHead), req)
 	if err != nil {
 		writeRefusal(cc, Event{Protocol: "http", Host: req.URL.Hostname(), Status: http.StatusBadGateway, Reason: err.Error()}, "")
 		return http.StatusBadGateway, false, err
@@ -198,12 +207,30 @@ func relay(cc *countConn, up net.Conn, req *http.Request, idle time.Duration) (s
 	clean(resp.Header, false)
 	keep = !req.Close && req.ProtoAtLeast(1, 1)
 	resp.Close = !keep
-	cc.SetWriteDeadline(time.Now().Add(idle))
-	if err := resp.Write(cc); err != nil {
+	if err := resp.Write(&idleConn{Conn: cc, idle: idle}); err != nil {
 		return resp.StatusCode, false, err
 	}
 	cc.SetWriteDeadline(time.Time{})
 	return resp.StatusCode, keep && !resp.Close, nil
+}
+
+// readHopResponse reads a response from br with its Connection header as
+// the upstream sent it, for clean: http.ReadResponse deletes a Connection
+// header that says close, and with it the names of the other hop-by-hop
+// headers it lists, which would then reach the client.
+func readHopResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
+	conn, err := peekHeader(br, "connection")
+	if errors.Is(err, errHeadTooLarge) {
+		return nil, errors.New("response head too large")
+	}
+	resp, err := http.ReadResponse(br, req)
+	if err != nil {
+		return nil, err
+	}
+	if len(conn) > 0 {
+		resp.Header["Connection"] = conn
+	}
+	return resp, nil
 }
 
 // hopHeaders are meaningful only between two hops (RFC 9110 7.6.1).

@@ -104,9 +104,13 @@ type Sandbox struct {
 	up     atomic.Int64
 	down   atomic.Int64
 
+	// secrets are the bindings and CA in force; nil: no interception.
+	secrets atomic.Pointer[secretSet]
+
 	mu     sync.Mutex
 	lns    []net.Listener
 	conns  map[net.Conn]struct{}
+	ups    map[net.Conn]struct{} // upstream connections, cut by Close too
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -115,7 +119,8 @@ type Sandbox struct {
 // httpLn takes HTTP proxy requests and CONNECT, socksLn SOCKS5. Either may
 // be nil. The listeners are closed by Close.
 func (p *Proxy) Attach(id, tenant string, rules *Rules, httpLn, socksLn net.Listener) *Sandbox {
-	s := &Sandbox{p: p, id: id, tenant: tenant, log: newEventLog(p.cfg.LogSize), conns: map[net.Conn]struct{}{}}
+	s := &Sandbox{p: p, id: id, tenant: tenant, log: newEventLog(p.cfg.LogSize),
+		conns: map[net.Conn]struct{}{}, ups: map[net.Conn]struct{}{}}
 	s.rules.Store(rules)
 	for _, l := range []struct {
 		ln    net.Listener
@@ -144,8 +149,10 @@ func (s *Sandbox) Log(after int64, limit int) []Event { return s.log.since(after
 // Bytes returns the bytes sent from and to the sandbox so far.
 func (s *Sandbox) Bytes() (up, down int64) { return s.up.Load(), s.down.Load() }
 
-// Close stops the listeners, cuts every open connection and waits for
-// their goroutines.
+// Close stops the listeners, cuts every open connection, the sandbox's and
+// the upstream ones, and waits for their goroutines. Cutting only the
+// sandbox's side would leave a request waiting on a silent upstream (plain
+// or intercepted) until the idle timeout.
 func (s *Sandbox) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -160,6 +167,9 @@ func (s *Sandbox) Close() error {
 		}
 	}
 	for c := range s.conns {
+		c.Close()
+	}
+	for c := range s.ups {
 		c.Close()
 	}
 	s.mu.Unlock()
@@ -207,6 +217,23 @@ func (s *Sandbox) track(c net.Conn) bool {
 		c.Close()
 	}
 	return ok
+}
+
+// holdUp registers an upstream connection for Close to cut, or cuts it at
+// once after Close; the returned func forgets it.
+func (s *Sandbox) holdUp(up net.Conn) (release func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		up.Close()
+		return func() {}
+	}
+	s.ups[up] = struct{}{}
+	return func() {
+		s.mu.Lock()
+		delete(s.ups, up)
+		s.mu.Unlock()
+	}
 }
 
 func (s *Sandbox) untrack(c net.Conn) {

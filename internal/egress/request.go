@@ -22,7 +22,11 @@ var errHeadTooLarge = errors.New("request head too large")
 // br, without consuming it. net/http folds Host into Request.Host and drops
 // the header, and for an absolute-form request it prefers the URL, so a
 // Host header naming another site would go unseen.
-func peekHosts(br *bufio.Reader) ([]string, error) {
+func peekHosts(br *bufio.Reader) ([]string, error) { return peekHeader(br, "host") }
+
+// peekHeader returns the raw values of the header lines named field in the
+// request or response head waiting in br, without consuming it.
+func peekHeader(br *bufio.Reader, field string) ([]string, error) {
 	n := 1
 	for {
 		// Peek(n) waits for n bytes; what is buffered beyond is free.
@@ -33,11 +37,14 @@ func peekHosts(br *bufio.Reader) ([]string, error) {
 			return nil, err
 		}
 		b, _ := br.Peek(br.Buffered())
-		if i := bytes.Index(b, []byte("\r\n\r\n")); i >= 0 {
-			return hostHeaders(b[:i]), nil
+		// The head ends at the first empty line, as textproto reads it:
+		// "\n" then "\n" or "\r\n" ("\r\n\r\n" holds "\n\r\n").
+		i := bytes.Index(b, []byte("\n\n"))
+		if j := bytes.Index(b, []byte("\n\r\n")); j >= 0 && (i < 0 || j < i) {
+			i = j
 		}
-		if i := bytes.Index(b, []byte("\n\n")); i >= 0 {
-			return hostHeaders(b[:i]), nil
+		if i >= 0 {
+			return headerValues(b[:i], field), nil
 		}
 		if len(b) >= maxHead {
 			return nil, errHeadTooLarge
@@ -46,13 +53,14 @@ func peekHosts(br *bufio.Reader) ([]string, error) {
 	}
 }
 
-// hostHeaders returns the values of every Host header line in a head.
-func hostHeaders(head []byte) []string {
+// headerValues returns the values of the header lines named field in a
+// head.
+func headerValues(head []byte, field string) []string {
 	var out []string
 	lines := bytes.Split(head, []byte("\n"))
-	for _, l := range lines[1:] { // lines[0] is the request line
+	for _, l := range lines[1:] { // lines[0] is the request or status line
 		name, value, ok := bytes.Cut(bytes.TrimRight(l, "\r"), []byte(":"))
-		if ok && strings.EqualFold(string(name), "host") {
+		if ok && strings.EqualFold(string(name), field) {
 			out = append(out, string(bytes.TrimSpace(value)))
 		}
 	}
@@ -67,7 +75,7 @@ type target struct {
 }
 
 func (t target) host() string {
-	if t.name != "" {
+	if t.name != "" || !t.ip.IsValid() { // no target at all: "", not "invalid IP"
 		return t.name
 	}
 	return t.ip.String()

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"strings"
@@ -15,12 +16,14 @@ var errNotTLS = errors.New("not a TLS handshake")
 // tunnel and returns its server name ("" if it sends none). The tunnel's
 // bytes stay in br for the upstream.
 func peekSNI(br *bufio.Reader) (string, error) {
+	// The first byte tells TLS from the rest: a short first message of
+	// another protocol must not wait for five bytes that never come.
+	if b, err := br.Peek(1); err != nil || b[0] != 0x16 { // handshake record
+		return "", cmp.Or(err, errNotTLS)
+	}
 	hdr, err := br.Peek(5)
 	if err != nil {
 		return "", err
-	}
-	if hdr[0] != 0x16 { // handshake record
-		return "", errNotTLS
 	}
 	n := int(binary.BigEndian.Uint16(hdr[3:5]))
 	if n == 0 || n > 1<<14+2048 || 5+n > br.Size() {

@@ -27,7 +27,7 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (stor
 	if c.TenantID == "" || c.SandboxID != "" {
 		return store.Sandbox{}, fmt.Errorf("%w: a sandbox token cannot create sandboxes", ErrInvalid)
 	}
-	rec, err := s.newRecord(c, req)
+	rec, err := s.newRecord(ctx, c, req)
 	if err != nil {
 		return store.Sandbox{}, err
 	}
@@ -110,7 +110,7 @@ func (s *Service) admit(ctx context.Context, rec store.Sandbox) error {
 
 // newRecord validates req and builds the record with every default filled
 // in, so what the API shows is what the sandbox gets.
-func (s *Service) newRecord(c Caller, req CreateRequest) (store.Sandbox, error) {
+func (s *Service) newRecord(ctx context.Context, c Caller, req CreateRequest) (store.Sandbox, error) {
 	if req.Template != "" && req.Template != "base" {
 		return store.Sandbox{}, fmt.Errorf("%w: template %q", ErrNotFound, req.Template)
 	}
@@ -131,11 +131,22 @@ func (s *Service) newRecord(c Caller, req CreateRequest) (store.Sandbox, error) 
 	if req.Workdir != "" && (!path.IsAbs(req.Workdir) || strings.ContainsRune(req.Workdir, 0)) {
 		return store.Sandbox{}, fmt.Errorf("%w: workdir %q must be an absolute path", ErrInvalid, req.Workdir)
 	}
-	_, network, err := s.compileNetwork(req.Network)
+	id, err := newID()
 	if err != nil {
 		return store.Sandbox{}, err
 	}
-	id, err := newID()
+	pol, bound := req.Network, ""
+	if len(req.Secrets) > 0 {
+		// Checked first: the policy's own errors then cover the secrets'
+		// hosts too.
+		if _, _, err := s.compileNetwork(pol); err != nil {
+			return store.Sandbox{}, err
+		}
+		if bound, pol, err = s.bindSecrets(ctx, c.TenantID, id, req.Secrets, pol); err != nil {
+			return store.Sandbox{}, err
+		}
+	}
+	_, network, err := s.compileNetwork(pol)
 	if err != nil {
 		return store.Sandbox{}, err
 	}
@@ -144,7 +155,7 @@ func (s *Service) newRecord(c Caller, req CreateRequest) (store.Sandbox, error) 
 		ID: id, TenantID: c.TenantID, State: store.StateCreating, Template: "base",
 		CPUs: lim.CPUs, MemoryMB: lim.MemoryMB, Pids: lim.Pids, DiskMB: lim.DiskMB,
 		Env: maps.Clone(req.Env), Metadata: maps.Clone(req.Metadata), Workdir: req.Workdir,
-		CreatedAt: now, ExpiresAt: now.Add(timeout), Network: network,
+		CreatedAt: now, ExpiresAt: now.Add(timeout), Network: network, Secrets: bound,
 	}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/runtime"
@@ -69,30 +70,68 @@ func (s *Service) attach(ctx context.Context, rec store.Sandbox, sb runtime.Sand
 		return fmt.Errorf("egress proxy for %s: %w", rec.ID, err)
 	}
 	att := s.proxy.Attach(rec.ID, rec.TenantID, rules, httpLn, socksLn)
+	ns := &netState{att: att, tenant: rec.TenantID, env: egress.Env()}
+	if rec.Secrets != "" {
+		ca, bindings, env, err := s.loadBindings(ctx, rec)
+		if err == nil {
+			err = att.SetSecrets(ca, bindings)
+		}
+		if err == nil {
+			err = installCA(ctx, sb, ca.CertPEM())
+		}
+		if err != nil {
+			att.Close()
+			return fmt.Errorf("secrets of %s: %w", rec.ID, err)
+		}
+		maps.Copy(ns.env, env)
+		for _, b := range bindings {
+			ns.secrets = append(ns.secrets, b.Name)
+		}
+		ns.secrets = boundNames(rec, ns.secrets)
+	}
 	s.netMu.Lock()
 	old := s.attached[rec.ID]
-	s.attached[rec.ID] = att
+	s.attached[rec.ID] = ns
 	s.netMu.Unlock()
 	if old != nil {
-		old.Close()
+		old.att.Close()
 	}
 	return nil
+}
+
+// netState is a running sandbox's attachment to the proxy and what its
+// commands get in their environment because of it.
+type netState struct {
+	att     *egress.Sandbox
+	tenant  string
+	env     map[string]string // proxy variables, placeholders, CA paths
+	secrets []string          // names bound at create
+}
+
+// boundNames lists every name bound at create, deleted secrets included,
+// so a secret re-created under that name is picked up by rebind.
+func boundNames(rec store.Sandbox, fallback []string) []string {
+	var b boundSecrets
+	if json.Unmarshal([]byte(rec.Secrets), &b) != nil {
+		return fallback
+	}
+	return slices.Sorted(maps.Keys(b.Placeholders))
 }
 
 // detach closes a sandbox's proxy listeners and open connections.
 func (s *Service) detach(id string) {
 	s.netMu.Lock()
-	att := s.attached[id]
+	ns := s.attached[id]
 	delete(s.attached, id)
 	s.netMu.Unlock()
-	if att != nil {
-		if err := att.Close(); err != nil {
+	if ns != nil {
+		if err := ns.att.Close(); err != nil {
 			s.log.Warn("close egress proxy", "sandbox", id, "err", err)
 		}
 	}
 }
 
-func (s *Service) attachment(id string) *egress.Sandbox {
+func (s *Service) netState(id string) *netState {
 	s.netMu.Lock()
 	defer s.netMu.Unlock()
 	return s.attached[id]
@@ -135,8 +174,8 @@ func (s *Service) SetNetwork(ctx context.Context, c Caller, id string, p egress.
 	if err != nil {
 		return egress.Policy{}, err
 	}
-	if att := s.attachment(id); att != nil {
-		att.SetRules(rules)
+	if ns := s.netState(id); ns != nil {
+		ns.att.SetRules(rules)
 	} else if rules.Policy().Mode != egress.ModeNone {
 		if err := s.attach(ctx, rec, sb, rules); err != nil {
 			if errors.Is(err, ErrInvalid) {
@@ -181,10 +220,11 @@ func (s *Service) NetworkLog(ctx context.Context, c Caller, id string, after int
 // execEnv adds the proxy variables to a command's environment when the
 // sandbox has a proxy; the request's own variables win.
 func (s *Service) execEnv(id string, env map[string]string) map[string]string {
-	if s.attachment(id) == nil {
+	ns := s.netState(id)
+	if ns == nil {
 		return env
 	}
-	out := egress.Env()
+	out := maps.Clone(ns.env)
 	maps.Copy(out, env)
 	return out
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/secrets"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -49,6 +50,10 @@ type CreateRequest struct {
 	Workdir  string            `json:"workdir,omitempty"`
 	// Network is the egress policy; nil means none (no network at all).
 	Network *egress.Policy `json:"network,omitempty"`
+	// Secrets names tenant secrets to bind: the sandbox gets an environment
+	// variable of each name holding a placeholder, and the proxy swaps in
+	// the value on requests to the secret's hosts (added to the allow-list).
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 // ExecRequest is POST /v1/sandboxes/{id}/exec: exactly one of Cmd (argv)
@@ -121,4 +126,10 @@ type Manager interface {
 	GetNetwork(ctx context.Context, c Caller, id string) (egress.Policy, error)
 	SetNetwork(ctx context.Context, c Caller, id string, p egress.Policy) (egress.Policy, error)
 	NetworkLog(ctx context.Context, c Caller, id string, after int64, limit int) ([]egress.Event, error)
+
+	// A tenant's secrets. Values go in and never come out.
+	CreateSecret(ctx context.Context, c Caller, spec secrets.Spec) (SecretInfo, error)
+	ListSecrets(ctx context.Context, c Caller) ([]SecretInfo, error)
+	RotateSecret(ctx context.Context, c Caller, name string, req RotateRequest) (SecretInfo, error)
+	DeleteSecret(ctx context.Context, c Caller, name string) error
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/secrets"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -34,6 +35,8 @@ type Options struct {
 	// Egress configures the egress proxy; nil runs without one, and only
 	// the network policy "none" is accepted.
 	Egress *egress.Config
+	// Secrets seals secret values at rest; nil refuses secrets.
+	Secrets *secrets.Box
 }
 
 // Service implements Manager on a store and a runtime. It owns the reaper
@@ -53,7 +56,8 @@ type Service struct {
 	proxy    *egress.Proxy // nil without egress
 	netlog   *netLog
 	netMu    sync.Mutex
-	attached map[string]*egress.Sandbox // by sandbox id
+	attached map[string]*netState // by sandbox id
+	box      *secrets.Box         // nil: no secrets
 
 	kick chan struct{} // wakes the reaper when an expiry moves closer
 	// wakeMu guards wakeAt, when the sleeping reaper will next look; zero
@@ -86,7 +90,8 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 	s := &Service{
 		st: st, rt: rt, opts: opts, log: opts.Logger,
 		kick:     make(chan struct{}, 1),
-		attached: map[string]*egress.Sandbox{},
+		attached: map[string]*netState{},
+		box:      opts.Secrets,
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}

@@ -62,6 +62,20 @@ var migrations = []string{
 		data       TEXT NOT NULL
 	);
 	CREATE INDEX net_events_sandbox ON net_events(sandbox_id, id);`,
+	// Tenant secrets, sealed by package secrets, and the placeholders each
+	// sandbox was given for the ones bound to it.
+	`CREATE TABLE secrets (
+		tenant_id  TEXT NOT NULL,
+		name       TEXT NOT NULL,
+		hosts      TEXT NOT NULL,
+		inject     TEXT NOT NULL,
+		body       INTEGER NOT NULL,
+		sealed     BLOB NOT NULL,
+		created_at INTEGER,
+		rotated_at INTEGER,
+		PRIMARY KEY (tenant_id, name)
+	);
+	ALTER TABLE sandboxes ADD COLUMN secrets TEXT NOT NULL DEFAULT '';`,
 }
 
 // migrate applies the migrations the database has not run yet, in one

@@ -1,8 +1,9 @@
-// Package store persists Airlock's records: tenants, API keys, sandboxes and
-// sandbox tokens, behind one interface that SQLite (the embedded default)
-// implements and PostgreSQL can later. It stores only hashes of secrets
-// (keys, tokens), never the secrets themselves, and it never decides policy:
-// quotas and ownership are checked by its callers.
+// Package store persists Airlock's records: tenants, API keys, sandboxes,
+// sandbox tokens and tenant secrets, behind one interface that SQLite (the
+// embedded default) implements and PostgreSQL can later. It stores only
+// hashes of credentials (keys, tokens) and only sealed (encrypted) tenant
+// secrets, never a plaintext one, and it never decides policy: quotas and
+// ownership are checked by its callers.
 package store
 
 import (
@@ -73,6 +74,23 @@ type Sandbox struct {
 	// Network is the egress policy as JSON, "" for the default (none). The
 	// store keeps it opaque: the sandbox package owns its meaning.
 	Network string `json:"network,omitempty"`
+	// Secrets are the secrets bound at create as JSON (name ->
+	// placeholder), "" for none; opaque to the store. Placeholders are not
+	// secret: the sandbox holds them in its environment.
+	Secrets string `json:"secrets,omitempty"`
+}
+
+// Secret is a tenant's secret. Sealed is the value encrypted by package
+// secrets; the store never sees a plaintext value.
+type Secret struct {
+	TenantID  string
+	Name      string // unique per tenant
+	Hosts     []string
+	Inject    string // JSON of secrets.Inject, "" if none (opaque to the store)
+	Body      bool
+	Sealed    []byte
+	CreatedAt time.Time
+	RotatedAt time.Time // zero until the first rotation
 }
 
 // NetEvent is one entry of a sandbox's egress log; Data is the event as
@@ -130,6 +148,21 @@ type Store interface {
 	// NetEvents returns up to limit events of the sandbox with an ID above
 	// after, oldest first.
 	NetEvents(ctx context.Context, sandboxID string, after int64, limit int) ([]NetEvent, error)
+
+	// CreateSecret inserts a secret; one with the same tenant and name is
+	// ErrConflict.
+	CreateSecret(ctx context.Context, s Secret) error
+	// GetSecret returns the tenant's secret with the name, or ErrNotFound.
+	GetSecret(ctx context.Context, tenantID, name string) (Secret, error)
+	// ListSecrets returns the tenant's secrets ordered by name.
+	ListSecrets(ctx context.Context, tenantID string) ([]Secret, error)
+	// UpdateSecret replaces the hosts, inject, body, sealed value and
+	// rotation time of the secret with s's tenant and name (its creation
+	// time stays), or returns ErrNotFound.
+	UpdateSecret(ctx context.Context, s Secret) error
+	// DeleteSecret removes the tenant's secret with the name, or returns
+	// ErrNotFound.
+	DeleteSecret(ctx context.Context, tenantID, name string) error
 
 	Close() error
 }
