@@ -65,7 +65,7 @@ func parseHost(s string) (string, netip.Addr, error) {
 		}
 		return "", ip, nil
 	}
-	if err := checkName(s); err != nil {
+	if err := CheckName(s); err != nil {
 		return "", netip.Addr{}, err
 	}
 	return s, netip.Addr{}, nil
@@ -86,9 +86,10 @@ func parseIPv6(s string) (netip.Addr, error) {
 	return ip.Unmap(), nil
 }
 
-// checkName reports why s, lower-case and without a trailing dot, is not a
-// DNS name we will resolve.
-func checkName(s string) error {
+// CheckName reports why s, lower-case and without a trailing dot, is not a
+// DNS name the proxy will resolve: LDH labels (underscores allowed), 1..63
+// bytes each, at most 253 in all.
+func CheckName(s string) error {
 	if len(s) > 253 {
 		return errors.New("name is longer than 253 bytes")
 	}

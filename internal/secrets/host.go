@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/airlockhq/airlock/internal/egress"
 )
 
 // checkHost reports why h is not a host a secret may be sent to: an exact
@@ -74,24 +76,10 @@ func checkDNSName(s string) error {
 	case strings.HasSuffix(s, "."):
 		return errors.New(`trailing "." is not allowed`)
 	}
-	var last string
-	for label := range strings.SplitSeq(s, ".") {
-		switch {
-		case label == "":
-			return errors.New("name has an empty label")
-		case len(label) > 63:
-			return errors.New("name has a label longer than 63 bytes")
-		case label[0] == '-' || label[len(label)-1] == '-':
-			return errors.New("a label cannot start or end with a hyphen")
-		}
-		for i := 0; i < len(label); i++ {
-			c := label[i]
-			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-				return fmt.Errorf("invalid character %q in name", c)
-			}
-		}
-		last = label
+	if err := egress.CheckName(s); err != nil {
+		return err
 	}
+	last := s[strings.LastIndexByte(s, '.')+1:]
 	// No top-level domain is numeric; a name ending in a number is an IPv4
 	// address in one of the spellings resolvers accept ("10.0.0.1",
 	// "167772161", "0x0a000001", "012.0.0.1").
