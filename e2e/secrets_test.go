@@ -206,3 +206,23 @@ func TestSecretsTenancyAndBadInput(t *testing.T) {
 		t.Errorf("after bad input, %d sandboxes", len(page.Sandboxes))
 	}
 }
+
+// After a daemon crash the sandbox's proxy comes back with its CA and
+// bindings: the same placeholder still gets the value in.
+func TestSecretsSurviveRestart(t *testing.T) {
+	e := startSecrets(t)
+	e.s.cmd.Process.Kill()
+	e.s.cmd.Wait()
+	e.s.cmd = nil
+	e.s.start()
+	e.c = e.s.admin()
+	if p, _ := e.sh(e.sb.ID, "printenv OPENAI_API_KEY"); p != e.placeholder {
+		t.Errorf("placeholder after restart: %q, want %q", p, e.placeholder)
+	}
+	if _, code := e.sh(e.sb.ID, `curl -sS --max-time 20 -H "Authorization: Bearer $OPENAI_API_KEY" https://allowed.test/`); code != 0 {
+		t.Fatalf("curl after restart: exit %d", code)
+	}
+	if got := e.lastSeen(fakenet.AllowedName); got != "Bearer "+e.real {
+		t.Errorf("after restart the bound host received %q", got)
+	}
+}

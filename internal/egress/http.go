@@ -2,7 +2,6 @@ package egress
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -114,7 +113,7 @@ func (s *Sandbox) decide(cc *countConn, ev *Event, t target) (up net.Conn, ok bo
 		s.refuse(cc, *ev, http.StatusForbidden, d.Reason, d.Rule)
 		return nil, false
 	}
-	up, addr, err := s.p.dial(context.Background(), r, t.name, t.ip, t.port)
+	up, addr, err := s.p.dial(s.ctx, r, t.name, t.ip, t.port)
 	if err != nil {
 		if de, denied := addrDenied(err); denied {
 			s.refuse(cc, *ev, http.StatusForbidden, de.Error(), d.Rule)

@@ -113,6 +113,11 @@ type Sandbox struct {
 	ups    map[net.Conn]struct{} // upstream connections, cut by Close too
 	closed bool
 	wg     sync.WaitGroup
+
+	// ctx ends with Close, so a dial in progress does not hold Close up
+	// for the dial timeout.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // Attach serves sandbox id's traffic arriving on its listeners under rules:
@@ -121,6 +126,7 @@ type Sandbox struct {
 func (p *Proxy) Attach(id, tenant string, rules *Rules, httpLn, socksLn net.Listener) *Sandbox {
 	s := &Sandbox{p: p, id: id, tenant: tenant, log: newEventLog(p.cfg.LogSize),
 		conns: map[net.Conn]struct{}{}, ups: map[net.Conn]struct{}{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.rules.Store(rules)
 	for _, l := range []struct {
 		ln    net.Listener
@@ -160,6 +166,7 @@ func (s *Sandbox) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.cancel()
 	var errs []error
 	for _, ln := range s.lns {
 		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {

@@ -2,7 +2,6 @@ package egress
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -65,7 +64,7 @@ func (s *Sandbox) serveSOCKS(c net.Conn) {
 		s.event(ev)
 		return
 	}
-	up, addr, err := s.p.dial(context.Background(), r, t.name, t.ip, t.port)
+	up, addr, err := s.p.dial(s.ctx, r, t.name, t.ip, t.port)
 	if err != nil {
 		ev.Decision, ev.Reason = Allowed, "upstream: "+err.Error()
 		code := byte(socksHostUnreach)
