@@ -21,6 +21,12 @@ func validateExec(req *sandbox.ExecRequest) error {
 		return invalidf("fields \"cmd\" and \"command\" are exclusive; give one")
 	case len(req.Cmd) > 0 && req.Cmd[0] == "":
 		return invalidf("field \"cmd\": the program name cmd[0] is empty")
+	case len(req.Tag) > 64 || strings.ContainsFunc(req.Tag, func(r rune) bool {
+		return !(r == '-' || r == '_' || r == '.' || '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z')
+	}):
+		return invalidf("field \"tag\": up to 64 of A-Z a-z 0-9 . _ -")
+	case req.Tag != "" && !req.Background:
+		return invalidf("field \"tag\" names a background process; set \"background\": true")
 	case req.TimeoutS < 0 || req.TimeoutS > maxTimeoutS:
 		return invalidf("field \"timeout_s\" is %d; want 0 (until the sandbox expires) to %d", req.TimeoutS, maxTimeoutS)
 	}
@@ -38,6 +44,18 @@ func (s *server) exec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, id := callerOf(r), r.PathValue("id")
+	if req.Background {
+		info, err := s.m.StartBackground(r.Context(), c, id, req)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, struct {
+			Pid int    `json:"pid"`
+			Tag string `json:"tag"`
+		}{info.Pid, info.Tag})
+		return
+	}
 	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		res, err := s.m.Exec(r.Context(), c, id, req)
 		if err != nil {
@@ -147,6 +165,26 @@ func (st *sseStream) event(name string, v any) error {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	st.beginLocked()
+	if _, err := fmt.Fprintf(st.w, "event: %s\ndata: %s\n\n", name, data); err != nil {
+		return fmt.Errorf("write %s event: %w", name, err)
+	}
+	if err := st.rc.Flush(); err != nil {
+		return fmt.Errorf("flush %s event: %w", name, err)
+	}
+	return nil
+}
+
+// begin sends the status line and headers now, for a stream that may stay
+// quiet for long (its keep-alives need a begun stream).
+func (st *sseStream) begin() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.beginLocked()
+	return st.rc.Flush()
+}
+
+func (st *sseStream) beginLocked() {
 	if !st.begun {
 		h := st.w.Header()
 		h.Set("Content-Type", "text/event-stream")
@@ -156,11 +194,4 @@ func (st *sseStream) event(name string, v any) error {
 		st.w.WriteHeader(http.StatusOK)
 		st.begun = true
 	}
-	if _, err := fmt.Fprintf(st.w, "event: %s\ndata: %s\n\n", name, data); err != nil {
-		return fmt.Errorf("write %s event: %w", name, err)
-	}
-	if err := st.rc.Flush(); err != nil {
-		return fmt.Errorf("flush %s event: %w", name, err)
-	}
-	return nil
 }

@@ -65,6 +65,10 @@ type ExecRequest struct {
 	Env      map[string]string `json:"env,omitempty"`
 	Stdin    string            `json:"stdin,omitempty"`
 	TimeoutS int64             `json:"timeout_s,omitempty"` // 0 = until the sandbox expires
+	// Background returns at once with the process's pid and tag; its
+	// output is kept for the processes routes.
+	Background bool   `json:"background,omitempty"`
+	Tag        string `json:"tag,omitempty"`
 }
 
 // ExecResult is the JSON answer of a non-streaming exec.
@@ -128,6 +132,16 @@ type Manager interface {
 	NetworkLog(ctx context.Context, c Caller, id string, after int64, limit int) ([]egress.Event, error)
 
 	// A tenant's secrets. Values go in and never come out.
+	// Background processes: started by exec with Background set, they
+	// outlive the request; output is kept (bounded) and can be read from
+	// any kept offset, following it as it grows.
+	StartBackground(ctx context.Context, c Caller, id string, req ExecRequest) (ProcInfo, error)
+	ListProcesses(ctx context.Context, c Caller, id string) ([]ProcInfo, error)
+	ProcessOutput(ctx context.Context, c Caller, id string, pid int, offset int64, follow bool, out ProcStream) error
+	WriteStdin(ctx context.Context, c Caller, id string, pid int, r io.Reader) (int64, error)
+	CloseStdin(ctx context.Context, c Caller, id string, pid int) error
+	SignalProcess(ctx context.Context, c Caller, id string, pid, sig int) error
+
 	CreateSecret(ctx context.Context, c Caller, spec secrets.Spec) (SecretInfo, error)
 	ListSecrets(ctx context.Context, c Caller) ([]SecretInfo, error)
 	RotateSecret(ctx context.Context, c Caller, name string, req RotateRequest) (SecretInfo, error)

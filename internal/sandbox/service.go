@@ -57,7 +57,9 @@ type Service struct {
 	netlog   *netLog
 	netMu    sync.Mutex
 	attached map[string]*netState // by sandbox id
-	box      *secrets.Box         // nil: no secrets
+	procMu   sync.Mutex
+	procs    map[string]*procTable // background processes by sandbox id
+	box      *secrets.Box          // nil: no secrets
 
 	kick chan struct{} // wakes the reaper when an expiry moves closer
 	// wakeMu guards wakeAt, when the sleeping reaper will next look; zero
@@ -91,6 +93,7 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 		st: st, rt: rt, opts: opts, log: opts.Logger,
 		kick:     make(chan struct{}, 1),
 		attached: map[string]*netState{},
+		procs:    map[string]*procTable{},
 		box:      opts.Secrets,
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -239,6 +242,7 @@ func (s *Service) markLost(ctx context.Context, id string, cause error) error {
 	if rec.State == store.StateRunning {
 		s.log.Warn("sandbox lost by the runtime", "sandbox", id, "err", cause)
 		s.detach(id)
+		s.dropProcs(id)
 		rec.State, rec.Reason, rec.EndedAt = store.StateFailed, "lost: runtime sandbox gone", s.now()
 		if err := s.st.UpdateSandbox(ctx, rec); err != nil {
 			return fmt.Errorf("mark sandbox %s failed: %w", id, err)

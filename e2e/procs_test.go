@@ -1,0 +1,102 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/client"
+)
+
+// TestBackgroundOverHTTP: a process printing a line a fifth of a second;
+// the client drops its stream, resumes from its offset and gets every line
+// exactly once; stdin and signals reach a process; destroying the sandbox
+// ends an open stream with an error event at once.
+func TestBackgroundOverHTTP(t *testing.T) {
+	s := startServer(t, "")
+	c := s.admin()
+	sb := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{}))
+	p := must[client.Process](t)(c.StartProcess(ctx, sb.ID, client.ExecRequest{Command: "for i in $(seq 1 8); do echo line$i; sleep 0.2; done"}, "ticker"))
+	if p.Pid < 1 || p.Tag != "ticker" {
+		t.Fatalf("started %+v", p)
+	}
+	// Follow for a while, then drop the connection.
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	var first bytes.Buffer
+	next, _, _, err := c.ProcessOutput(short, sb.ID, p.Pid, 0, true, &first, nil)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) || first.Len() == 0 {
+		t.Fatalf("first stream: %q, %v", first.String(), err)
+	}
+	var rest bytes.Buffer
+	_, exit, dropped, err := c.ProcessOutput(ctx, sb.ID, p.Pid, next, true, &rest, nil)
+	if err != nil || exit == nil || exit.ExitCode != 0 || dropped != 0 {
+		t.Fatalf("resumed stream: exit %+v, dropped %d, %v", exit, dropped, err)
+	}
+	want := ""
+	for i := 1; i <= 8; i++ {
+		want += "line" + string(rune('0'+i)) + "\n"
+	}
+	if got := first.String() + rest.String(); got != want {
+		t.Errorf("across the reconnect: %q, want %q", got, want)
+	}
+
+	echo := must[client.Process](t)(c.StartProcess(ctx, sb.ID, client.ExecRequest{Command: "trap 'echo usr1' USR1; read l; echo got:$l; while :; do sleep 30 & wait; done"}, ""))
+	if err := c.WriteStdin(ctx, sb.ID, echo.Pid, strings.NewReader("hi\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c, sb.ID, echo.Pid, "got:hi\n")
+	if err := c.SignalProcess(ctx, sb.ID, echo.Pid, "USR1"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c, sb.ID, echo.Pid, "usr1\n")
+	if err := c.SignalProcess(ctx, sb.ID, echo.Pid, "NOSUCH"); !errors.Is(err, client.ErrInvalid) {
+		t.Errorf("bad signal name: %v", err)
+	}
+	list := must[[]client.Process](t)(c.ListProcesses(ctx, sb.ID))
+	if len(list) != 2 || list[0].State != "exited" || list[1].State != "running" {
+		t.Errorf("processes: %+v", list)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		_, _, _, err := c.ProcessOutput(ctx, sb.ID, echo.Pid, 0, true, nil, nil)
+		done <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		var ae *client.Error
+		if !errors.As(err, &ae) {
+			t.Errorf("stream ended with %v, want an error event", err)
+		}
+		if d := time.Since(start); d > time.Second+500*time.Millisecond {
+			t.Errorf("the stream ended %v after the delete", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream still runs after the sandbox was destroyed")
+	}
+	assertNoSandboxesLeft(t, s, sb.ID)
+}
+
+// waitFor follows a process's output until it holds want.
+func waitFor(t *testing.T, c *client.Client, id string, pid int, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		var out bytes.Buffer
+		c.ProcessOutput(ctx, id, pid, 0, false, &out, nil)
+		if strings.Contains(out.String(), want) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("process %d never printed %q", pid, want)
+}
