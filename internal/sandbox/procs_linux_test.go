@@ -148,4 +148,3 @@ func (w *watch) Output(s string, off int64, data []byte) error {
 	}
 	return nil
 }
-
