@@ -25,6 +25,8 @@ type Sandbox struct {
 	Metadata  map[string]string `json:"metadata,omitempty"`
 	Workdir   string            `json:"workdir,omitempty"`
 	Network   *NetworkPolicy    `json:"network,omitempty"`
+	// IdleTimeout is 0 when the sandbox has no idle timeout.
+	IdleTimeoutS int64 `json:"idle_timeout_s,omitempty"`
 }
 
 // Limits are a sandbox's resource limits.
@@ -52,6 +54,9 @@ type CreateRequest struct {
 	Network *NetworkPolicy `json:"network,omitempty"`
 	// Secrets names the tenant's secrets to bind (see CreateSecret).
 	Secrets []string `json:"secrets,omitempty"`
+	// IdleTimeoutS destroys the sandbox after that many seconds without
+	// use (calls, running commands, open streams); 0: none.
+	IdleTimeoutS int64 `json:"idle_timeout_s,omitempty"`
 }
 
 func (r CreateRequest) MarshalJSON() ([]byte, error) {

@@ -54,7 +54,7 @@ func TestSandboxRoutes(t *testing.T) {
 	for k := range raw {
 		keys = append(keys, k)
 	}
-	if d := cmp.Diff([]string{"created_at", "expires_at", "id", "limits", "metadata", "network", "state", "template", "workdir"},
+	if d := cmp.Diff([]string{"created_at", "expires_at", "id", "idle_timeout_s", "limits", "metadata", "network", "state", "template", "workdir"},
 		keys, cmpopts.SortSlices(func(a, b string) bool { return a < b })); d != "" {
 		t.Errorf("sandbox keys (-want +got):\n%s", d)
 	}

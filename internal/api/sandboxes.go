@@ -27,6 +27,8 @@ type sandboxJSON struct {
 	Metadata  map[string]string `json:"metadata"`
 	Workdir   string            `json:"workdir"`
 	Network   networkJSON       `json:"network"`
+	// IdleTimeoutS is 0 when the sandbox has no idle timeout.
+	IdleTimeoutS int64 `json:"idle_timeout_s"`
 }
 
 type limitsJSON struct {
@@ -45,7 +47,7 @@ func toJSON(sb store.Sandbox) sandboxJSON {
 		ID: sb.ID, State: sb.State, Reason: sb.Reason, Template: sb.Template,
 		CreatedAt: sb.CreatedAt.UTC(), ExpiresAt: sb.ExpiresAt.UTC(),
 		Limits:   limitsJSON{CPUs: sb.CPUs, MemoryMB: sb.MemoryMB, Pids: sb.Pids, DiskMB: sb.DiskMB},
-		Metadata: md, Workdir: sb.Workdir, Network: recordNetwork(sb),
+		Metadata: md, Workdir: sb.Workdir, Network: recordNetwork(sb), IdleTimeoutS: sb.IdleTimeoutS,
 	}
 }
 

@@ -55,6 +55,7 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (stor
 		return store.Sandbox{}, s.createFailed(ctx, rec, err)
 	}
 	rec.State = store.StateRunning
+	s.idle.watch(rec.ID, time.Duration(rec.IdleTimeoutS)*time.Second, s.now())
 	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
 		s.detach(rec.ID)
 		if derr := sb.Destroy(ctx); derr != nil {
@@ -122,6 +123,9 @@ func (s *Service) newRecord(ctx context.Context, c Caller, req CreateRequest) (s
 	if err != nil {
 		return store.Sandbox{}, err
 	}
+	if req.IdleTimeoutS < 0 || req.IdleTimeoutS > int64(MaxTimeout/time.Second) {
+		return store.Sandbox{}, fmt.Errorf("%w: idle_timeout_s %d must be between 0 (none) and %d", ErrInvalid, req.IdleTimeoutS, int64(MaxTimeout/time.Second))
+	}
 	if err := validEnv(req.Env); err != nil {
 		return store.Sandbox{}, err
 	}
@@ -156,6 +160,7 @@ func (s *Service) newRecord(ctx context.Context, c Caller, req CreateRequest) (s
 		CPUs: lim.CPUs, MemoryMB: lim.MemoryMB, Pids: lim.Pids, DiskMB: lim.DiskMB,
 		Env: maps.Clone(req.Env), Metadata: maps.Clone(req.Metadata), Workdir: req.Workdir,
 		CreatedAt: now, ExpiresAt: now.Add(timeout), Network: network, Secrets: bound,
+		IdleTimeoutS: req.IdleTimeoutS,
 	}, nil
 }
 

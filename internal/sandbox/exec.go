@@ -19,6 +19,7 @@ func (s *Service) Exec(ctx context.Context, c Caller, id string, req ExecRequest
 	if err != nil {
 		return ExecResult{}, err
 	}
+	defer s.idle.hold(id, s.now)()
 	var stdout, stderr capped
 	rreq.Stdout, rreq.Stderr = &stdout, &stderr
 	st, err := sb.Exec(ctx, rreq)
@@ -39,6 +40,7 @@ func (s *Service) ExecStream(ctx context.Context, c Caller, id string, req ExecR
 	if err != nil {
 		return ExecResult{}, err
 	}
+	defer s.idle.hold(id, s.now)()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Output may arrive before Start returns the pid; the gate holds it

@@ -79,6 +79,7 @@ func (s *Service) Delete(ctx context.Context, c Caller, id string) error {
 // happened, and the destroy only reclaims what is left.
 func (s *Service) stopLocked(ctx context.Context, rec store.Sandbox, reason string) error {
 	s.detach(rec.ID)
+	s.idle.forget(rec.ID)
 	// First, so readers of background output learn why it ends rather
 	// than seeing the kill as an ordinary exit.
 	s.dropProcs(rec.ID)

@@ -26,6 +26,7 @@ func (s *Service) ProcessOutput(ctx context.Context, c Caller, id string, pid in
 	if err != nil {
 		return err
 	}
+	defer s.idle.hold(id, s.now)()
 	if v := p.out.from(0); offset < 0 || offset > v.next {
 		return fmt.Errorf("%w: offset %d is past the %d bytes written", ErrInvalid, offset, v.next)
 	}

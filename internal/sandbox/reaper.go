@@ -67,6 +67,7 @@ func (s *Service) reapLoop() {
 // earliest expiry still ahead (zero if none).
 func (s *Service) reapOnce() time.Time {
 	ctx := context.Background()
+	s.reapIdle(ctx)
 	now := s.now()
 	expired, err := s.st.ListSandboxes(ctx, store.SandboxFilter{State: store.StateRunning, ExpiredBy: now})
 	if err != nil {
@@ -142,6 +143,9 @@ func (s *Service) reattach(ctx context.Context, rec store.Sandbox) error {
 			// than failed, since nothing would say why.
 			err = nerr
 		}
+	}
+	if err == nil {
+		s.idle.watch(rec.ID, time.Duration(rec.IdleTimeoutS)*time.Second, s.now())
 	}
 	switch {
 	case err == nil && rec.State == store.StateRunning:

@@ -54,6 +54,9 @@ type CreateRequest struct {
 	// variable of each name holding a placeholder, and the proxy swaps in
 	// the value on requests to the secret's hosts (added to the allow-list).
 	Secrets []string `json:"secrets,omitempty"`
+	// IdleTimeoutS destroys the sandbox after that many seconds without
+	// use (calls, running commands, open streams); 0: no idle timeout.
+	IdleTimeoutS int64 `json:"idle_timeout_s,omitempty"`
 }
 
 // ExecRequest is POST /v1/sandboxes/{id}/exec: exactly one of Cmd (argv)

@@ -59,7 +59,8 @@ type Service struct {
 	attached map[string]*netState // by sandbox id
 	procMu   sync.Mutex
 	procs    map[string]*procTable // background processes by sandbox id
-	box      *secrets.Box          // nil: no secrets
+	idle     idleTracker
+	box      *secrets.Box // nil: no secrets
 
 	kick chan struct{} // wakes the reaper when an expiry moves closer
 	// wakeMu guards wakeAt, when the sleeping reaper will next look; zero
@@ -171,6 +172,9 @@ func (s *Service) resolve(ctx context.Context, c Caller, id string) (store.Sandb
 	rec, err := s.st.GetSandbox(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Sandbox{}, notFound
+	}
+	if err == nil && rec.TenantID == c.TenantID {
+		s.idle.touch(id, s.now())
 	}
 	if err != nil {
 		return store.Sandbox{}, fmt.Errorf("load sandbox %s: %w", id, err)

@@ -11,14 +11,14 @@ import (
 )
 
 const sandboxCols = `id, tenant_id, state, reason, template, cpus, memory_mb, pids, disk_mb,
-	env, metadata, workdir, created_at, expires_at, ended_at, network, secrets`
+	env, metadata, workdir, created_at, expires_at, ended_at, network, secrets, idle_timeout_s`
 
 // CreateSandbox inserts sb; an existing id is ErrConflict.
 func (s *SQLite) CreateSandbox(ctx context.Context, sb Sandbox) error {
 	args, err := sandboxArgs(sb)
 	if err == nil {
 		_, err = s.exec(ctx, `INSERT INTO sandboxes (`+sandboxCols+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
 	}
 	if err != nil {
 		return fmt.Errorf("create sandbox %s: %w", sb.ID, err)
@@ -43,7 +43,7 @@ func (s *SQLite) UpdateSandbox(ctx context.Context, sb Sandbox) error {
 		n, err = s.exec(ctx, `UPDATE sandboxes SET
 			tenant_id = ?, state = ?, reason = ?, template = ?, cpus = ?, memory_mb = ?,
 			pids = ?, disk_mb = ?, env = ?, metadata = ?, workdir = ?,
-			created_at = ?, expires_at = ?, ended_at = ?, network = ?, secrets = ?
+			created_at = ?, expires_at = ?, ended_at = ?, network = ?, secrets = ?, idle_timeout_s = ?
 			WHERE id = ?`, append(args[1:], sb.ID)...)
 		if err == nil && n == 0 {
 			err = ErrNotFound
@@ -144,7 +144,7 @@ func sandboxArgs(sb Sandbox) ([]any, error) {
 	}
 	return []any{sb.ID, sb.TenantID, sb.State, sb.Reason, sb.Template, sb.CPUs, sb.MemoryMB,
 		sb.Pids, sb.DiskMB, env, meta, sb.Workdir,
-		toNanos(sb.CreatedAt), toNanos(sb.ExpiresAt), toNanos(sb.EndedAt), sb.Network, sb.Secrets}, nil
+		toNanos(sb.CreatedAt), toNanos(sb.ExpiresAt), toNanos(sb.EndedAt), sb.Network, sb.Secrets, sb.IdleTimeoutS}, nil
 }
 
 func scanSandbox(r scanner) (Sandbox, error) {
@@ -152,7 +152,7 @@ func scanSandbox(r scanner) (Sandbox, error) {
 	var env, meta sql.NullString
 	var created, expires, ended sql.NullInt64
 	err := r.Scan(&sb.ID, &sb.TenantID, &sb.State, &sb.Reason, &sb.Template, &sb.CPUs, &sb.MemoryMB,
-		&sb.Pids, &sb.DiskMB, &env, &meta, &sb.Workdir, &created, &expires, &ended, &sb.Network, &sb.Secrets)
+		&sb.Pids, &sb.DiskMB, &env, &meta, &sb.Workdir, &created, &expires, &ended, &sb.Network, &sb.Secrets, &sb.IdleTimeoutS)
 	if err != nil {
 		return Sandbox{}, notFound(err)
 	}

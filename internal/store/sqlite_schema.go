@@ -76,6 +76,8 @@ var migrations = []string{
 		PRIMARY KEY (tenant_id, name)
 	);
 	ALTER TABLE sandboxes ADD COLUMN secrets TEXT NOT NULL DEFAULT '';`,
+	// Idle timeouts.
+	`ALTER TABLE sandboxes ADD COLUMN idle_timeout_s INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // migrate applies the migrations the database has not run yet, in one

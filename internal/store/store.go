@@ -74,6 +74,8 @@ type Sandbox struct {
 	// Network is the egress policy as JSON, "" for the default (none). The
 	// store keeps it opaque: the sandbox package owns its meaning.
 	Network string `json:"network,omitempty"`
+	// IdleTimeoutS stops the sandbox after that long unused (0: never).
+	IdleTimeoutS int64 `json:"idle_timeout_s,omitempty"`
 	// Secrets are the secrets bound at create as JSON (name ->
 	// placeholder), "" for none; opaque to the store. Placeholders are not
 	// secret: the sandbox holds them in its environment.

@@ -1,0 +1,130 @@
+package sandbox
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// ReasonIdle is the reason of a sandbox stopped by its idle timeout.
+const ReasonIdle = "idle"
+
+// idleTracker knows when each sandbox with an idle timeout was last used.
+// Any call on the sandbox is use; so is any moment in which a command runs
+// (foreground or background) or an output stream is open. It lives in
+// memory: after a restart every sandbox starts a fresh idle period.
+type idleTracker struct {
+	mu   sync.Mutex
+	subs map[string]*idleState
+}
+
+type idleState struct {
+	timeout time.Duration
+	last    time.Time
+	busy    int // commands running and streams open
+}
+
+func (t *idleTracker) watch(id string, timeout time.Duration, now time.Time) {
+	if timeout <= 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.subs == nil {
+		t.subs = map[string]*idleState{}
+	}
+	t.subs[id] = &idleState{timeout: timeout, last: now}
+}
+
+func (t *idleTracker) forget(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.subs, id)
+}
+
+func (t *idleTracker) touch(id string, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if st := t.subs[id]; st != nil && now.After(st.last) {
+		st.last = now
+	}
+}
+
+// hold marks the sandbox busy until the returned func runs.
+func (t *idleTracker) hold(id string, now func() time.Time) func() {
+	t.mu.Lock()
+	st := t.subs[id]
+	if st != nil {
+		st.busy++
+	}
+	t.mu.Unlock()
+	if st == nil {
+		return func() {}
+	}
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		st.busy--
+		if n := now(); n.After(st.last) {
+			st.last = n
+		}
+	}
+}
+
+// idle returns the sandboxes idle past their timeout at now, skipping
+// those for which busy says otherwise (background processes running).
+func (t *idleTracker) idle(now time.Time, busy func(id string) bool) []string {
+	t.mu.Lock()
+	var ids []string
+	for id, st := range t.subs {
+		if st.busy == 0 && now.Sub(st.last) >= st.timeout {
+			ids = append(ids, id)
+		}
+	}
+	t.mu.Unlock()
+	out := ids[:0]
+	for _, id := range ids {
+		if busy(id) {
+			t.touch(id, now)
+			continue
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+// reapIdle stops sandboxes idle past their timeout.
+func (s *Service) reapIdle(ctx context.Context) {
+	for _, id := range s.idle.idle(s.now(), s.procsRunning) {
+		unlock := s.locks.lock(id)
+		rec, err := s.st.GetSandbox(ctx, id)
+		if err == nil && rec.State == "running" {
+			err = s.stopLocked(ctx, rec, ReasonIdle)
+		}
+		unlock()
+		if err != nil {
+			s.log.Error("reaper: stop idle sandbox", "sandbox", id, "err", err)
+			continue
+		}
+		s.idle.forget(id)
+	}
+}
+
+// procsRunning says whether a sandbox has a background process running.
+func (s *Service) procsRunning(id string) bool {
+	t := s.procTable(id, false)
+	if t == nil {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, p := range t.procs {
+		p.out.mu.Lock()
+		done := p.out.done
+		p.out.mu.Unlock()
+		if !done {
+			return true
+		}
+	}
+	return false
+}
