@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -99,4 +101,50 @@ func waitFor(t *testing.T, c *client.Client, id string, pid int, want string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("process %d never printed %q", pid, want)
+}
+
+// TestStreamBoundedMemory: 200 MB of output streams through the API while
+// the daemon's resident memory stays bounded.
+func TestStreamBoundedMemory(t *testing.T) {
+	s := startServer(t, "")
+	c := s.admin()
+	sb := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{}))
+	before := rssKB(t, s.cmd.Process.Pid, "VmRSS")
+	var n countWriter
+	res := must[client.ExecResult](t)(c.ExecStream(ctx, sb.ID, client.ExecRequest{Command: "head -c 200000000 /dev/zero"}, &n, nil))
+	if res.ExitCode != 0 || n != 200_000_000 {
+		t.Fatalf("streamed %d bytes, exit %d", n, res.ExitCode)
+	}
+	// The peak over the whole run, not a sample: nothing grew with the
+	// output.
+	peak := rssKB(t, s.cmd.Process.Pid, "VmHWM")
+	t.Logf("daemon RSS before %d KiB, peak %d KiB", before, peak)
+	if peak-before > 64<<10 {
+		t.Errorf("daemon peak RSS %d KiB, %d KiB above the %d KiB before streaming", peak, peak-before, before)
+	}
+}
+
+type countWriter int64
+
+func (w *countWriter) Write(p []byte) (int, error) {
+	*w += countWriter(len(p))
+	return len(p), nil
+}
+
+// rssKB reads a memory field (VmRSS, VmHWM) of a process in KiB.
+func rssKB(t *testing.T, pid int, field string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+			return kb
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
 }
