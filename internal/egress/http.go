@@ -50,8 +50,10 @@ func (s *Sandbox) serveHTTP(c net.Conn) {
 // and closes the connection.
 func (s *Sandbox) refuse(cc *countConn, ev Event, status int, reason, rule string) {
 	ev.Decision, ev.Reason, ev.Rule, ev.Status = Denied, reason, rule, status
-	writeRefusal(cc, ev, s.hint(ev))
+	// Logged before the answer goes out: whoever reads the log after
+	// seeing the refusal finds it there.
 	s.event(ev)
+	writeRefusal(cc, ev, s.hint(ev))
 	cc.Close()
 }
 
@@ -120,8 +122,8 @@ func (s *Sandbox) decide(cc *countConn, ev *Event, t target) (up net.Conn, ok bo
 			return nil, false
 		}
 		ev.Decision, ev.Reason, ev.Status = Allowed, "upstream: "+err.Error(), http.StatusBadGateway
-		writeRefusal(cc, *ev, "")
 		s.event(*ev)
+		writeRefusal(cc, *ev, "")
 		cc.Close()
 		return nil, false
 	}

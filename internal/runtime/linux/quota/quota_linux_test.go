@@ -367,7 +367,10 @@ func loopOf(t testing.TB, dir string) string {
 func assertDetached(t testing.TB, dev string) {
 	t.Helper()
 	backing := filepath.Join("/sys/block", filepath.Base(dev), "loop", "backing_file")
-	for range 500 {
+	// Autoclear runs when the last reference to the filesystem goes, which
+	// btrfs may hold a while after unmount (its cleaner finishing deleted
+	// subvolumes): a generous bound, since this checks for a leak, not speed.
+	for range 3000 {
 		if _, err := os.Stat(backing); err != nil {
 			return
 		}
