@@ -12,6 +12,7 @@ import (
 
 // Process is a process started by Client.Start.
 type Process struct {
+	cc     *clientConn
 	pid    int
 	done   chan struct{}
 	status runtime.ExitStatus
@@ -20,6 +21,15 @@ type Process struct {
 
 // Pid is the process id inside the sandbox, usable with Client.Signal.
 func (p *Process) Pid() int { return p.pid }
+
+// Resize changes the size of the terminal a TTY process runs on (the
+// process gets SIGWINCH). It fails once the process has ended.
+func (p *Process) Resize(size runtime.TTYSize) error {
+	if size.Cols == 0 || size.Rows == 0 {
+		return fmt.Errorf("resize to %dx%d: %w", size.Cols, size.Rows, runtime.ErrInvalid)
+	}
+	return p.cc.fw.json(FrameResize, TTYSize{Cols: size.Cols, Rows: size.Rows})
+}
 
 // Wait blocks until the process has exited and its output has been written
 // to the request's writers. It may be called more than once.
@@ -45,6 +55,12 @@ func (c *Client) Exec(ctx context.Context, req runtime.ExecRequest) (runtime.Exi
 // alive until it returns, although Wait does not wait for it.
 func (c *Client) Start(ctx context.Context, req runtime.ExecRequest) (*Process, error) {
 	wire := Request{Op: OpExec, Argv: req.Argv, Shell: req.Shell, Env: req.Env, Cwd: req.Cwd}
+	if req.TTY != nil {
+		if req.TTY.Cols == 0 || req.TTY.Rows == 0 {
+			return nil, fmt.Errorf("agent exec: terminal size %dx%d: %w", req.TTY.Cols, req.TTY.Rows, runtime.ErrInvalid)
+		}
+		wire.TTY = &TTYSize{Cols: req.TTY.Cols, Rows: req.TTY.Rows}
+	}
 	if req.Timeout < 0 {
 		return nil, fmt.Errorf("agent exec: negative timeout: %w", runtime.ErrInvalid)
 	}
@@ -61,7 +77,7 @@ func (c *Client) Start(ctx context.Context, req runtime.ExecRequest) (*Process, 
 		cc.close()
 		return nil, fmt.Errorf("agent exec: %w", err)
 	}
-	p := &Process{pid: pid, done: make(chan struct{})}
+	p := &Process{cc: cc, pid: pid, done: make(chan struct{})}
 	if req.Stdin == nil {
 		// Not checked: a process that already exited has closed the
 		// connection, and a dead connection is reported by Wait.

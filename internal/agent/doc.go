@@ -33,11 +33,14 @@
 //	'x' exit       agent  ExitFrame, the last frame of an exec
 //	'r' result     agent  op result (JSON), the last frame of other ops
 //	'!' error      agent  Error {"code","message"}, the last frame of any op
+//	'w' resize     client TTYSize {"cols","rows"} for an exec on a terminal
 //
 // Operations (Request.Op) and their frame sequences:
 //
 //	ping    -> r {}
 //	exec    -> s, then o/e/k* until x; the client sends d* then z for stdin.
+//	           With "tty" the process runs on a new terminal: o carries all
+//	           its output, d is typed input, w resizes, z is ignored.
 //	           Closing the connection before x kills the process tree.
 //	signal  -> r {}
 //	read    -> d* then r {"size"}

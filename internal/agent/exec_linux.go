@@ -28,6 +28,7 @@ type execRun struct {
 	pid    int
 	tree   *tree
 	exited atomic.Bool
+	tty    *os.File // the terminal's master, when the process runs on one
 
 	killOnce sync.Once
 	killing  atomic.Bool
@@ -45,40 +46,34 @@ func (s *server) exec(c *opConn, req Request) error {
 	if err != nil {
 		return err
 	}
-	var pipes [3][2]*os.File // [stdin, stdout, stderr][read, write]
-	for i := range pipes {
-		r, w, err := os.Pipe()
-		if err != nil {
-			closePipes(&pipes)
-			return fmt.Errorf("exec pipe: %w", err)
-		}
-		pipes[i] = [2]*os.File{r, w}
+	io, err := openExecIO(req.TTY)
+	if err != nil {
+		return err
 	}
-	childFiles := []uintptr{pipes[0][0].Fd(), pipes[1][1].Fd(), pipes[2][1].Fd()}
 	marker := newMarker()
 	env := append(spec.env, markerVar+"="+marker)
+	sys := s.sysProcAttr()
+	if io.tty != nil {
+		// The terminal becomes the new session's controlling terminal.
+		sys.Setctty, sys.Ctty = true, 0
+	}
 	pid, statusc, err := s.reaper.start(func() (pid int, err error) {
 		s.cfg.Thread(func() {
 			pid, err = syscall.ForkExec(spec.path, spec.argv, &syscall.ProcAttr{
-				Dir: spec.dir, Env: env, Files: childFiles, Sys: s.sysProcAttr(),
+				Dir: spec.dir, Env: env, Files: io.childFds(), Sys: sys,
 			})
 		})
 		return pid, err
 	})
 	// The child has its copies; ours would keep its stdin open and its
-	// output pipes from ever reaching EOF.
-	for _, f := range []*os.File{pipes[0][0], pipes[1][1], pipes[2][1]} {
-		f.Close()
-	}
-	stdin, stdout, stderr := pipes[0][1], pipes[1][0], pipes[2][0]
-	defer stdin.Close()
-	defer stdout.Close()
-	defer stderr.Close()
+	// output from ever reaching EOF.
+	io.closeChild()
+	defer io.close()
 	if err != nil {
 		return fmt.Errorf("start %s: %w", spec.argv[0], err)
 	}
 	start := time.Now()
-	r := &execRun{s: s, c: c, pid: pid, tree: s.tracker.add(pid, marker)}
+	r := &execRun{s: s, c: c, pid: pid, tree: s.tracker.add(pid, marker), tty: io.tty}
 	defer s.tracker.remove(r.tree)
 	if err := c.fw.json(FrameStarted, StartedFrame{Pid: pid}); err != nil {
 		r.killTree()
@@ -92,12 +87,13 @@ func (s *server) exec(c *opConn, req Request) error {
 	done := make(chan struct{})
 	var bg sync.WaitGroup
 	bg.Add(2)
-	go func() { defer bg.Done(); r.pumpStdin(stdin, done) }()
+	go func() { defer bg.Done(); r.pumpStdin(io.stdin, done) }()
 	go func() { defer bg.Done(); r.keepalive(done) }()
 	var out sync.WaitGroup
-	out.Add(2)
-	go func() { defer out.Done(); r.pumpOutput(stdout, FrameStdout) }()
-	go func() { defer out.Done(); r.pumpOutput(stderr, FrameStderr) }()
+	for i, f := range io.outs {
+		out.Add(1)
+		go func() { defer out.Done(); r.pumpOutput(f, io.kinds[i]) }()
+	}
 
 	res := <-statusc
 	dur := time.Since(start)
@@ -107,9 +103,9 @@ func (s *server) exec(c *opConn, req Request) error {
 		r.killTree()
 	}
 	r.exited.Store(true)
-	r.drain(&out, stdout, stderr)
+	r.drain(&out, io.outs...)
 	close(done)
-	stdin.Close()
+	io.stdin.Close()
 	if res.err != nil {
 		s.sendError(c.fw, fmt.Errorf("wait for %d: %w", pid, res.err))
 	} else {
@@ -120,6 +116,62 @@ func (s *server) exec(c *opConn, req Request) error {
 	c.conn.Close()
 	bg.Wait()
 	return nil
+}
+
+// execIO is an exec's standard streams: three pipes, or one terminal.
+type execIO struct {
+	child []*os.File // the process's ends, closed here once it has them
+	stdin *os.File   // where input frames go
+	outs  []*os.File // where output comes from, with its frame kind
+	kinds []byte
+	tty   *os.File // the terminal's master, for resizes; nil for pipes
+}
+
+func openExecIO(tty *TTYSize) (*execIO, error) {
+	if tty != nil {
+		master, peer, err := openPTY(*tty)
+		if err != nil {
+			return nil, err
+		}
+		return &execIO{child: []*os.File{peer, peer, peer}, stdin: master,
+			outs: []*os.File{master}, kinds: []byte{FrameStdout}, tty: master}, nil
+	}
+	var pipes [3][2]*os.File // [stdin, stdout, stderr][read, write]
+	for i := range pipes {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closePipes(&pipes)
+			return nil, fmt.Errorf("exec pipe: %w", err)
+		}
+		pipes[i] = [2]*os.File{r, w}
+	}
+	return &execIO{
+		child: []*os.File{pipes[0][0], pipes[1][1], pipes[2][1]},
+		stdin: pipes[0][1],
+		outs:  []*os.File{pipes[1][0], pipes[2][0]},
+		kinds: []byte{FrameStdout, FrameStderr},
+	}, nil
+}
+
+func (x *execIO) childFds() []uintptr {
+	fds := make([]uintptr, len(x.child))
+	for i, f := range x.child {
+		fds[i] = f.Fd()
+	}
+	return fds
+}
+
+func (x *execIO) closeChild() {
+	for _, f := range x.child {
+		f.Close() // the terminal's peer three times: later ones are no-ops
+	}
+}
+
+func (x *execIO) close() {
+	x.stdin.Close()
+	for _, f := range x.outs {
+		f.Close()
+	}
 }
 
 func exitFrame(ws unix.WaitStatus, timedOut bool, d time.Duration) ExitFrame {
@@ -158,7 +210,7 @@ func (r *execRun) pumpStdin(stdin *os.File, done <-chan struct{}) {
 	buf := make([]byte, MaxPayload)
 	for {
 		kind, p, err := readFrame(r.c.br, buf)
-		if err != nil || (kind != FrameData && kind != FrameEnd) {
+		if err != nil || (kind != FrameData && kind != FrameEnd && kind != FrameResize) {
 			select {
 			case <-done:
 			default:
@@ -166,7 +218,18 @@ func (r *execRun) pumpStdin(stdin *os.File, done <-chan struct{}) {
 			}
 			return
 		}
-		if kind == FrameEnd {
+		switch {
+		case kind == FrameResize && r.tty != nil:
+			// The host checks sizes before it sends them; one that is
+			// still refused leaves the terminal as it was, which is all a
+			// failed resize can mean to the person at it.
+			_ = resize(r.tty, p)
+			continue
+		case kind == FrameEnd && r.tty != nil:
+			// A terminal has no end of input short of hanging up; the
+			// client sends ^D for an EOF like a person would.
+			continue
+		case kind == FrameEnd:
 			stdin.Close()
 			continue
 		}

@@ -35,6 +35,7 @@ const (
 	FrameExit      byte = 'x'
 	FrameResult    byte = 'r'
 	FrameError     byte = '!'
+	FrameResize    byte = 'w' // client: TTYSize JSON, for an exec on a terminal
 )
 
 // Operations.
@@ -61,6 +62,9 @@ type Request struct {
 	Env       map[string]string `json:"env,omitempty"`
 	Cwd       string            `json:"cwd,omitempty"`
 	TimeoutMS int64             `json:"timeout_ms,omitempty"`
+	// TTY runs the process on a new terminal of this size: its stdin,
+	// stdout and stderr are the terminal, and all output comes as stdout.
+	TTY *TTYSize `json:"tty,omitempty"`
 
 	// signal
 	Pid    int  `json:"pid,omitempty"`
@@ -72,6 +76,12 @@ type Request struct {
 	To        string `json:"to,omitempty"`
 	Mode      uint32 `json:"mode,omitempty"`
 	Recursive bool   `json:"recursive,omitempty"`
+}
+
+// TTYSize is a terminal's size in character cells.
+type TTYSize struct {
+	Cols uint16 `json:"cols"`
+	Rows uint16 `json:"rows"`
 }
 
 // StartedFrame is the payload of FrameStarted.

@@ -95,6 +95,20 @@ type ExecRequest struct {
 	Stdout  io.Writer         // nil discards
 	Stderr  io.Writer         // nil discards
 	Timeout time.Duration     // 0 means none; on expiry the whole process tree is killed
+	// TTY runs the process on a new terminal of this size: Stdin is what
+	// is typed, Stdout gets everything it prints (Stderr is unused), and
+	// the Process implements Resizer.
+	TTY *TTYSize
+}
+
+// TTYSize is a terminal's size in character cells.
+type TTYSize struct {
+	Cols, Rows uint16
+}
+
+// Resizer is implemented by a Process started on a terminal.
+type Resizer interface {
+	Resize(size TTYSize) error
 }
 
 // ExitStatus is how a process ended.

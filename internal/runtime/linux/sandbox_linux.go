@@ -70,6 +70,11 @@ type process struct {
 
 func (p *process) Pid() int { return p.p.Pid() }
 
+var _ runtime.Resizer = (*process)(nil)
+
+// Resize changes the terminal size of a process started with a TTY.
+func (p *process) Resize(size runtime.TTYSize) error { return p.p.Resize(size) }
+
 func (p *process) Wait() (runtime.ExitStatus, error) {
 	st, err := p.p.Wait()
 	if err != nil {
