@@ -148,3 +148,31 @@ func rssKB(t *testing.T, pid int, field string) int64 {
 	t.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
 }
+
+// TestSessionOverHTTP: a session's state persists between calls through
+// the API, and destroying the sandbox ends it.
+func TestSessionOverHTTP(t *testing.T) {
+	s := startServer(t, "")
+	c := s.admin()
+	sb := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{}))
+	ses := must[client.Session](t)(c.CreateSession(ctx, sb.ID, client.SessionRequest{}))
+	must[client.SessionResult](t)(c.SessionExec(ctx, sb.ID, ses.ID, "cd /tmp && export A=1", 0))
+	res := must[client.SessionResult](t)(c.SessionExec(ctx, sb.ID, ses.ID, "echo $PWD $A; exit_code() { return 7; }; exit_code", 0))
+	if res.Output != "/tmp 1\n" || res.ExitCode != 7 {
+		t.Errorf("second call: %+v", res)
+	}
+	res = must[client.SessionResult](t)(c.SessionExec(ctx, sb.ID, ses.ID, "cat", time.Second))
+	if !res.TimedOut {
+		t.Errorf("cat waiting on the terminal: %+v", res)
+	}
+	if res := must[client.SessionResult](t)(c.SessionExec(ctx, sb.ID, ses.ID, "echo still $A", 0)); res.Output != "still 1\n" {
+		t.Errorf("after the timeout: %+v", res)
+	}
+	if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SessionExec(ctx, sb.ID, ses.ID, "true", 0); err == nil {
+		t.Errorf("exec in a session of a destroyed sandbox succeeded")
+	}
+	assertNoSandboxesLeft(t, s, sb.ID)
+}

@@ -139,6 +139,14 @@ type Manager interface {
 	// outlive the request; output is kept (bounded) and can be read from
 	// any kept offset, following it as it grows.
 	StartBackground(ctx context.Context, c Caller, id string, req ExecRequest) (ProcInfo, error)
+
+	// Sessions: a shell on a terminal kept between calls; each exec runs
+	// one command in it, so its state (cwd, environment, functions)
+	// persists.
+	CreateSession(ctx context.Context, c Caller, id string, req SessionRequest) (SessionInfo, error)
+	ListSessions(ctx context.Context, c Caller, id string) ([]SessionInfo, error)
+	SessionExec(ctx context.Context, c Caller, id, sid string, req SessionExecRequest) (SessionExecResult, error)
+	DeleteSession(ctx context.Context, c Caller, id, sid string) error
 	ListProcesses(ctx context.Context, c Caller, id string) ([]ProcInfo, error)
 	ProcessOutput(ctx context.Context, c Caller, id string, pid int, offset int64, follow bool, out ProcStream) error
 	WriteStdin(ctx context.Context, c Caller, id string, pid int, r io.Reader) (int64, error)

@@ -58,7 +58,8 @@ type Service struct {
 	netMu    sync.Mutex
 	attached map[string]*netState // by sandbox id
 	procMu   sync.Mutex
-	procs    map[string]*procTable // background processes by sandbox id
+	procs    map[string]*procTable    // background processes by sandbox id
+	sessions map[string]*sessionTable // shells by sandbox id; guarded by procMu
 	idle     idleTracker
 	box      *secrets.Box // nil: no secrets
 
@@ -95,6 +96,7 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 		kick:     make(chan struct{}, 1),
 		attached: map[string]*netState{},
 		procs:    map[string]*procTable{},
+		sessions: map[string]*sessionTable{},
 		box:      opts.Secrets,
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -247,6 +249,7 @@ func (s *Service) markLost(ctx context.Context, id string, cause error) error {
 		s.log.Warn("sandbox lost by the runtime", "sandbox", id, "err", cause)
 		s.detach(id)
 		s.dropProcs(id)
+		s.dropSessions(id)
 		rec.State, rec.Reason, rec.EndedAt = store.StateFailed, "lost: runtime sandbox gone", s.now()
 		if err := s.st.UpdateSandbox(ctx, rec); err != nil {
 			return fmt.Errorf("mark sandbox %s failed: %w", id, err)

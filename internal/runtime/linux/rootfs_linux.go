@@ -99,7 +99,11 @@ func setupDev(dev string, shmMB int64, ttyGroup bool) error {
 		}
 	}
 	// gid 5 (tty) exists only when the namespace maps a whole id range.
-	ptsOpts := "newinstance,ptmxmode=0666,mode=0620"
+	// Terminals are 0666: the agent (root here, without CAP_CHOWN) opens
+	// them for the sandbox user, who must be able to reopen its own
+	// (/dev/stdin, /proc/self/fd/0); this devpts instance is the sandbox's
+	// alone, and everything in it runs as that one user anyway.
+	ptsOpts := "newinstance,ptmxmode=0666,mode=0666"
 	if ttyGroup {
 		ptsOpts += ",gid=5"
 	}

@@ -1,0 +1,371 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/runtime"
+)
+
+// MaxSessions bounds the shells kept per sandbox.
+const MaxSessions = 16
+
+// SessionRequest is POST /v1/sandboxes/{id}/sessions.
+type SessionRequest struct {
+	Shell string            `json:"shell,omitempty"` // "bash", the default and only one
+	Cwd   string            `json:"cwd,omitempty"`
+	Env   map[string]string `json:"env,omitempty"`
+	Cols  uint16            `json:"cols,omitempty"` // default 120
+	Rows  uint16            `json:"rows,omitempty"` // default 40
+}
+
+// SessionInfo describes a session.
+type SessionInfo struct {
+	ID        string    `json:"id"`
+	Shell     string    `json:"shell"`
+	State     string    `json:"state"` // "ready", "busy" or "ended"
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// SessionExecRequest runs one command in a session's shell.
+type SessionExecRequest struct {
+	Command  string `json:"command"`
+	TimeoutS int64  `json:"timeout_s,omitempty"` // default 60
+}
+
+// SessionExecResult is what one command in a session did.
+type SessionExecResult struct {
+	ExitCode   int     `json:"exit_code"`
+	Output     string  `json:"output"` // stdout and stderr as the terminal showed them
+	DurationMS float64 `json:"duration_ms"`
+	TimedOut   bool    `json:"timed_out"`
+	Truncated  bool    `json:"truncated"`
+}
+
+// session is one shell on a terminal, kept between requests. Commands run
+// in the shell itself (eval in a function), so cd, variables, functions,
+// aliases and an activated virtualenv persist. Each command's end is a
+// marker printed after it with a nonce drawn for that command only, so
+// output that merely looks like a marker cannot end it early.
+type session struct {
+	id      string
+	shell   string
+	created time.Time
+	proc    runtime.Process
+	input   *io.PipeWriter
+	cancel  context.CancelFunc // kills the shell's whole tree
+
+	run sync.Mutex // one command at a time
+
+	mu    sync.Mutex
+	out   []byte // output since the current command started
+	ended bool
+	wake  chan struct{}
+}
+
+func (se *session) Write(p []byte) (int, error) {
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	// Bounded: a command's output past OutputCap is dropped (and said so)
+	// but the tail is kept so the end marker is still found.
+	se.out = append(se.out, p...)
+	if len(se.out) > 2*OutputCap {
+		se.out = append(se.out[:OutputCap:OutputCap], se.out[len(se.out)-OutputCap:]...)
+	}
+	close(se.wake)
+	se.wake = make(chan struct{})
+	return len(p), nil
+}
+
+func (se *session) end() {
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	se.ended = true
+	close(se.wake)
+	se.wake = make(chan struct{})
+}
+
+// sessionSetup makes the shell quiet and machine-readable: no echo, no
+// CR before LF, no line editing (a tab in a command is a tab), empty
+// prompts, and a prompt hook that prints the end marker with the last
+// command's status. The shell stays interactive so that ^C interrupts the
+// command (a builtin read included), never the shell. The hook and the
+// runner are read-only, so a command cannot switch the markers off.
+const sessionSetup = `stty -echo -onlcr -icanon 2>/dev/null; set +o history; unset HISTFILE; PS1=''; PS2=''
+__airlock_mark() { local rc=$?; printf '\036AIRLOCK-%s-%d\037\n' "$__airlock_n" "$rc"; PS1=''; PS2=''; }
+__airlock_run() { __airlock_n=$1; local c; c=$(cat); eval "$c" </dev/tty; }
+readonly -f __airlock_mark __airlock_run; readonly PROMPT_COMMAND=__airlock_mark; __airlock_n=`
+
+// shells maps the shells a session may run to their command lines.
+var shells = map[string][]string{
+	"bash": {"/bin/bash", "--noprofile", "--norc", "--noediting", "-i"},
+}
+
+func nonce() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// CreateSession starts a shell on a terminal in a running sandbox.
+func (s *Service) CreateSession(ctx context.Context, c Caller, id string, req SessionRequest) (SessionInfo, error) {
+	if req.Shell == "" {
+		req.Shell = "bash"
+	}
+	argv, ok := shells[req.Shell]
+	if !ok {
+		return SessionInfo{}, fmt.Errorf("%w: shell %q: only bash is supported", ErrInvalid, req.Shell)
+	}
+	if req.Cols == 0 {
+		req.Cols = 120
+	}
+	if req.Rows == 0 {
+		req.Rows = 40
+	}
+	if err := validEnv(req.Env); err != nil {
+		return SessionInfo{}, err
+	}
+	sb, rreq, err := s.prepareExec(ctx, c, id, ExecRequest{Cmd: argv, Cwd: req.Cwd, Env: req.Env})
+	if err != nil {
+		return SessionInfo{}, err
+	}
+	t := s.sessionTable(id, true)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.sessions) >= MaxSessions {
+		return SessionInfo{}, fmt.Errorf("%w: %d sessions are open in this sandbox", ErrLimitExceeded, MaxSessions)
+	}
+	pr, pw := io.Pipe()
+	se := &session{id: "ses-" + nonce()[:16], shell: req.Shell, created: s.now(), input: pw, wake: make(chan struct{})}
+	rreq.Stdin, rreq.Stdout = pr, se
+	rreq.TTY = &runtime.TTYSize{Cols: req.Cols, Rows: req.Rows}
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	proc, err := sb.Start(pctx, rreq)
+	if err != nil {
+		cancel()
+		pw.Close()
+		return SessionInfo{}, s.execError(ctx, id, err)
+	}
+	se.cancel = cancel
+	se.proc = proc
+	go func() {
+		proc.Wait()
+		pr.Close()
+		se.end()
+	}()
+	// Wait for the setup's own marker: the shell is ready, and whatever
+	// it printed before (the echo of the first line) is dropped.
+	n := nonce()
+	if _, err := io.WriteString(pw, sessionSetup+n+"\n"); err != nil {
+		return SessionInfo{}, fmt.Errorf("%w: start session: %v", ErrUnavailable, err)
+	}
+	if _, _, err := se.await(ctx, n, 15*time.Second); err != nil {
+		se.close()
+		return SessionInfo{}, fmt.Errorf("%w: the shell did not start: %v", ErrUnavailable, err)
+	}
+	t.sessions[se.id] = se
+	return se.info(), nil
+}
+
+var errSessionEnded = fmt.Errorf("%w: the session's shell has ended", ErrConflict)
+
+// await waits for the marker with nonce n in the output, and returns what
+// came before it and the status it carries.
+func (se *session) await(ctx context.Context, n string, timeout time.Duration) ([]byte, int, error) {
+	re := regexp.MustCompile("\x1eAIRLOCK-" + n + "-([0-9]+)\x1f\n?")
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		se.mu.Lock()
+		m := re.FindSubmatchIndex(se.out)
+		out, ended, wake := se.out, se.ended, se.wake
+		if m != nil {
+			se.out = append([]byte(nil), se.out[m[1]:]...)
+		}
+		se.mu.Unlock()
+		if m != nil {
+			code, _ := strconv.Atoi(string(out[m[2]:m[3]]))
+			return bytes.Clone(out[:m[0]]), code, nil
+		}
+		if ended {
+			return out, 0, errSessionEnded
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			return out, 0, context.DeadlineExceeded
+		case <-ctx.Done():
+			return out, 0, ctx.Err()
+		}
+	}
+}
+
+// SessionExec runs one command in the session's shell and returns once it
+// ends. On timeout the command gets SIGINT (as ^C would send), and the
+// session goes on.
+func (s *Service) SessionExec(ctx context.Context, c Caller, id, sid string, req SessionExecRequest) (SessionExecResult, error) {
+	if req.Command == "" {
+		return SessionExecResult{}, fmt.Errorf("%w: command is required", ErrInvalid)
+	}
+	if req.TimeoutS < 0 || req.TimeoutS > int64(MaxTimeout/time.Second) {
+		return SessionExecResult{}, fmt.Errorf("%w: timeout_s %d must be between 0 and %d", ErrInvalid, req.TimeoutS, int64(MaxTimeout/time.Second))
+	}
+	timeout := time.Duration(req.TimeoutS) * time.Second
+	if timeout == 0 {
+		timeout = time.Minute
+	}
+	se, err := s.session(ctx, c, id, sid)
+	if err != nil {
+		return SessionExecResult{}, err
+	}
+	if !se.run.TryLock() {
+		return SessionExecResult{}, fmt.Errorf("%w: session %s is running a command", ErrConflict, sid)
+	}
+	defer se.run.Unlock()
+	defer s.idle.hold(id, s.now)()
+	n := nonce()
+	se.mu.Lock()
+	se.out = se.out[:0]
+	se.mu.Unlock()
+	start := time.Now()
+	// The command goes in as a here-document the runner reads whole: its
+	// text is never parsed line by line by the shell's own input, and the
+	// delimiter carries this command's nonce, which its text cannot hold.
+	in := fmt.Sprintf("__airlock_run %s <<'AIRLOCK_EOF_%s'\n%s\nAIRLOCK_EOF_%s\n", n, n, req.Command, n)
+	if _, err := io.WriteString(se.input, in); err != nil {
+		return SessionExecResult{}, errSessionEnded
+	}
+	out, code, err := se.await(ctx, n, timeout)
+	res := SessionExecResult{ExitCode: code}
+	if errors.Is(err, context.DeadlineExceeded) {
+		res.TimedOut = true
+		io.WriteString(se.input, "\x03") // ^C: SIGINT to the command
+		out, code, err = se.await(ctx, n, 5*time.Second)
+		res.ExitCode = code
+	}
+	res.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	if err != nil {
+		return res, fmt.Errorf("%w: session %s: %v (output so far %q)", ErrConflict, sid, err, tail(out, 200))
+	}
+	if len(out) > OutputCap {
+		out, res.Truncated = out[:OutputCap], true
+	}
+	res.Output = string(bytes.ToValidUTF8(out, []byte("\uFFFD")))
+	return res, nil
+}
+
+func (se *session) info() SessionInfo {
+	state := "ready"
+	if !se.run.TryLock() {
+		state = "busy"
+	} else {
+		se.run.Unlock()
+	}
+	se.mu.Lock()
+	if se.ended {
+		state = "ended"
+	}
+	se.mu.Unlock()
+	return SessionInfo{ID: se.id, Shell: se.shell, State: state, CreatedAt: se.created}
+}
+
+// sessionTable holds a sandbox's sessions.
+type sessionTable struct {
+	mu       sync.Mutex
+	sessions map[string]*session
+}
+
+func (s *Service) sessionTable(id string, create bool) *sessionTable {
+	s.procMu.Lock()
+	defer s.procMu.Unlock()
+	t := s.sessions[id]
+	if t == nil && create {
+		t = &sessionTable{sessions: map[string]*session{}}
+		s.sessions[id] = t
+	}
+	return t
+}
+
+// session finds a caller's session.
+func (s *Service) session(ctx context.Context, c Caller, id, sid string) (*session, error) {
+	if _, err := s.resolve(ctx, c, id); err != nil {
+		return nil, err
+	}
+	if t := s.sessionTable(id, false); t != nil {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if se := t.sessions[sid]; se != nil {
+			return se, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: no session %s in sandbox %s", ErrNotFound, sid, id)
+}
+
+// ListSessions returns a sandbox's sessions.
+func (s *Service) ListSessions(ctx context.Context, c Caller, id string) ([]SessionInfo, error) {
+	if _, err := s.resolve(ctx, c, id); err != nil {
+		return nil, err
+	}
+	out := []SessionInfo{}
+	if t := s.sessionTable(id, false); t != nil {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		for _, se := range t.sessions {
+			out = append(out, se.info())
+		}
+	}
+	slices.SortFunc(out, func(a, b SessionInfo) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, nil
+}
+
+// DeleteSession ends a session's shell (hanging up its terminal).
+func (s *Service) DeleteSession(ctx context.Context, c Caller, id, sid string) error {
+	se, err := s.session(ctx, c, id, sid)
+	if err != nil {
+		return err
+	}
+	if t := s.sessionTable(id, false); t != nil {
+		t.mu.Lock()
+		delete(t.sessions, sid)
+		t.mu.Unlock()
+	}
+	se.close()
+	return nil
+}
+
+// close ends the shell and everything it started: dropping its agent
+// connection makes the agent kill the whole tree.
+func (se *session) close() {
+	se.input.Close()
+	se.cancel()
+}
+
+// dropSessions forgets a stopped sandbox's sessions; the destroy ends
+// their shells.
+func (s *Service) dropSessions(id string) {
+	s.procMu.Lock()
+	t := s.sessions[id]
+	delete(s.sessions, id)
+	s.procMu.Unlock()
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, se := range t.sessions {
+		se.close()
+		se.end()
+	}
+}
+
+func tail(b []byte, n int) []byte { return b[max(0, len(b)-n):] }
