@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime"
@@ -65,7 +66,8 @@ type session struct {
 	input   *io.PipeWriter
 	cancel  context.CancelFunc // kills the shell's whole tree
 
-	run sync.Mutex // one command at a time
+	run  sync.Mutex  // one command at a time
+	busy atomic.Bool // set while run is held, for info (which must not take run)
 
 	mu    sync.Mutex
 	out   []byte // output since the current command started
@@ -232,6 +234,8 @@ func (s *Service) SessionExec(ctx context.Context, c Caller, id, sid string, req
 		return SessionExecResult{}, fmt.Errorf("%w: session %s is running a command", ErrConflict, sid)
 	}
 	defer se.run.Unlock()
+	se.busy.Store(true)
+	defer se.busy.Store(false)
 	defer s.idle.hold(id, s.now)()
 	n := nonce()
 	se.mu.Lock()
@@ -266,10 +270,8 @@ func (s *Service) SessionExec(ctx context.Context, c Caller, id, sid string, req
 
 func (se *session) info() SessionInfo {
 	state := "ready"
-	if !se.run.TryLock() {
+	if se.busy.Load() {
 		state = "busy"
-	} else {
-		se.run.Unlock()
 	}
 	se.mu.Lock()
 	if se.ended {

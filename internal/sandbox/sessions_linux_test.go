@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
 )
@@ -60,14 +61,22 @@ func TestSessions(t *testing.T) {
 	}
 	// One command at a time; another tenant sees nothing.
 	var wg sync.WaitGroup
-	var busy error
-	wg.Go(func() { run("sleep 1", 10) })
-	for range 100 {
-		if _, busy = svc.SessionExec(ctx, c, sb.ID, ses.ID, sandbox.SessionExecRequest{Command: "true"}); busy != nil {
+	var slowErr error
+	wg.Go(func() {
+		_, slowErr = svc.SessionExec(ctx, c, sb.ID, ses.ID, sandbox.SessionExecRequest{Command: "sleep 2", TimeoutS: 10})
+	})
+	// Once the list says busy, a second command is refused.
+	for range 500 {
+		if l, _ := svc.ListSessions(ctx, c, sb.ID); len(l) == 1 && l[0].State == "busy" {
 			break
 		}
+		time.Sleep(5 * time.Millisecond)
 	}
+	_, busy := svc.SessionExec(ctx, c, sb.ID, ses.ID, sandbox.SessionExecRequest{Command: "true"})
 	wg.Wait()
+	if slowErr != nil {
+		t.Fatalf("the slow command: %v", slowErr)
+	}
 	if !errors.Is(busy, sandbox.ErrConflict) {
 		t.Errorf("a second command while one runs: %v", busy)
 	}

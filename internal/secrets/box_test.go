@@ -21,7 +21,9 @@ func TestBoxRoundTrip(t *testing.T) {
 	for _, v := range []string{"x", "sk-live-0123456789", strings.Repeat("\xff", MaxValueBytes)} {
 		ad := AD("ten_1", "KEY")
 		sealed := b.Seal([]byte(v), ad)
-		if bytes.Contains(sealed, []byte(v)) {
+		// A value of a few bytes turns up in random ciphertext by chance;
+		// only longer ones say anything.
+		if len(v) >= 8 && bytes.Contains(sealed, []byte(v)) {
 			t.Errorf("sealed %q holds the plaintext", v[:1])
 		}
 		got, err := b.Open(sealed, ad)
