@@ -52,6 +52,9 @@ func (l *eventLog) add(e Event) Event {
 	defer l.mu.Unlock()
 	e.Seq = l.next
 	l.next++
+	if l.size <= 0 {
+		return e
+	}
 	if len(l.buf) < l.size {
 		l.buf = append(l.buf, e)
 	} else {

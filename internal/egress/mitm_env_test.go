@@ -88,6 +88,9 @@ func newMitmEnv(t *testing.T, opt mitmOptions) *mitmEnv {
 	// Cleanups run last first: the sandbox closes, then its events are
 	// checked for leaked values.
 	t.Cleanup(func() { e.events.checkNoValues(t) })
+	if cfg.LogSize == 0 {
+		cfg.LogSize = 10000 // the tests read events through Log
+	}
 	e.sb = New(cfg).Attach("sb-mitm", "tenant-1", rules, ln, nil)
 	t.Cleanup(func() { e.sb.Close() })
 	return e

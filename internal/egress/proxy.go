@@ -47,7 +47,9 @@ type Config struct {
 	IdleTimeout time.Duration
 	// DialTimeout bounds name resolution plus connecting upstream (default 10 s).
 	DialTimeout time.Duration
-	// LogSize is how many events are kept per sandbox (default 10000).
+	// LogSize is how many events Sandbox.Log keeps in memory per sandbox;
+	// 0 keeps none (the daemon stores every event through OnEvent, and a
+	// second copy in memory would only cost it).
 	LogSize int
 	// AllowHint, if set, says how to allow a denied target (host:port) of a
 	// sandbox, in the proxy's 403 answers; the default names the API route.
@@ -76,9 +78,6 @@ func New(cfg Config) *Proxy {
 	}
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 10 * time.Second
-	}
-	if cfg.LogSize <= 0 {
-		cfg.LogSize = 10000
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -50,6 +50,9 @@ func startProxy(t *testing.T, cfg Config, p Policy) *testProxy {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.LogSize == 0 {
+		cfg.LogSize = 10000 // the tests read events through Log
+	}
 	hl, sl := listen(t), listen(t)
 	sb := New(cfg).Attach("sb1", "tenant1", mustCompile(t, p), hl, sl)
 	t.Cleanup(func() { sb.Close() })

@@ -112,7 +112,7 @@ func (s *Service) reapIdle(ctx context.Context) {
 
 // procsRunning says whether a sandbox has a background process running.
 func (s *Service) procsRunning(id string) bool {
-	t := s.procTable(id, false)
+	t := s.workload(id, false)
 	if t == nil {
 		return false
 	}

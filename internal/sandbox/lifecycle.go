@@ -82,8 +82,7 @@ func (s *Service) stopLocked(ctx context.Context, rec store.Sandbox, reason stri
 	s.idle.forget(rec.ID)
 	// First, so readers of background output learn why it ends rather
 	// than seeing the kill as an ordinary exit.
-	s.dropProcs(rec.ID)
-	s.dropSessions(rec.ID)
+	s.dropWorkload(rec.ID)
 	sb, err := s.rt.Get(ctx, rec.ID)
 	if err == nil {
 		err = sb.Destroy(ctx)

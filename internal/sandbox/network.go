@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/runtime"
@@ -72,22 +71,19 @@ func (s *Service) attach(ctx context.Context, rec store.Sandbox, sb runtime.Sand
 	att := s.proxy.Attach(rec.ID, rec.TenantID, rules, httpLn, socksLn)
 	ns := &netState{att: att, tenant: rec.TenantID, env: egress.Env()}
 	if rec.Secrets != "" {
-		ca, bindings, env, err := s.loadBindings(ctx, rec)
+		sec, err := s.loadBindings(ctx, rec)
 		if err == nil {
-			err = att.SetSecrets(ca, bindings)
+			err = att.SetSecrets(sec.ca, sec.bindings)
 		}
 		if err == nil {
-			err = installCA(ctx, sb, ca.CertPEM())
+			err = installCA(ctx, sb, sec.ca.CertPEM())
 		}
 		if err != nil {
 			att.Close()
 			return fmt.Errorf("secrets of %s: %w", rec.ID, err)
 		}
-		maps.Copy(ns.env, env)
-		for _, b := range bindings {
-			ns.secrets = append(ns.secrets, b.Name)
-		}
-		ns.secrets = boundNames(rec, ns.secrets)
+		maps.Copy(ns.env, sec.env)
+		ns.secrets = sec.names
 	}
 	s.netMu.Lock()
 	old := s.attached[rec.ID]
@@ -106,16 +102,6 @@ type netState struct {
 	tenant  string
 	env     map[string]string // proxy variables, placeholders, CA paths
 	secrets []string          // names bound at create
-}
-
-// boundNames lists every name bound at create, deleted secrets included,
-// so a secret re-created under that name is picked up by rebind.
-func boundNames(rec store.Sandbox, fallback []string) []string {
-	var b boundSecrets
-	if json.Unmarshal([]byte(rec.Secrets), &b) != nil {
-		return fallback
-	}
-	return slices.Sorted(maps.Keys(b.Placeholders))
 }
 
 // detach closes a sandbox's proxy listeners and open connections.

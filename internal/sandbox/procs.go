@@ -9,7 +9,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime"
@@ -42,41 +41,6 @@ type bgProc struct {
 	out     *outBuf
 }
 
-// procTable holds a sandbox's background processes.
-type procTable struct {
-	mu    sync.Mutex
-	procs []*bgProc // in start order
-}
-
-func (s *Service) procTable(id string, create bool) *procTable {
-	s.procMu.Lock()
-	defer s.procMu.Unlock()
-	t := s.procs[id]
-	if t == nil && create {
-		t = &procTable{}
-		s.procs[id] = t
-	}
-	return t
-}
-
-// dropProcs forgets a stopped sandbox's processes; their readers learn the
-// sandbox is gone (the runtime's destroy already ended the processes).
-func (s *Service) dropProcs(id string) {
-	s.procMu.Lock()
-	t := s.procs[id]
-	delete(s.procs, id)
-	s.procMu.Unlock()
-	if t == nil {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, p := range t.procs {
-		p.stdin.CloseWithError(errSandboxGone)
-		p.out.finish(ExecResult{}, errSandboxGone, s.now())
-	}
-}
-
 var errSandboxGone = fmt.Errorf("%w: the sandbox was destroyed", ErrConflict)
 
 // StartBackground starts req and returns at once; the process runs until it
@@ -89,7 +53,7 @@ func (s *Service) StartBackground(ctx context.Context, c Caller, id string, req 
 	if err != nil {
 		return ProcInfo{}, err
 	}
-	t := s.procTable(id, true)
+	t := s.workload(id, true)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err := t.makeRoom(); err != nil {
@@ -127,7 +91,7 @@ func (s *Service) StartBackground(ctx context.Context, c Caller, id string, req 
 
 // makeRoom forgets the oldest exited process when the table is full, or
 // refuses a new one when all are running. t.mu is held.
-func (t *procTable) makeRoom() error {
+func (t *workload) makeRoom() error {
 	if len(t.procs) < MaxBackground {
 		return nil
 	}
@@ -167,7 +131,7 @@ func (s *Service) ListProcesses(ctx context.Context, c Caller, id string) ([]Pro
 		return nil, err
 	}
 	out := []ProcInfo{}
-	if t := s.procTable(id, false); t != nil {
+	if t := s.workload(id, false); t != nil {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		for _, p := range t.procs {
@@ -182,7 +146,7 @@ func (s *Service) proc(ctx context.Context, c Caller, id string, pid int) (*bgPr
 	if _, err := s.resolve(ctx, c, id); err != nil {
 		return nil, err
 	}
-	if t := s.procTable(id, false); t != nil {
+	if t := s.workload(id, false); t != nil {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		for _, p := range t.procs {

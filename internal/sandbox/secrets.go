@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -159,11 +160,11 @@ func (s *Service) DeleteSecret(ctx context.Context, c Caller, name string) error
 func secretRecord(tenantID string, spec secrets.Spec, created time.Time) (store.Secret, error) {
 	rec := store.Secret{TenantID: tenantID, Name: spec.Name, Hosts: spec.Hosts, Body: spec.Body, CreatedAt: created}
 	if spec.Inject != nil {
-		b, err := jsonString(spec.Inject)
+		b, err := json.Marshal(spec.Inject)
 		if err != nil {
 			return rec, err
 		}
-		rec.Inject = b
+		rec.Inject = string(b)
 	}
 	return rec, nil
 }
@@ -172,7 +173,7 @@ func secretInfo(r store.Secret) (SecretInfo, error) {
 	info := SecretInfo{Name: r.Name, Hosts: slices.Clone(r.Hosts), Body: r.Body, CreatedAt: r.CreatedAt, RotatedAt: r.RotatedAt}
 	if r.Inject != "" {
 		info.Inject = &secrets.Inject{}
-		if err := jsonUnmarshal(r.Inject, info.Inject); err != nil {
+		if err := json.Unmarshal([]byte(r.Inject), info.Inject); err != nil {
 			return info, fmt.Errorf("secret %s: decode inject: %w", r.Name, err)
 		}
 	}

@@ -93,24 +93,33 @@ func (s *Service) bindSecrets(ctx context.Context, tenantID, id string, names []
 	return string(enc), &out, nil
 }
 
+// sandboxSecrets is what a sandbox's proxy and commands get from the
+// secrets bound to it.
+type sandboxSecrets struct {
+	ca       *egress.CA
+	bindings []egress.Binding  // the secrets that still exist
+	env      map[string]string // placeholders and CA paths
+	names    []string          // every name bound at create, deleted ones too, so a secret re-created under one is picked up by rebind
+}
+
 // loadBindings opens a sandbox's CA and the current values of its bound
 // secrets. A secret deleted since is left out: its placeholder goes out
 // unchanged.
-func (s *Service) loadBindings(ctx context.Context, rec store.Sandbox) (*egress.CA, []egress.Binding, map[string]string, error) {
+func (s *Service) loadBindings(ctx context.Context, rec store.Sandbox) (sandboxSecrets, error) {
 	var b boundSecrets
 	if err := json.Unmarshal([]byte(rec.Secrets), &b); err != nil {
-		return nil, nil, nil, fmt.Errorf("sandbox %s: decode secrets: %w", rec.ID, err)
+		return sandboxSecrets{}, fmt.Errorf("sandbox %s: decode secrets: %w", rec.ID, err)
 	}
 	if s.box == nil {
-		return nil, nil, nil, fmt.Errorf("sandbox %s has secrets but this server has no master key", rec.ID)
+		return sandboxSecrets{}, fmt.Errorf("sandbox %s has secrets but this server has no master key", rec.ID)
 	}
 	key, err := s.box.Open(b.CAKey, caAD(rec.ID))
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("sandbox %s: open CA key: %w", rec.ID, err)
+		return sandboxSecrets{}, fmt.Errorf("sandbox %s: open CA key: %w", rec.ID, err)
 	}
 	ca, err := egress.LoadCA([]byte(b.CACert), key)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("sandbox %s: CA: %w", rec.ID, err)
+		return sandboxSecrets{}, fmt.Errorf("sandbox %s: CA: %w", rec.ID, err)
 	}
 	var out []egress.Binding
 	for _, name := range slices.Sorted(maps.Keys(b.Placeholders)) {
@@ -119,17 +128,17 @@ func (s *Service) loadBindings(ctx context.Context, rec store.Sandbox) (*egress.
 			continue
 		}
 		if err != nil {
-			return nil, nil, nil, err
+			return sandboxSecrets{}, err
 		}
 		value, err := s.box.Open(sec.Sealed, secretAD(rec.TenantID, name))
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("secret %s: %w", name, err)
+			return sandboxSecrets{}, fmt.Errorf("secret %s: %w", name, err)
 		}
 		bd := egress.Binding{Name: name, Placeholder: b.Placeholders[name], Value: value, Hosts: sec.Hosts, Body: sec.Body}
 		if sec.Inject != "" {
 			var inj secrets.Inject
 			if err := json.Unmarshal([]byte(sec.Inject), &inj); err != nil {
-				return nil, nil, nil, fmt.Errorf("secret %s: decode inject: %w", name, err)
+				return sandboxSecrets{}, fmt.Errorf("secret %s: decode inject: %w", name, err)
 			}
 			bd.Header, bd.Format = inj.Header, inj.Format
 		}
@@ -137,7 +146,7 @@ func (s *Service) loadBindings(ctx context.Context, rec store.Sandbox) (*egress.
 	}
 	env := maps.Clone(caEnv)
 	maps.Copy(env, b.Placeholders)
-	return ca, out, env, nil
+	return sandboxSecrets{ca: ca, bindings: out, env: env, names: slices.Sorted(maps.Keys(b.Placeholders))}, nil
 }
 
 // installCA writes the sandbox's CA, and a bundle of the template's roots
@@ -178,10 +187,10 @@ func (s *Service) rebind(ctx context.Context, tenantID, name string) {
 			s.log.Error("rebind secret", "sandbox", id, "secret", name, "err", err)
 			continue
 		}
-		ca, bindings, _, err := s.loadBindings(ctx, rec)
+		sec, err := s.loadBindings(ctx, rec)
 		if err == nil {
 			if ns := s.netState(id); ns != nil {
-				err = ns.att.SetSecrets(ca, bindings)
+				err = ns.att.SetSecrets(sec.ca, sec.bindings)
 			}
 		}
 		if err != nil {
@@ -189,10 +198,3 @@ func (s *Service) rebind(ctx context.Context, tenantID, name string) {
 		}
 	}
 }
-
-func jsonString(v any) (string, error) {
-	b, err := json.Marshal(v)
-	return string(b), err
-}
-
-func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

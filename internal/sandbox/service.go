@@ -57,9 +57,8 @@ type Service struct {
 	netlog   *netLog
 	netMu    sync.Mutex
 	attached map[string]*netState // by sandbox id
-	procMu   sync.Mutex
-	procs    map[string]*procTable    // background processes by sandbox id
-	sessions map[string]*sessionTable // shells by sandbox id; guarded by procMu
+	workMu   sync.Mutex
+	work     map[string]*workload // background processes and sessions by sandbox id
 	idle     idleTracker
 	box      *secrets.Box // nil: no secrets
 
@@ -95,8 +94,7 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 		st: st, rt: rt, opts: opts, log: opts.Logger,
 		kick:     make(chan struct{}, 1),
 		attached: map[string]*netState{},
-		procs:    map[string]*procTable{},
-		sessions: map[string]*sessionTable{},
+		work:     map[string]*workload{},
 		box:      opts.Secrets,
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -248,8 +246,7 @@ func (s *Service) markLost(ctx context.Context, id string, cause error) error {
 	if rec.State == store.StateRunning {
 		s.log.Warn("sandbox lost by the runtime", "sandbox", id, "err", cause)
 		s.detach(id)
-		s.dropProcs(id)
-		s.dropSessions(id)
+		s.dropWorkload(id)
 		rec.State, rec.Reason, rec.EndedAt = store.StateFailed, "lost: runtime sandbox gone", s.now()
 		if err := s.st.UpdateSandbox(ctx, rec); err != nil {
 			return fmt.Errorf("mark sandbox %s failed: %w", id, err)

@@ -141,7 +141,7 @@ func (s *Service) CreateSession(ctx context.Context, c Caller, id string, req Se
 	if err != nil {
 		return SessionInfo{}, err
 	}
-	t := s.sessionTable(id, true)
+	t := s.workload(id, true)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.sessions) >= MaxSessions {
@@ -281,29 +281,12 @@ func (se *session) info() SessionInfo {
 	return SessionInfo{ID: se.id, Shell: se.shell, State: state, CreatedAt: se.created}
 }
 
-// sessionTable holds a sandbox's sessions.
-type sessionTable struct {
-	mu       sync.Mutex
-	sessions map[string]*session
-}
-
-func (s *Service) sessionTable(id string, create bool) *sessionTable {
-	s.procMu.Lock()
-	defer s.procMu.Unlock()
-	t := s.sessions[id]
-	if t == nil && create {
-		t = &sessionTable{sessions: map[string]*session{}}
-		s.sessions[id] = t
-	}
-	return t
-}
-
 // session finds a caller's session.
 func (s *Service) session(ctx context.Context, c Caller, id, sid string) (*session, error) {
 	if _, err := s.resolve(ctx, c, id); err != nil {
 		return nil, err
 	}
-	if t := s.sessionTable(id, false); t != nil {
+	if t := s.workload(id, false); t != nil {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		if se := t.sessions[sid]; se != nil {
@@ -319,7 +302,7 @@ func (s *Service) ListSessions(ctx context.Context, c Caller, id string) ([]Sess
 		return nil, err
 	}
 	out := []SessionInfo{}
-	if t := s.sessionTable(id, false); t != nil {
+	if t := s.workload(id, false); t != nil {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		for _, se := range t.sessions {
@@ -336,7 +319,7 @@ func (s *Service) DeleteSession(ctx context.Context, c Caller, id, sid string) e
 	if err != nil {
 		return err
 	}
-	if t := s.sessionTable(id, false); t != nil {
+	if t := s.workload(id, false); t != nil {
 		t.mu.Lock()
 		delete(t.sessions, sid)
 		t.mu.Unlock()
@@ -350,24 +333,6 @@ func (s *Service) DeleteSession(ctx context.Context, c Caller, id, sid string) e
 func (se *session) close() {
 	se.input.Close()
 	se.cancel()
-}
-
-// dropSessions forgets a stopped sandbox's sessions; the destroy ends
-// their shells.
-func (s *Service) dropSessions(id string) {
-	s.procMu.Lock()
-	t := s.sessions[id]
-	delete(s.sessions, id)
-	s.procMu.Unlock()
-	if t == nil {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, se := range t.sessions {
-		se.close()
-		se.end()
-	}
 }
 
 func tail(b []byte, n int) []byte { return b[max(0, len(b)-n):] }

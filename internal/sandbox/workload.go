@@ -1,0 +1,49 @@
+package sandbox
+
+import "sync"
+
+// workload is what the daemon runs in a sandbox beyond one request:
+// background processes and sessions. It lives in memory and ends with the
+// sandbox (or the daemon).
+type workload struct {
+	mu       sync.Mutex
+	procs    []*bgProc           // in start order
+	sessions map[string]*session // by id
+}
+
+// workload returns sandbox id's workload; with create, a new one if it has
+// none yet.
+func (s *Service) workload(id string, create bool) *workload {
+	s.workMu.Lock()
+	defer s.workMu.Unlock()
+	w := s.work[id]
+	if w == nil && create {
+		w = &workload{sessions: map[string]*session{}}
+		s.work[id] = w
+	}
+	return w
+}
+
+// dropWorkload forgets a stopped sandbox's workload and ends it: readers
+// of background output learn the sandbox is gone, rather than seeing its
+// destroy as an ordinary exit, and shells are closed.
+func (s *Service) dropWorkload(id string) {
+	s.workMu.Lock()
+	w := s.work[id]
+	delete(s.work, id)
+	s.workMu.Unlock()
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := s.now()
+	for _, p := range w.procs {
+		p.stdin.CloseWithError(errSandboxGone)
+		p.out.finish(ExecResult{}, errSandboxGone, now)
+	}
+	for _, se := range w.sessions {
+		se.close()
+		se.end()
+	}
+}
