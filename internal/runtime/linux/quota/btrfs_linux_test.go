@@ -245,9 +245,14 @@ func TestBtrfsRestart(t *testing.T) {
 		t.Errorf("after Clear by a fresh FS: %v, want the dir gone", err)
 	}
 
+	dev := loopOf(t, f.Dir())
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// A sandbox another package's test starts meanwhile copies the host's
+	// mounts, keeping this filesystem alive unflushed after the unmount;
+	// mounting the image again before it lets go would read stale data.
+	waitReleased(t, dev)
 	again, err = Setup(f.Dir(), 512*mib)
 	if err != nil || again.Mode() != "btrfs" {
 		t.Fatalf("Setup after unmount: %v, %v; want btrfs mode", again, err)

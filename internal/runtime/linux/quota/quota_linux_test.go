@@ -389,6 +389,19 @@ func assertDetached(t testing.TB, dev string) {
 	t.Errorf("%s still bound to %s", dev, strings.TrimSpace(string(b)))
 }
 
+// waitReleased waits (boundedly) until no other process's mount table
+// shows dev.
+func waitReleased(t testing.TB, dev string) {
+	t.Helper()
+	for range 3000 {
+		if len(mountHolders(dev)) == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("%s still held by pids %v", dev, mountHolders(dev))
+}
+
 // mountHolders lists the other processes whose mount table shows dev.
 func mountHolders(dev string) []string {
 	var out []string
