@@ -4,7 +4,12 @@ go 1.26.0
 
 require golang.org/x/sys v0.50.0
 
-require github.com/google/go-cmp v0.7.0
+require (
+	github.com/coder/websocket v1.8.15
+	github.com/google/go-cmp v0.7.0
+)
+
+require golang.org/x/term v0.48.0
 
 require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect

@@ -11,12 +11,20 @@ import (
 type Session struct {
 	ID        string    `json:"id"`
 	Shell     string    `json:"shell"`
-	State     string    `json:"state"`
+	Mode      string    `json:"mode"`  // "exec" or "interactive"
+	State     string    `json:"state"` // "ready", "busy" or "ended"
+	Cols      uint16    `json:"cols"`
+	Rows      uint16    `json:"rows"`
+	Attached  int       `json:"attached"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
 // SessionRequest opens a session; zero fields take the server's defaults.
 type SessionRequest struct {
+	// Mode is "exec" (the default: a quiet shell for SessionExec) or
+	// "interactive" (prompt, echo and line editing, for a person attached
+	// to its terminal).
+	Mode string            `json:"mode,omitempty"`
 	Cwd  string            `json:"cwd,omitempty"`
 	Env  map[string]string `json:"env,omitempty"`
 	Cols uint16            `json:"cols,omitempty"`
@@ -49,6 +57,15 @@ func (c *Client) SessionExec(ctx context.Context, id, sid, command string, timeo
 	}{command, seconds(timeout)}
 	err := c.doJSON(ctx, http.MethodPost, sandboxPath(id, "/sessions/"+url.PathEscape(sid)+"/exec"), nil, body, &r)
 	return r, err
+}
+
+// ListSessions lists a sandbox's sessions.
+func (c *Client) ListSessions(ctx context.Context, id string) ([]Session, error) {
+	var out struct {
+		Sessions []Session `json:"sessions"`
+	}
+	err := c.doJSON(ctx, http.MethodGet, sandboxPath(id, "/sessions"), nil, nil, &out)
+	return out.Sessions, err
 }
 
 // DeleteSession ends a session's shell.

@@ -25,6 +25,8 @@ On a server ($AIRLOCK_URL, default http://127.0.0.1:7070) with the key
 $AIRLOCK_API_KEY, else the admin.key in the data dir:
   airlock create [flags]                 create a sandbox, print its id
   airlock exec ID -- CMD [ARGS...]       run a command in a sandbox, stream its output
+  airlock shell ID                       open an interactive shell in a sandbox
+  airlock attach ID SESSION              attach this terminal to a session's terminal
   airlock ls [flags]                     list sandboxes
   airlock rm ID...                       destroy sandboxes
   airlock cp SRC DST                     copy a file in or out (ID:PATH; "-" is stdio)
@@ -59,6 +61,10 @@ func main() {
 		err = createCmd(os.Args[2:])
 	case "exec":
 		err = execCmd(os.Args[2:])
+	case "shell":
+		err = shellCmd(os.Args[2:])
+	case "attach":
+		err = attachCmd(os.Args[2:])
 	case "ls":
 		err = lsCmd(os.Args[2:])
 	case "rm":

@@ -63,6 +63,7 @@ var routes = []route{
 	{"GET", "/v1/sandboxes/{id}/sessions", sandboxRoute, (*server).listSessions},
 	{"POST", "/v1/sandboxes/{id}/sessions/{sid}/exec", sandboxRoute, (*server).sessionExec},
 	{"DELETE", "/v1/sandboxes/{id}/sessions/{sid}", sandboxRoute, (*server).deleteSession},
+	{"GET", "/v1/sandboxes/{id}/sessions/{sid}/attach", sandboxRoute, (*server).attachSession},
 	{"GET", "/v1/sandboxes/{id}/processes", sandboxRoute, (*server).listProcesses},
 	{"GET", "/v1/sandboxes/{id}/processes/{pid}/output", sandboxRoute, (*server).processOutput},
 	{"POST", "/v1/sandboxes/{id}/processes/{pid}/stdin", sandboxRoute, (*server).writeStdin},

@@ -134,7 +134,6 @@ type Manager interface {
 	SetNetwork(ctx context.Context, c Caller, id string, p egress.Policy) (egress.Policy, error)
 	NetworkLog(ctx context.Context, c Caller, id string, after int64, limit int) ([]egress.Event, error)
 
-	// A tenant's secrets. Values go in and never come out.
 	// Background processes: started by exec with Background set, they
 	// outlive the request; output is kept (bounded) and can be read from
 	// any kept offset, following it as it grows.
@@ -147,12 +146,14 @@ type Manager interface {
 	ListSessions(ctx context.Context, c Caller, id string) ([]SessionInfo, error)
 	SessionExec(ctx context.Context, c Caller, id, sid string, req SessionExecRequest) (SessionExecResult, error)
 	DeleteSession(ctx context.Context, c Caller, id, sid string) error
+	AttachSession(ctx context.Context, c Caller, id, sid string) (Terminal, error)
 	ListProcesses(ctx context.Context, c Caller, id string) ([]ProcInfo, error)
 	ProcessOutput(ctx context.Context, c Caller, id string, pid int, offset int64, follow bool, out ProcStream) error
 	WriteStdin(ctx context.Context, c Caller, id string, pid int, r io.Reader) (int64, error)
 	CloseStdin(ctx context.Context, c Caller, id string, pid int) error
 	SignalProcess(ctx context.Context, c Caller, id string, pid, sig int) error
 
+	// A tenant's secrets. Values go in and never come out.
 	CreateSecret(ctx context.Context, c Caller, spec secrets.Spec) (SecretInfo, error)
 	ListSecrets(ctx context.Context, c Caller) ([]SecretInfo, error)
 	RotateSecret(ctx context.Context, c Caller, name string, req RotateRequest) (SecretInfo, error)

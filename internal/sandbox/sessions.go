@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,9 +23,25 @@ import (
 // MaxSessions bounds the shells kept per sandbox.
 const MaxSessions = 16
 
+// ScrollbackCap bounds the terminal output a session keeps for clients
+// that attach later; the oldest goes first.
+const ScrollbackCap = 256 << 10
+
+// Session modes.
+const (
+	// SessionModeExec is a shell driven by calls: quiet (no prompt, no
+	// echo, no line editing) so each command's output and status come back
+	// exactly. Attached clients watch the commands and their output.
+	SessionModeExec = "exec"
+	// SessionModeInteractive is a shell for a person at a terminal:
+	// prompt, echo and line editing, driven only through attach.
+	SessionModeInteractive = "interactive"
+)
+
 // SessionRequest is POST /v1/sandboxes/{id}/sessions.
 type SessionRequest struct {
 	Shell string            `json:"shell,omitempty"` // "bash", the default and only one
+	Mode  string            `json:"mode,omitempty"`  // "exec" (the default) or "interactive"
 	Cwd   string            `json:"cwd,omitempty"`
 	Env   map[string]string `json:"env,omitempty"`
 	Cols  uint16            `json:"cols,omitempty"` // default 120
@@ -34,7 +52,11 @@ type SessionRequest struct {
 type SessionInfo struct {
 	ID        string    `json:"id"`
 	Shell     string    `json:"shell"`
+	Mode      string    `json:"mode"`
 	State     string    `json:"state"` // "ready", "busy" or "ended"
+	Cols      uint16    `json:"cols"`
+	Rows      uint16    `json:"rows"`
+	Attached  int       `json:"attached"` // clients attached to its terminal now
 	CreatedAt time.Time `json:"created_at"`
 }
 
@@ -53,39 +75,57 @@ type SessionExecResult struct {
 	Truncated  bool    `json:"truncated"`
 }
 
-// session is one shell on a terminal, kept between requests. Commands run
-// in the shell itself (eval in a function), so cd, variables, functions,
-// aliases and an activated virtualenv persist. Each command's end is a
-// marker printed after it with a nonce drawn for that command only, so
-// output that merely looks like a marker cannot end it early.
+// session is one shell on a terminal, kept between requests. In exec
+// mode commands run in the shell itself (eval in a function), so cd,
+// variables, functions, aliases and an activated virtualenv persist. Each
+// command's end is a marker printed after it with a nonce drawn for that
+// command only, so output that merely looks like a marker cannot end it
+// early. Everything the terminal shows also goes to a bounded scrollback
+// that attached clients read from.
 type session struct {
 	id      string
 	shell   string
+	mode    string
 	created time.Time
 	proc    runtime.Process
 	input   *io.PipeWriter
 	cancel  context.CancelFunc // kills the shell's whole tree
+	tty     *outBuf            // scrollback; finished when the shell ends or is lost
+	marks   markFilter         // used only by Write's goroutine
 
-	run  sync.Mutex  // one command at a time
-	busy atomic.Bool // set while run is held, for info (which must not take run)
+	run      sync.Mutex  // one command at a time
+	busy     atomic.Bool // set while run is held, for info (which must not take run)
+	attached atomic.Int32
 
 	mu    sync.Mutex
-	out   []byte // output since the current command started
+	out   []byte // exec mode: output since the current command started
+	live  bool   // the scrollback records (exec mode: once set up)
+	size  runtime.TTYSize
 	ended bool
 	wake  chan struct{}
 }
 
 func (se *session) Write(p []byte) (int, error) {
 	se.mu.Lock()
-	defer se.mu.Unlock()
-	// Bounded: a command's output past OutputCap is dropped (and said so)
-	// but the tail is kept so the end marker is still found.
-	se.out = append(se.out, p...)
-	if len(se.out) > 2*OutputCap {
-		se.out = append(se.out[:OutputCap:OutputCap], se.out[len(se.out)-OutputCap:]...)
+	if se.mode == SessionModeExec {
+		// Bounded: a command's output past OutputCap is dropped (and said
+		// so) but the tail is kept so the end marker is still found.
+		se.out = append(se.out, p...)
+		if len(se.out) > 2*OutputCap {
+			se.out = append(se.out[:OutputCap:OutputCap], se.out[len(se.out)-OutputCap:]...)
+		}
+		close(se.wake)
+		se.wake = make(chan struct{})
 	}
-	close(se.wake)
-	se.wake = make(chan struct{})
+	live := se.live
+	se.mu.Unlock()
+	if live {
+		shown := p
+		if se.mode == SessionModeExec {
+			shown = se.marks.filter(p)
+		}
+		se.tty.write("tty", shown)
+	}
 	return len(p), nil
 }
 
@@ -108,9 +148,19 @@ __airlock_mark() { local rc=$?; printf '\036AIRLOCK-%s-%d\037\n' "$__airlock_n" 
 __airlock_run() { __airlock_n=$1; local c; c=$(cat); eval "$c" </dev/tty; }
 readonly -f __airlock_mark __airlock_run; readonly PROMPT_COMMAND=__airlock_mark; __airlock_n=`
 
-// shells maps the shells a session may run to their command lines.
-var shells = map[string][]string{
-	"bash": {"/bin/bash", "--noprofile", "--norc", "--noediting", "-i"},
+// shells maps each mode's shells to their command lines. An interactive
+// shell reads the usual rc files, as a person's terminal would.
+var shells = map[string]map[string][]string{
+	SessionModeExec:        {"bash": {"/bin/bash", "--noprofile", "--norc", "--noediting", "-i"}},
+	SessionModeInteractive: {"bash": {"/bin/bash", "-i"}},
+}
+
+// validSize checks a terminal size.
+func validSize(cols, rows uint16) error {
+	if cols < 1 || cols > 1000 || rows < 1 || rows > 1000 {
+		return fmt.Errorf("%w: terminal size %dx%d: want 1 to 1000 columns and rows", ErrInvalid, cols, rows)
+	}
+	return nil
 }
 
 func nonce() string {
@@ -124,8 +174,14 @@ func (s *Service) CreateSession(ctx context.Context, c Caller, id string, req Se
 	if req.Shell == "" {
 		req.Shell = "bash"
 	}
-	argv, ok := shells[req.Shell]
+	if req.Mode == "" {
+		req.Mode = SessionModeExec
+	}
+	argv, ok := shells[req.Mode][req.Shell]
 	if !ok {
+		if shells[req.Mode] == nil {
+			return SessionInfo{}, fmt.Errorf("%w: mode %q: want %q or %q", ErrInvalid, req.Mode, SessionModeExec, SessionModeInteractive)
+		}
 		return SessionInfo{}, fmt.Errorf("%w: shell %q: only bash is supported", ErrInvalid, req.Shell)
 	}
 	if req.Cols == 0 {
@@ -134,10 +190,21 @@ func (s *Service) CreateSession(ctx context.Context, c Caller, id string, req Se
 	if req.Rows == 0 {
 		req.Rows = 40
 	}
+	if err := validSize(req.Cols, req.Rows); err != nil {
+		return SessionInfo{}, err
+	}
 	if err := validEnv(req.Env); err != nil {
 		return SessionInfo{}, err
 	}
-	sb, rreq, err := s.prepareExec(ctx, c, id, ExecRequest{Cmd: argv, Cwd: req.Cwd, Env: req.Env})
+	env := req.Env
+	if req.Mode == SessionModeInteractive && env["TERM"] == "" {
+		env = maps.Clone(env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		env["TERM"] = "xterm-256color"
+	}
+	sb, rreq, err := s.prepareExec(ctx, c, id, ExecRequest{Cmd: argv, Cwd: req.Cwd, Env: env})
 	if err != nil {
 		return SessionInfo{}, err
 	}
@@ -145,12 +212,18 @@ func (s *Service) CreateSession(ctx context.Context, c Caller, id string, req Se
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.sessions) >= MaxSessions {
+		t.forgetEnded()
+	}
+	if len(t.sessions) >= MaxSessions {
 		return SessionInfo{}, fmt.Errorf("%w: %d sessions are open in this sandbox", ErrLimitExceeded, MaxSessions)
 	}
 	pr, pw := io.Pipe()
-	se := &session{id: "ses-" + nonce()[:16], shell: req.Shell, created: s.now(), input: pw, wake: make(chan struct{})}
+	se := &session{id: "ses-" + nonce()[:16], shell: req.Shell, mode: req.Mode, created: s.now(), input: pw,
+		tty: newOutBuf(ScrollbackCap), size: runtime.TTYSize{Cols: req.Cols, Rows: req.Rows}, wake: make(chan struct{}),
+		live: req.Mode == SessionModeInteractive}
 	rreq.Stdin, rreq.Stdout = pr, se
-	rreq.TTY = &runtime.TTYSize{Cols: req.Cols, Rows: req.Rows}
+	size := se.size
+	rreq.TTY = &size
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	proc, err := sb.Start(pctx, rreq)
 	if err != nil {
@@ -161,10 +234,19 @@ func (s *Service) CreateSession(ctx context.Context, c Caller, id string, req Se
 	se.cancel = cancel
 	se.proc = proc
 	go func() {
-		proc.Wait()
+		st, err := proc.Wait()
 		pr.Close()
+		if err != nil {
+			se.tty.finish(ExecResult{}, fmt.Errorf("%w: session %s: shell lost: %v", ErrUnavailable, se.id, err), s.now())
+		} else {
+			se.tty.finish(execResult(st), nil, s.now())
+		}
 		se.end()
 	}()
+	if se.mode == SessionModeInteractive {
+		t.sessions[se.id] = se
+		return se.info(), nil
+	}
 	// Wait for the setup's own marker: the shell is ready, and whatever
 	// it printed before (the echo of the first line) is dropped.
 	n := nonce()
@@ -175,6 +257,9 @@ func (s *Service) CreateSession(ctx context.Context, c Caller, id string, req Se
 		se.close()
 		return SessionInfo{}, fmt.Errorf("%w: the shell did not start: %v", ErrUnavailable, err)
 	}
+	se.mu.Lock()
+	se.live = true
+	se.mu.Unlock()
 	t.sessions[se.id] = se
 	return se.info(), nil
 }
@@ -230,6 +315,9 @@ func (s *Service) SessionExec(ctx context.Context, c Caller, id, sid string, req
 	if err != nil {
 		return SessionExecResult{}, err
 	}
+	if se.mode != SessionModeExec {
+		return SessionExecResult{}, fmt.Errorf("%w: session %s is interactive: attach to it to type; exec runs in sessions created with mode %q", ErrConflict, sid, SessionModeExec)
+	}
 	if !se.run.TryLock() {
 		return SessionExecResult{}, fmt.Errorf("%w: session %s is running a command", ErrConflict, sid)
 	}
@@ -246,6 +334,9 @@ func (s *Service) SessionExec(ctx context.Context, c Caller, id, sid string, req
 	// text is never parsed line by line by the shell's own input, and the
 	// delimiter carries this command's nonce, which its text cannot hold.
 	in := fmt.Sprintf("__airlock_run %s <<'AIRLOCK_EOF_%s'\n%s\nAIRLOCK_EOF_%s\n", n, n, req.Command, n)
+	// Clients watching the terminal see the command as if typed (the
+	// shell itself does not echo it).
+	se.tty.write("tty", []byte("$ "+strings.ReplaceAll(req.Command, "\n", "\r\n> ")+"\r\n"))
 	if _, err := io.WriteString(se.input, in); err != nil {
 		return SessionExecResult{}, errSessionEnded
 	}
@@ -277,8 +368,23 @@ func (se *session) info() SessionInfo {
 	if se.ended {
 		state = "ended"
 	}
+	size := se.size
 	se.mu.Unlock()
-	return SessionInfo{ID: se.id, Shell: se.shell, State: state, CreatedAt: se.created}
+	return SessionInfo{ID: se.id, Shell: se.shell, Mode: se.mode, State: state, Cols: size.Cols, Rows: size.Rows,
+		Attached: int(se.attached.Load()), CreatedAt: se.created}
+}
+
+// forgetEnded drops the sessions whose shells have ended, to make room.
+// t.mu is held.
+func (t *workload) forgetEnded() {
+	for id, se := range t.sessions {
+		se.mu.Lock()
+		ended := se.ended
+		se.mu.Unlock()
+		if ended {
+			delete(t.sessions, id)
+		}
+	}
 }
 
 // session finds a caller's session.
@@ -324,6 +430,7 @@ func (s *Service) DeleteSession(ctx context.Context, c Caller, id, sid string) e
 		delete(t.sessions, sid)
 		t.mu.Unlock()
 	}
+	se.tty.finish(ExecResult{}, fmt.Errorf("%w: session %s was deleted", ErrNotFound, sid), s.now())
 	se.close()
 	return nil
 }

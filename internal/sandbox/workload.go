@@ -43,6 +43,7 @@ func (s *Service) dropWorkload(id string) {
 		p.out.finish(ExecResult{}, errSandboxGone, now)
 	}
 	for _, se := range w.sessions {
+		se.tty.finish(ExecResult{}, errSandboxGone, now)
 		se.close()
 		se.end()
 	}
