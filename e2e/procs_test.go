@@ -176,3 +176,50 @@ func TestSessionOverHTTP(t *testing.T) {
 	}
 	assertNoSandboxesLeft(t, s, sb.ID)
 }
+
+// TestExecStreamEndsOnDestroy: a foreground exec streaming over SSE ends
+// with an error event, not an ordinary exit or silence, when its sandbox
+// is destroyed.
+func TestExecStreamEndsOnDestroy(t *testing.T) {
+	s := startServer(t, "")
+	c := s.admin()
+	sb := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{}))
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.ExecStream(ctx, sb.ID, client.ExecRequest{Command: "echo up; sleep 60"}, writerFunc(func(p []byte) {
+			select {
+			case <-started:
+			default:
+				close(started)
+			}
+		}), nil)
+		done <- err
+	}()
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the command never started")
+	}
+	start := time.Now()
+	if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		var ae *client.Error
+		if !errors.As(err, &ae) || !strings.Contains(ae.Message, "destroyed while the command ran") {
+			t.Errorf("stream ended with %v, want an error event saying the sandbox was destroyed", err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("the stream ended %v after the delete", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream still runs after the sandbox was destroyed")
+	}
+	assertNoSandboxesLeft(t, s, sb.ID)
+}
+
+type writerFunc func(p []byte)
+
+func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/store"
 )
 
 // Exec runs req to its end and returns its output, each stream capped at
@@ -179,6 +180,9 @@ func (s *Service) execError(ctx context.Context, id string, err error) error {
 	if lost, ok := s.lostError(ctx, id, err); ok {
 		return lost
 	}
+	if gone := s.stoppedError(ctx, id); gone != nil {
+		return gone
+	}
 	switch {
 	case errors.Is(err, runtime.ErrInvalid), errors.Is(err, runtime.ErrNotFound), errors.Is(err, fs.ErrPermission):
 		// A bad request or a missing or forbidden program or cwd: the
@@ -186,6 +190,26 @@ func (s *Service) execError(ctx context.Context, id string, err error) error {
 		return fmt.Errorf("%w: exec in %s: %v", ErrInvalid, id, err)
 	}
 	return fmt.Errorf("%w: exec in %s: %v", ErrUnavailable, id, err)
+}
+
+// stoppedError says why a command broke off when its sandbox was stopped
+// meanwhile (deleted, expired, idle): a stop in progress is waited for, so
+// the answer is the sandbox's end rather than a broken agent connection.
+func (s *Service) stoppedError(ctx context.Context, id string) error {
+	unlock := s.locks.lock(id)
+	unlock()
+	rec, err := s.st.GetSandbox(context.WithoutCancel(ctx), id)
+	if err != nil || rec.State == store.StateRunning || rec.State == store.StateCreating {
+		return nil
+	}
+	why := "destroyed"
+	switch {
+	case rec.State == store.StateFailed:
+		why = "lost (" + rec.Reason + ")"
+	case rec.Reason != "":
+		why = "stopped (" + rec.Reason + ")"
+	}
+	return fmt.Errorf("%w: sandbox %s was %s while the command ran", ErrConflict, id, why)
 }
 
 // capped keeps the first OutputCap bytes written and swallows the rest, so
