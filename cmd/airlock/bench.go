@@ -23,7 +23,7 @@ func benchCmd(args []string) error {
 		return benchEgress(args[1:])
 	}
 	if len(args) == 0 || args[0] != "spawn" {
-		return errors.New("usage: airlock bench spawn [-n 200] [-pool 2] [-v] | airlock bench api [-n 200] | airlock bench egress [-n 2000] [-n-tunnel 200] [-mb 100] [-runs 5]")
+		return errors.New("usage: airlock bench spawn [-n 200] [-pool 2] [-v] | airlock bench api [-n 200] [-v] | airlock bench egress [-n 2000] [-n-tunnel 200] [-mb 100] [-runs 5]")
 	}
 	fs := flag.NewFlagSet("bench spawn", flag.ContinueOnError)
 	n := fs.Int("n", 200, "iterations per contender")

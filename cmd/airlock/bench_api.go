@@ -25,6 +25,7 @@ func benchAPI(args []string) error {
 	fs := flag.NewFlagSet("bench api", flag.ContinueOnError)
 	n := fs.Int("n", 200, "iterations per row")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	verbose := fs.Bool("v", false, "also split the overhead of each request into server and transport")
 	if err := fs.Parse(args); err != nil {
 		return exitError(2)
 	}
@@ -67,7 +68,8 @@ func benchAPI(args []string) error {
 	// The server's own time per cycle, less the runtime's: what is left of
 	// the overhead is the trip between client and server.
 	var inServer atomic.Int64
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// Configured as serve's, so the cycle pays what the daemon's does.
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t := time.Now()
 		dm.handler.ServeHTTP(w, r)
 		inServer.Add(int64(time.Since(t)))
@@ -81,12 +83,21 @@ func benchAPI(args []string) error {
 	c := client.New("http://"+ln.Addr().String(), string(trimNL(key)))
 
 	// Rows: total, create, exec, delete, for each path; then the API's own
-	// time in each HTTP cycle.
-	d := make([][]time.Duration, 11)
+	// time in each HTTP cycle; then, per request, the server's time less
+	// the runtime's and the rest (client and transport).
+	d := make([][]time.Duration, 17)
 	lap := func(row int, t *time.Time) {
 		now := time.Now()
 		d[row] = append(d[row], now.Sub(*t))
 		*t = now
+	}
+	var rtSeen, srvSeen int64
+	split := func(req int, took time.Duration) {
+		rt, srv := inRuntime.Load(), inServer.Load()
+		server := time.Duration((srv - srvSeen) - (rt - rtSeen))
+		d[11+2*req] = append(d[11+2*req], server)
+		d[12+2*req] = append(d[12+2*req], took-time.Duration(srv-srvSeen))
+		rtSeen, srvSeen = rt, srv
 	}
 	for i := range *n {
 		t0 := time.Now()
@@ -109,19 +120,23 @@ func benchAPI(args []string) error {
 		t = t0
 		inRuntime.Store(0)
 		inServer.Store(0)
+		rtSeen, srvSeen = 0, 0
 		s, err := c.CreateSandbox(ctx, client.CreateRequest{})
 		if err != nil {
 			return err
 		}
 		lap(5, &t)
+		split(0, d[5][i])
 		if _, err := c.Exec(ctx, s.ID, client.ExecRequest{Cmd: []string{"true"}}); err != nil {
 			return err
 		}
 		lap(6, &t)
+		split(1, d[6][i])
 		if err := c.DeleteSandbox(ctx, s.ID); err != nil {
 			return err
 		}
 		lap(7, &t)
+		split(2, d[7][i])
 		d[4] = append(d[4], t.Sub(t0))
 		api, server := t.Sub(t0)-time.Duration(inRuntime.Load()), time.Duration(inServer.Load()-inRuntime.Load())
 		d[8] = append(d[8], api)
@@ -140,6 +155,12 @@ func benchAPI(args []string) error {
 	row{"  all of it", d[8]}.print()
 	row{"  in the server: auth, store, service", d[9]}.print()
 	row{"  between: HTTP client and transport", d[10]}.print()
+	if *verbose {
+		for i, name := range []string{"POST /v1/sandboxes", "POST .../exec", "DELETE /v1/sandboxes/{id}"} {
+			row{"  " + name + ", server", d[11+2*i]}.print()
+			row{"  " + name + ", between", d[12+2*i]}.print()
+		}
+	}
 	return nil
 }
 

@@ -88,20 +88,23 @@ func (s *Service) createFailed(ctx context.Context, rec store.Sandbox, cause err
 func (s *Service) admit(ctx context.Context, rec store.Sandbox) error {
 	unlock := s.locks.lock("tenant/" + rec.TenantID)
 	defer unlock()
-	t, err := s.st.GetTenant(ctx, rec.TenantID)
+	t, err := s.tenants.get(ctx, s.st, rec.TenantID, s.now())
 	if err != nil {
 		return fmt.Errorf("load tenant %s: %w", rec.TenantID, err)
 	}
-	n, mem, err := s.st.Usage(ctx, rec.TenantID)
-	if err != nil {
-		return fmt.Errorf("tenant %s usage: %w", rec.TenantID, err)
-	}
-	if t.MaxSandboxes > 0 && n+1 > t.MaxSandboxes {
-		return fmt.Errorf("%w: tenant %s already has %d of %d sandboxes", ErrLimitExceeded, t.Name, n, t.MaxSandboxes)
-	}
-	if t.MaxMemoryMB > 0 && mem+rec.MemoryMB > t.MaxMemoryMB {
-		return fmt.Errorf("%w: tenant %s uses %d MiB of %d MiB memory, %d MiB more requested",
-			ErrLimitExceeded, t.Name, mem, t.MaxMemoryMB, rec.MemoryMB)
+	// A tenant without quotas has nothing to count: skip the query.
+	if t.MaxSandboxes > 0 || t.MaxMemoryMB > 0 {
+		n, mem, err := s.st.Usage(ctx, rec.TenantID)
+		if err != nil {
+			return fmt.Errorf("tenant %s usage: %w", rec.TenantID, err)
+		}
+		if t.MaxSandboxes > 0 && n+1 > t.MaxSandboxes {
+			return fmt.Errorf("%w: tenant %s already has %d of %d sandboxes", ErrLimitExceeded, t.Name, n, t.MaxSandboxes)
+		}
+		if t.MaxMemoryMB > 0 && mem+rec.MemoryMB > t.MaxMemoryMB {
+			return fmt.Errorf("%w: tenant %s uses %d MiB of %d MiB memory, %d MiB more requested",
+				ErrLimitExceeded, t.Name, mem, t.MaxMemoryMB, rec.MemoryMB)
+		}
 	}
 	if err := s.st.CreateSandbox(ctx, rec); err != nil {
 		return fmt.Errorf("save sandbox: %w", err)

@@ -96,10 +96,10 @@ func (s *Service) stopLocked(ctx context.Context, rec store.Sandbox, reason stri
 	if rec.EndedAt.IsZero() {
 		rec.EndedAt = s.now()
 	}
+	// Saving it stopped or failed deletes its tokens in the same write.
 	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
 		return fmt.Errorf("save sandbox %s: %w", rec.ID, err)
 	}
-	s.deleteTokens(ctx, rec.ID)
 	return nil
 }
 

@@ -160,11 +160,9 @@ func (s *Service) reattach(ctx context.Context, rec store.Sandbox) error {
 		s.log.Error("reconcile: re-attach sandbox", "sandbox", rec.ID, "err", err)
 		rec.State, rec.Reason, rec.EndedAt = store.StateFailed, ReasonLostOnRestart+": "+err.Error(), s.now()
 	}
+	// Saved as failed, it loses its tokens in the same write.
 	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
 		return fmt.Errorf("reconcile: save sandbox %s: %w", rec.ID, err)
-	}
-	if rec.State == store.StateFailed {
-		s.deleteTokens(ctx, rec.ID)
 	}
 	return nil
 }

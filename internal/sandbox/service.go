@@ -60,6 +60,7 @@ type Service struct {
 	workMu   sync.Mutex
 	work     map[string]*workload // background processes and sessions by sandbox id
 	idle     idleTracker
+	tenants  tenantCache  // for quota checks
 	box      *secrets.Box // nil: no secrets
 
 	kick chan struct{} // wakes the reaper when an expiry moves closer
@@ -248,20 +249,12 @@ func (s *Service) markLost(ctx context.Context, id string, cause error) error {
 		s.detach(id)
 		s.dropWorkload(id)
 		rec.State, rec.Reason, rec.EndedAt = store.StateFailed, "lost: runtime sandbox gone", s.now()
+		// Saved as failed, it loses its tokens in the same write.
 		if err := s.st.UpdateSandbox(ctx, rec); err != nil {
 			return fmt.Errorf("mark sandbox %s failed: %w", id, err)
 		}
-		s.deleteTokens(ctx, id)
 	}
 	return notRunning(rec)
-}
-
-func (s *Service) deleteTokens(ctx context.Context, id string) {
-	if err := s.st.DeleteTokens(ctx, id); err != nil {
-		// The tokens still answer 404 for a stopped sandbox's work, and
-		// they expire; worth a log line, not a failed delete.
-		s.log.Error("delete sandbox tokens", "sandbox", id, "err", err)
-	}
 }
 
 // keyedMutex is a mutex per key, created on demand and dropped when unused.

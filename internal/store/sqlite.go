@@ -133,8 +133,10 @@ func (s *SQLite) prepared(ctx context.Context, query string) (*sql.Stmt, error) 
 	return st, nil
 }
 
-// exec runs one write statement and returns the rows it changed.
+// exec runs one write statement and returns the rows it changed. Like
+// queryRow, it runs without the caller's cancellation (see pointCtx).
 func (s *SQLite) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	ctx = pointCtx(ctx)
 	st, err := s.prepared(ctx, query)
 	if err != nil {
 		return 0, err
@@ -149,13 +151,28 @@ func (s *SQLite) exec(ctx context.Context, query string, args ...any) (int64, er
 	return res.RowsAffected()
 }
 
-// queryRow runs a fixed single-row query.
+// queryRow runs a fixed single-row query, without the caller's
+// cancellation (see pointCtx).
 func (s *SQLite) queryRow(ctx context.Context, query string, args ...any) scanner {
+	ctx = pointCtx(ctx)
 	st, err := s.prepared(ctx, query)
 	if err != nil {
 		return errRow{err}
 	}
 	return st.QueryRowContext(ctx, args...)
+}
+
+// pointCtx drops ctx's cancellation for a statement on a key or an
+// index, which takes microseconds: watching a cancellable context costs the
+// driver a goroutine per statement and database/sql another per query,
+// each started and woken, which on a busy host costs more than the
+// statement itself. Its values stay. A query that may scan (query) keeps
+// the caller's context.
+func pointCtx(ctx context.Context) context.Context {
+	if ctx.Done() == nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
 }
 
 // query runs a fixed query.

@@ -78,6 +78,14 @@ var migrations = []string{
 	ALTER TABLE sandboxes ADD COLUMN secrets TEXT NOT NULL DEFAULT '';`,
 	// Idle timeouts.
 	`ALTER TABLE sandboxes ADD COLUMN idle_timeout_s INTEGER NOT NULL DEFAULT 0;`,
+	// A sandbox's tokens end with it, in the same write that ends it: no
+	// window in which a stopped sandbox has live tokens, and no second
+	// statement on every delete.
+	`CREATE TRIGGER sandboxes_end_tokens AFTER UPDATE OF state ON sandboxes
+		WHEN NEW.state IN ('stopped', 'failed')
+	BEGIN
+		DELETE FROM tokens WHERE sandbox_id = NEW.id;
+	END;`,
 }
 
 // migrate applies the migrations the database has not run yet, in one

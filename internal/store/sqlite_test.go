@@ -212,6 +212,31 @@ func TestNotFound(t *testing.T) {
 	}
 }
 
+// A sandbox's tokens go in the write that ends it, and only then.
+func TestEndedSandboxLosesTokens(t *testing.T) {
+	ctx := context.Background()
+	for _, state := range []string{StateRunning, StateStopped, StateFailed} {
+		s, _ := openTest(t)
+		_, _, tok, sb := seed(t, s)
+		other := tok
+		other.ID, other.SandboxID, other.Hash = "tok_other", "sb_other", []byte("other")
+		if err := s.CreateToken(ctx, other); err != nil {
+			t.Fatal(err)
+		}
+		sb.State = state
+		if err := s.UpdateSandbox(ctx, sb); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.TokenByHash(ctx, tok.Hash)
+		if ended := state != StateRunning; ended != errors.Is(err, ErrNotFound) {
+			t.Errorf("sandbox saved as %s: TokenByHash = %v; want the token gone: %v", state, err, ended)
+		}
+		if _, err := s.TokenByHash(ctx, other.Hash); err != nil {
+			t.Errorf("sandbox saved as %s: another sandbox's token: %v", state, err)
+		}
+	}
+}
+
 func TestTokenByHashIgnoresExpiry(t *testing.T) {
 	s, _ := openTest(t)
 	ctx := context.Background()

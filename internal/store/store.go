@@ -134,7 +134,8 @@ type Store interface {
 
 	CreateSandbox(ctx context.Context, s Sandbox) error
 	GetSandbox(ctx context.Context, id string) (Sandbox, error)
-	// UpdateSandbox replaces the record with the same ID.
+	// UpdateSandbox replaces the record with the same ID. A record saved
+	// as stopped or failed loses its tokens in the same write.
 	UpdateSandbox(ctx context.Context, s Sandbox) error
 	ListSandboxes(ctx context.Context, f SandboxFilter) ([]Sandbox, error)
 	// Usage counts a tenant's live (creating or running) sandboxes and
