@@ -48,6 +48,9 @@ func TestTerminalOverWebSocket(t *testing.T) {
 	readUntil(t, a, "\r\n42\r\n")
 	readUntil(t, b, "\r\n42\r\n") // the other client sees it too
 	b.Write(ctx, []byte("exit()\r"))
+	// a and b are separate connections, so a's next keys could overtake
+	// b's: wait for the shell's prompt before typing on a.
+	readUntil(t, a, `\$ $`)
 	a.Resize(ctx, 101, 33)
 	a.Write(ctx, []byte("stty size\r"))
 	readUntil(t, a, "33 101")
