@@ -86,6 +86,8 @@ var migrations = []string{
 	BEGIN
 		DELETE FROM tokens WHERE sandbox_id = NEW.id;
 	END;`,
+	// Audit logs (sqlite_audit.go).
+	auditSchema,
 }
 
 // migrate applies the migrations the database has not run yet, in one

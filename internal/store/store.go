@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/audit"
 )
 
 // Errors callers match with errors.Is.
@@ -166,6 +168,18 @@ type Store interface {
 	// DeleteSecret removes the tenant's secret with the name, or returns
 	// ErrNotFound.
 	DeleteSecret(ctx context.Context, tenantID, name string) error
+
+	// AppendAudit adds linked events (audit.Link) to their sandboxes'
+	// audit logs and moves each log's head, in one transaction.
+	AppendAudit(ctx context.Context, events []audit.Event) error
+	// AuditHead returns a log's newest sequence number and hash (0 and ""
+	// when the sandbox has none).
+	AuditHead(ctx context.Context, sandboxID string) (int64, string, error)
+	// AuditEvents returns a sandbox's audit events in order, filtered.
+	AuditEvents(ctx context.Context, sandboxID string, f AuditFilter) ([]audit.Event, error)
+	// PruneAudit deletes the logs whose newest event is older than before
+	// and returns how many went.
+	PruneAudit(ctx context.Context, before time.Time) (int, error)
 
 	Close() error
 }

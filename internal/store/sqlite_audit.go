@@ -1,0 +1,164 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/audit"
+)
+
+// auditSchema holds every sandbox's audit log and, per sandbox, its head:
+// the newest event's sequence number and hash, written in the same
+// transaction, so a log cut short at its end is caught by verification.
+const auditSchema = `CREATE TABLE audit_events (
+		sandbox_id TEXT NOT NULL,
+		seq INTEGER NOT NULL,
+		time INTEGER NOT NULL,
+		tenant_id TEXT NOT NULL,
+		actor TEXT NOT NULL,
+		type TEXT NOT NULL,
+		data TEXT NOT NULL,
+		prev TEXT NOT NULL,
+		hash TEXT NOT NULL,
+		PRIMARY KEY (sandbox_id, seq)
+	) WITHOUT ROWID;
+	CREATE INDEX audit_events_time ON audit_events (time);
+	CREATE TABLE audit_heads (
+		sandbox_id TEXT PRIMARY KEY,
+		tenant_id TEXT NOT NULL,
+		seq INTEGER NOT NULL,
+		hash TEXT NOT NULL,
+		time INTEGER NOT NULL
+	);`
+
+// AppendAudit adds linked events (audit.Link) to their sandboxes' logs
+// and moves the heads, in one transaction.
+func (s *SQLite) AppendAudit(ctx context.Context, events []audit.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("append audit events: %w", err)
+	}
+	defer tx.Rollback()
+	ins, err := s.prepared(ctx, `INSERT INTO audit_events (sandbox_id, seq, time, tenant_id, actor, type, data, prev, hash)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("append audit events: %w", err)
+	}
+	head, err := s.prepared(ctx, `INSERT INTO audit_heads (sandbox_id, tenant_id, seq, hash, time) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (sandbox_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, time = excluded.time`)
+	if err != nil {
+		return fmt.Errorf("append audit events: %w", err)
+	}
+	insTx, headTx := tx.StmtContext(ctx, ins), tx.StmtContext(ctx, head)
+	last := map[string]audit.Event{}
+	for _, e := range events {
+		if _, err := insTx.ExecContext(ctx, e.Sandbox, e.Seq, toNanos(e.Time), e.Tenant, e.Actor, e.Type, string(e.Data), e.Prev, e.Hash); err != nil {
+			if strings.Contains(err.Error(), "UNIQUE") {
+				return fmt.Errorf("append audit event %d of %s: %w", e.Seq, e.Sandbox, ErrConflict)
+			}
+			return fmt.Errorf("append audit event %d of %s: %w", e.Seq, e.Sandbox, err)
+		}
+		last[e.Sandbox] = e
+	}
+	for _, e := range last {
+		if _, err := headTx.ExecContext(ctx, e.Sandbox, e.Tenant, e.Seq, e.Hash, toNanos(e.Time)); err != nil {
+			return fmt.Errorf("move audit head of %s: %w", e.Sandbox, err)
+		}
+	}
+	s.writes.Add(1)
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("append audit events: %w", err)
+	}
+	return nil
+}
+
+// AuditHead returns the newest event's sequence number and hash (0 and
+// "" for a sandbox with no log).
+func (s *SQLite) AuditHead(ctx context.Context, sandboxID string) (int64, string, error) {
+	var seq int64
+	var hash string
+	err := s.queryRow(ctx, `SELECT seq, hash FROM audit_heads WHERE sandbox_id = ?`, sandboxID).Scan(&seq, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, "", nil
+	}
+	if err != nil {
+		return 0, "", fmt.Errorf("audit head of %s: %w", sandboxID, err)
+	}
+	return seq, hash, nil
+}
+
+// AuditEvents returns a sandbox's events in order, filtered.
+func (s *SQLite) AuditEvents(ctx context.Context, sandboxID string, f AuditFilter) ([]audit.Event, error) {
+	q := `SELECT sandbox_id, seq, time, tenant_id, actor, type, data, prev, hash FROM audit_events
+		WHERE sandbox_id = ? AND seq > ?`
+	args := []any{sandboxID, f.AfterSeq}
+	if len(f.Types) > 0 {
+		q += ` AND type IN (?` + strings.Repeat(`, ?`, len(f.Types)-1) + `)`
+		for _, t := range f.Types {
+			args = append(args, t)
+		}
+	}
+	if !f.From.IsZero() {
+		q += ` AND time >= ?`
+		args = append(args, toNanos(f.From))
+	}
+	if !f.To.IsZero() {
+		q += ` AND time < ?`
+		args = append(args, toNanos(f.To))
+	}
+	q += ` ORDER BY seq`
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("audit events of %s: %w", sandboxID, err)
+	}
+	out, err := scanAll(rows, func(r scanner) (audit.Event, error) {
+		var e audit.Event
+		var t sql.NullInt64
+		var data string
+		if err := r.Scan(&e.Sandbox, &e.Seq, &t, &e.Tenant, &e.Actor, &e.Type, &data, &e.Prev, &e.Hash); err != nil {
+			return e, err
+		}
+		e.Time, e.Data = fromNanos(t), []byte(data)
+		return e, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("audit events of %s: %w", sandboxID, err)
+	}
+	return out, nil
+}
+
+// PruneAudit deletes the logs of sandboxes whose newest event is older
+// than before, and returns how many logs went.
+func (s *SQLite) PruneAudit(ctx context.Context, before time.Time) (int, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("prune audit: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM audit_events WHERE sandbox_id IN
+		(SELECT sandbox_id FROM audit_heads WHERE time < ?)`, toNanos(before)); err != nil {
+		return 0, fmt.Errorf("prune audit: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM audit_heads WHERE time < ?`, toNanos(before))
+	if err != nil {
+		return 0, fmt.Errorf("prune audit: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	s.writes.Add(1)
+	return int(n), tx.Commit()
+}
