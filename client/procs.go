@@ -15,6 +15,7 @@ import (
 type Process struct {
 	Pid         int         `json:"pid"`
 	Tag         string      `json:"tag"`
+	ExecID      string      `json:"exec_id"` // in the audit log
 	Command     string      `json:"command"`
 	State       string      `json:"state"` // "running", "exited" or "lost"
 	StartedAt   time.Time   `json:"started_at"`

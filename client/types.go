@@ -103,6 +103,8 @@ func (r ExecRequest) MarshalJSON() ([]byte, error) {
 // ExecResult is how a command ended. Stdout and Stderr are set by Exec
 // only, each capped at 1 MiB (Truncated past it).
 type ExecResult struct {
+	// ExecID names the command in the sandbox's audit log (AuditCast).
+	ExecID     string  `json:"exec_id,omitempty"`
 	ExitCode   int     `json:"exit_code"`
 	Signal     int     `json:"signal"` // the signal that killed it, or 0
 	Stdout     string  `json:"stdout"`

@@ -25,6 +25,9 @@ var sandboxRoutes = []struct{ method, path, ctype, body string }{
 	{"POST", "/v1/sandboxes/{id}/files/mkdir", "application/json", `{"path":"owned-dir"}`},
 	{"POST", "/v1/sandboxes/{id}/files/move", "application/json", `{"from":"secret","to":"moved"}`},
 	{"POST", "/v1/sandboxes/{id}/tokens", "application/json", `{"ttl_s":60}`},
+	{"GET", "/v1/sandboxes/{id}/audit", "", ""},
+	{"GET", "/v1/sandboxes/{id}/audit/verify", "", ""},
+	{"GET", "/v1/sandboxes/{id}/audit/export", "", ""},
 }
 
 func call(t *testing.T, s *server, key, method, path, ctype, body string) (int, string) {

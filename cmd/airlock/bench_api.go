@@ -56,7 +56,7 @@ func benchAPI(args []string) error {
 	var inRuntime atomic.Int64 // ns the service spent in runtime calls
 	dm, err := startDaemon(ctx, dir, 0, nil, func(rt runtime.Runtime) runtime.Runtime {
 		return timedRuntime{rt, &inRuntime}
-	})
+	}, daemonTuning{})
 	if err != nil {
 		return err
 	}
@@ -203,6 +203,12 @@ func (s timedSandbox) Exec(ctx context.Context, req runtime.ExecRequest) (runtim
 func (s timedSandbox) Destroy(ctx context.Context) error {
 	defer s.r.since(time.Now())
 	return s.Sandbox.Destroy(ctx)
+}
+
+// Stats is the cgroup reading metering takes at create and delete.
+func (s timedSandbox) Stats(ctx context.Context) (runtime.Stats, error) {
+	defer s.r.since(time.Now())
+	return s.Sandbox.Stats(ctx)
 }
 
 func trimNL(b []byte) []byte {

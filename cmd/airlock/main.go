@@ -34,6 +34,13 @@ $AIRLOCK_API_KEY, else the admin.key in the data dir:
   airlock tenants create|ls              manage tenants (admin)
   airlock keys create|ls|rm              manage API keys
   airlock secrets set|ls|rm              manage secrets injected by the egress proxy
+  airlock events [--after ID|--all]      follow the tenant's events (lifecycle, exec exits)
+  airlock webhooks add|ls|rm|deliveries  deliver events to a URL, signed and retried
+  airlock audit ID|verify|export         read, check or export a sandbox's audit log
+  airlock replay [flags] ID [SESSION]    play back a session, a command (--exec) or a sandbox
+  airlock metrics ID [--json]            what a sandbox used (live, or final once ended)
+  airlock usage [--from T] [--to T] [--tenant ID] [--json]
+                                         usage per tenant over sandboxes created in [from, to)
 
 Run 'airlock COMMAND -h' for a command's flags.
 `
@@ -79,6 +86,18 @@ func main() {
 		err = secretsCmd(os.Args[2:])
 	case "keys":
 		err = keysCmd(os.Args[2:])
+	case "audit":
+		err = auditCmd(os.Args[2:])
+	case "replay":
+		err = replayCmd(os.Args[2:])
+	case "events":
+		err = eventsCmd(os.Args[2:])
+	case "webhooks":
+		err = webhooksCmd(os.Args[2:])
+	case "metrics":
+		err = metricsCmd(os.Args[2:])
+	case "usage":
+		err = usageCmd(os.Args[2:])
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

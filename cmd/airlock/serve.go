@@ -17,6 +17,8 @@ import (
 
 	"github.com/airlockhq/airlock/internal/api"
 	"github.com/airlockhq/airlock/internal/egress"
+	"github.com/airlockhq/airlock/internal/events"
+	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 	"github.com/airlockhq/airlock/internal/sandbox"
@@ -32,7 +34,21 @@ func serveCmd(args []string) error {
 	pool := fs.Int("pool", 2, "sandboxes kept booted for fast creates (0 disables)")
 	dns := fs.String("egress-dns", "", "resolver the egress proxy asks, HOST:PORT (default: the host's)")
 	caFile := fs.String("egress-ca-file", "", "PEM file of extra CAs the egress proxy trusts when it opens TLS upstream")
+	var tune daemonTuning
+	fs.DurationVar(&tune.auditRetention, "audit-retention", sandbox.DefaultAuditRetention, "how long a sandbox's audit log is kept after its last event")
+	outCap := fs.String("audit-output-cap", "64MiB", "command and terminal output recorded per sandbox's audit log (a marker says when it was reached)")
+	fs.BoolVar(&tune.webhooksAllowPrivate, "webhooks-allow-private", false, "let webhooks reach loopback, private and link-local addresses (receivers on this host or network)")
 	if err := fs.Parse(args); err != nil {
+		return exitError(2)
+	}
+	mb, err := parseSizeMB(*outCap)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "airlock serve: --audit-output-cap: %v\n", err)
+		return exitError(2)
+	}
+	tune.auditOutputCap = mb << 20
+	if tune.auditRetention <= 0 {
+		fmt.Fprintln(os.Stderr, "airlock serve: --audit-retention must be positive")
 		return exitError(2)
 	}
 	eg, err := egressConfig(*dns, *caFile)
@@ -41,7 +57,7 @@ func serveCmd(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	d, err := startDaemon(ctx, *dataDir, *pool, eg, nil)
+	d, err := startDaemon(ctx, *dataDir, *pool, eg, nil, tune)
 	if err != nil {
 		return err
 	}
@@ -51,6 +67,8 @@ func serveCmd(args []string) error {
 		return err
 	}
 	srv := &http.Server{Handler: d.handler, ReadHeaderTimeout: 10 * time.Second}
+	// Event streams never go idle: end them, or Shutdown waits it out.
+	srv.RegisterOnShutdown(d.events.EndStreams)
 	fmt.Printf("airlock: serving on http://%s (data in %s)\n", ln.Addr(), *dataDir)
 	if d.newKey {
 		fmt.Printf("airlock: admin API key written to %s\n", d.keyPath)
@@ -78,11 +96,22 @@ type daemon struct {
 	handler http.Handler
 	keyPath string
 	newKey  bool
+	metrics *metrics.Metrics // served at /metrics
+	events  *events.Hub      // tenant event streams and webhooks
+}
+
+// daemonTuning is what serve's flags set beyond the basics; zero fields
+// take the defaults.
+type daemonTuning struct {
+	auditRetention time.Duration
+	auditOutputCap int64
+	// webhooksAllowPrivate: see events.Options.AllowPrivate.
+	webhooksAllowPrivate bool
 }
 
 // wrap, when set, stands between the service and the runtime (the API
 // benchmark times the runtime's share this way).
-func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Config, wrap func(runtime.Runtime) runtime.Runtime) (*daemon, error) {
+func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Config, wrap func(runtime.Runtime) runtime.Runtime, tune daemonTuning) (*daemon, error) {
 	if err := os.MkdirAll(dataDir, 0o711); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
@@ -90,7 +119,7 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 	if err != nil {
 		return nil, err
 	}
-	d := &daemon{store: st}
+	d := &daemon{store: st, metrics: metrics.New(nil)}
 	if d.rt, err = linux.New(linux.Config{StateDir: dataDir, PoolSize: pool}); err != nil {
 		st.Close()
 		return nil, err
@@ -104,7 +133,12 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 	if wrap != nil {
 		rt = wrap(rt)
 	}
-	if d.mgr, err = sandbox.NewManager(ctx, st, rt, sandbox.Options{HostCPUs: goruntime.NumCPU(), HostMemoryMB: hostMemoryMB(), Egress: eg, Secrets: box}); err != nil {
+	if d.events, err = events.New(ctx, st, events.Options{Box: box, AllowPrivate: tune.webhooksAllowPrivate}); err != nil {
+		d.close()
+		return nil, fmt.Errorf("events: %w", err)
+	}
+	if d.mgr, err = sandbox.NewManager(ctx, st, rt, sandbox.Options{HostCPUs: goruntime.NumCPU(), HostMemoryMB: hostMemoryMB(), Egress: eg, Secrets: box,
+		AuditRetention: tune.auditRetention, AuditOutputCap: tune.auditOutputCap, Metrics: d.metrics, OnAudit: d.events.Publish}); err != nil {
 		d.close()
 		return nil, err
 	}
@@ -112,13 +146,17 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		d.close()
 		return nil, err
 	}
-	d.handler = api.New(d.mgr, st, api.Options{})
+	d.handler = api.New(d.mgr, st, api.Options{Metrics: d.metrics, Events: d.events})
 	return d, nil
 }
 
 func (d *daemon) close() {
 	if d.mgr != nil {
 		d.mgr.Close()
+	}
+	// After the manager: its last events are queued by then.
+	if d.events != nil {
+		d.events.Close()
 	}
 	if d.rt != nil {
 		d.rt.Close()

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/events"
+	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -22,6 +24,11 @@ type Options struct {
 	// KeepAlive is how often a quiet exec stream gets an SSE comment
 	// (default 15 s).
 	KeepAlive time.Duration
+	// Metrics is served at GET /metrics to admin keys; nil answers 404.
+	Metrics *metrics.Metrics
+	// Events serves GET /v1/events and the webhook routes; nil answers
+	// 503.
+	Events *events.Hub
 }
 
 type server struct {
@@ -33,6 +40,10 @@ type server struct {
 	keys    keyCache
 	// keepAlive: see Options.KeepAlive.
 	keepAlive time.Duration
+	// metricsHandler serves GET /metrics; nil without metrics.
+	metricsHandler http.Handler
+	// events: see Options.Events.
+	events *events.Hub
 }
 
 // route is one entry of the API. The same table registers the handlers and
@@ -52,6 +63,7 @@ var routes = []route{
 	{"GET", "/v1/sandboxes/{id}", sandboxRoute, (*server).getSandbox},
 	{"DELETE", "/v1/sandboxes/{id}", sandboxRoute, (*server).deleteSandbox},
 	{"POST", "/v1/sandboxes/{id}/timeout", sandboxRoute, (*server).setTimeout},
+	{"GET", "/v1/sandboxes/{id}/metrics", sandboxRoute, (*server).sandboxMetrics},
 	{"POST", "/v1/sandboxes/{id}/exec", sandboxRoute, (*server).exec},
 	{"PUT", "/v1/sandboxes/{id}/files", sandboxRoute, (*server).writeFile},
 	{"GET", "/v1/sandboxes/{id}/files", sandboxRoute, (*server).readFile},
@@ -72,6 +84,11 @@ var routes = []route{
 	{"GET", "/v1/sandboxes/{id}/network", sandboxRoute, (*server).getNetwork},
 	{"PUT", "/v1/sandboxes/{id}/network", sandboxKeyOnly, (*server).setNetwork},
 	{"GET", "/v1/sandboxes/{id}/network/log", sandboxRoute, (*server).networkLog},
+	{"GET", "/v1/sandboxes/{id}/audit", sandboxKeyOnly, (*server).auditLog},
+	{"GET", "/v1/sandboxes/{id}/audit/verify", sandboxKeyOnly, (*server).verifyAudit},
+	{"GET", "/v1/sandboxes/{id}/audit/export", sandboxKeyOnly, (*server).exportAudit},
+	{"GET", "/v1/sandboxes/{id}/audit/cast", sandboxKeyOnly, (*server).auditCast},
+	{"GET", "/v1/sandboxes/{id}/sessions/{sid}/cast", sandboxKeyOnly, (*server).sessionCast},
 
 	{"POST", "/v1/secrets", anyKey, (*server).createSecret},
 	{"GET", "/v1/secrets", anyKey, (*server).listSecrets},
@@ -83,11 +100,27 @@ var routes = []route{
 	{"POST", "/v1/keys", adminKey, (*server).createKey},
 	{"GET", "/v1/keys", anyKey, (*server).listKeys},
 	{"DELETE", "/v1/keys/{id}", adminKey, (*server).deleteKey},
+
+	// Metering (metering.go). /metrics is outside /v1, where Prometheus
+	// looks by default, and needs an admin key: it spans every tenant.
+	{"GET", "/v1/usage", anyKey, (*server).usage},
+	{"GET", "/metrics", adminKey, (*server).metrics},
+
+	// The tenant's event stream and webhooks (events.go, webhooks.go).
+	{"GET", "/v1/events", anyKey, (*server).streamEvents},
+	{"POST", "/v1/webhooks", anyKey, (*server).createWebhook},
+	{"GET", "/v1/webhooks", anyKey, (*server).listWebhooks},
+	{"DELETE", "/v1/webhooks/{id}", anyKey, (*server).deleteWebhook},
+	{"GET", "/v1/webhooks/{id}/deliveries", anyKey, (*server).webhookDeliveries},
 }
 
 // New returns the HTTP handler of the API.
 func New(m sandbox.Manager, st store.Store, opts Options) http.Handler {
 	s := &server{m: m, store: st, maxJSON: opts.MaxJSONBody, now: opts.Now, log: opts.Logger, keepAlive: opts.KeepAlive}
+	if opts.Metrics != nil {
+		s.metricsHandler = opts.Metrics.Handler()
+	}
+	s.events = opts.Events
 	if s.keepAlive <= 0 {
 		s.keepAlive = 15 * time.Second
 	}

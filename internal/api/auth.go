@@ -1,14 +1,17 @@
 package api
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
@@ -85,9 +88,51 @@ func (s *server) authorize(a access, h http.HandlerFunc) http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		h(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, c))
+		if a != sandboxRoute && a != sandboxKeyOnly {
+			h(w, r)
+			return
+		}
+		// A call on a sandbox goes into its audit log: route and status.
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		h(sw, r)
+		s.m.RecordRequest(r.Context(), c, r.PathValue("id"), r.Method, r.Pattern, sw.status, time.Since(start))
 	}
 }
+
+// statusWriter notes the status a handler answered with. It passes on
+// flushing and hijacking (SSE, WebSocket) and unwraps for
+// http.ResponseController.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *statusWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
+
+func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if w.status == 0 {
+		w.status = http.StatusSwitchingProtocols
+	}
+	return http.NewResponseController(w.ResponseWriter).Hijack()
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func permit(a access, c sandbox.Caller, r *http.Request) error {
 	token := c.SandboxID != ""

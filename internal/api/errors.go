@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/airlockhq/airlock/internal/events"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
@@ -68,16 +69,19 @@ func statusOf(err error) (status int, code, message string) {
 	case errors.Is(err, sandbox.ErrNotFound), errors.Is(err, store.ErrNotFound),
 		errors.Is(err, runtime.ErrNotFound):
 		return http.StatusNotFound, codeNotFound, err.Error()
-	case errors.Is(err, sandbox.ErrInvalid), errors.Is(err, runtime.ErrInvalid):
+	case errors.Is(err, sandbox.ErrInvalid), errors.Is(err, runtime.ErrInvalid), errors.Is(err, events.ErrInvalid):
 		return http.StatusBadRequest, codeInvalid, err.Error()
 	case errors.Is(err, sandbox.ErrConflict), errors.Is(err, store.ErrConflict),
 		errors.Is(err, runtime.ErrConflict):
 		return http.StatusConflict, codeConflict, err.Error()
-	case errors.Is(err, sandbox.ErrLimitExceeded):
+	case errors.Is(err, sandbox.ErrLimitExceeded), errors.Is(err, events.ErrLimitExceeded):
 		return http.StatusTooManyRequests, codeLimitExceeded, err.Error()
 	case errors.Is(err, sandbox.ErrUnavailable), errors.Is(err, runtime.ErrUnavailable),
 		errors.Is(err, runtime.ErrUnsupported):
 		return http.StatusServiceUnavailable, codeUnavailable, err.Error()
+	case errors.Is(err, events.ErrDisabled):
+		// The operator's choice (no master key), not a passing outage.
+		return http.StatusForbidden, codeForbidden, err.Error()
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, codeUnavailable, "the operation timed out"
 	}

@@ -51,9 +51,10 @@ func (s *server) exec(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, http.StatusOK, struct {
-			Pid int    `json:"pid"`
-			Tag string `json:"tag"`
-		}{info.Pid, info.Tag})
+			Pid    int    `json:"pid"`
+			Tag    string `json:"tag"`
+			ExecID string `json:"exec_id"`
+		}{info.Pid, info.Tag, info.ExecID})
 		return
 	}
 	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
@@ -83,13 +84,14 @@ func (s *server) exec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st.event("exit", exitJSON{
-		ExitCode: res.ExitCode, Signal: res.Signal, DurationMS: res.DurationMS,
+		ExecID: res.ExecID, ExitCode: res.ExitCode, Signal: res.Signal, DurationMS: res.DurationMS,
 		TimedOut: res.TimedOut, OOMKilled: res.OOMKilled, Truncated: res.Truncated,
 	})
 }
 
 // exitJSON is the exit event: an ExecResult without its output.
 type exitJSON struct {
+	ExecID     string  `json:"exec_id,omitempty"`
 	ExitCode   int     `json:"exit_code"`
 	Signal     int     `json:"signal"`
 	DurationMS float64 `json:"duration_ms"`

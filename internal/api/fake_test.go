@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/audit"
 	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -31,10 +33,12 @@ type fakeManager struct {
 	sandboxes map[string]store.Sandbox
 	files     map[string]map[string]fakeFile     // sandbox id -> path -> file
 	netlog    map[string][]egress.Event          // sandbox id -> events
+	audit     map[string][]audit.Event           // sandbox id -> audit log
 	secrets   map[string]map[string]secrets.Spec // tenant -> name -> spec
 	lastMode  fs.FileMode
 	lastList  store.SandboxFilter
 	lastExec  sandbox.ExecRequest
+	lastUsage sandbox.UsageQuery // metering_fake_test.go
 	// err, when set, is returned by every call (error mapping tests).
 	err error
 	// stream drives ExecStream; nil sends pid 7, "out", "err" and exits 3.
@@ -294,4 +298,35 @@ func (m *fakeManager) Remove(_ context.Context, c sandbox.Caller, id, p string, 
 	}
 	delete(m.files[id], abs(p))
 	return nil
+}
+
+func (m *fakeManager) AuditLog(ctx context.Context, c sandbox.Caller, id string, f store.AuditFilter, out func(audit.Event) error) error {
+	m.mu.Lock()
+	_, err := m.lookup(c, id)
+	events := m.audit[id]
+	m.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	for _, e := range events {
+		if len(f.Types) > 0 && !slices.Contains(f.Types, e.Type) {
+			continue
+		}
+		if err := out(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *fakeManager) VerifyAudit(ctx context.Context, c sandbox.Caller, id string) (audit.Result, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.lookup(c, id); err != nil {
+		return audit.Result{}, err
+	}
+	return audit.Result{OK: true}, nil
+}
+
+func (m *fakeManager) RecordRequest(ctx context.Context, c sandbox.Caller, id, method, route string, status int, d time.Duration) {
 }

@@ -16,26 +16,30 @@ import (
 	"time"
 )
 
-// Event types.
+// Event types, and the fields of each one's data. Output pieces carry
+// "bytes" (the length before encoding), "data" (UTF-8 text, or base64
+// with "encoding": "base64" when the piece is not valid UTF-8); secret
+// values are replaced with "[secret:NAME]" before anything is recorded.
 const (
-	SandboxCreated   = "sandbox.created"
-	SandboxExpired   = "sandbox.expired"
-	SandboxDestroyed = "sandbox.destroyed"
-	SandboxFailed    = "sandbox.failed"
-	APIRequest       = "api.request"
-	ExecStarted      = "exec.started"
-	ExecOutput       = "exec.output"
-	ExecExited       = "exec.exited"
-	SessionCreated   = "session.created"
-	SessionInput     = "session.input"
-	SessionOutput    = "session.output"
-	SessionEnded     = "session.ended"
-	FileWritten      = "file.written"
-	FileRead         = "file.read"
-	NetConnection    = "net.connection"
-	SecretInjected   = "secret.injected"
-	SecretMisdirect  = "secret.misdirected"
-	OutputCapped     = "audit.output_capped"
+	SandboxCreated   = "sandbox.created"     // template, limits, timeout_s, metadata, network
+	SandboxExpired   = "sandbox.expired"     // reason: timeout | idle
+	SandboxDestroyed = "sandbox.destroyed"   // reason
+	SandboxFailed    = "sandbox.failed"      // reason
+	APIRequest       = "api.request"         // method, route, status, duration_ms
+	ExecStarted      = "exec.started"        // exec_id, argv | command, cwd, env (names only), background, pid, session_id
+	ExecOutput       = "exec.output"         // exec_id, stream (stdout | stderr), bytes, data, encoding
+	ExecExited       = "exec.exited"         // exec_id, exit_code, signal, timed_out, oom_killed, duration_ms, session_id
+	SessionCreated   = "session.created"     // session_id, mode, shell, cols, rows
+	SessionInput     = "session.input"       // session_id, bytes, data, encoding
+	SessionOutput    = "session.output"      // session_id, bytes, data, encoding
+	SessionResized   = "session.resized"     // session_id, cols, rows
+	SessionEnded     = "session.ended"       // session_id, exit_code, signal
+	FileWritten      = "file.written"        // path, size, sha256
+	FileRead         = "file.read"           // path, size, sha256
+	NetConnection    = "net.connection"      // the egress proxy's event
+	SecretInjected   = "secret.injected"     // name, host
+	SecretMisdirect  = "secret.misdirected"  // name, host
+	OutputCapped     = "audit.output_capped" // limit_bytes
 )
 
 // ActorSystem is the actor of events no API call caused (expiry, the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/audit"
 	"maps"
 	"path"
 	"strings"
@@ -38,6 +39,7 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (stor
 	if err := s.admit(ctx, rec); err != nil {
 		return store.Sandbox{}, err
 	}
+	s.meterStart(rec)
 	// The record exists now: however the caller's request ends, it must
 	// not be left in creating.
 	ctx = context.WithoutCancel(ctx)
@@ -46,33 +48,40 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (stor
 		Limits: runtime.Limits{CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Pids: rec.Pids, DiskMB: rec.DiskMB},
 	})
 	if err != nil {
-		return store.Sandbox{}, s.createFailed(ctx, rec, err)
+		return store.Sandbox{}, s.createFailed(ctx, c, rec, err)
 	}
 	if err := s.reattachNetwork(ctx, rec, sb); err != nil {
+		s.meterStats(ctx, rec.ID, sb)
 		if derr := sb.Destroy(ctx); derr != nil {
 			s.log.Error("destroy sandbox after failed create", "sandbox", rec.ID, "err", derr)
 		}
-		return store.Sandbox{}, s.createFailed(ctx, rec, err)
+		return store.Sandbox{}, s.createFailed(ctx, c, rec, err)
 	}
 	rec.State = store.StateRunning
 	s.idle.watch(rec.ID, time.Duration(rec.IdleTimeoutS)*time.Second, s.now())
 	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
 		s.detach(rec.ID)
+		s.meterStats(ctx, rec.ID, sb)
 		if derr := sb.Destroy(ctx); derr != nil {
 			s.log.Error("destroy sandbox after failed create", "sandbox", rec.ID, "err", derr)
 		}
-		return store.Sandbox{}, s.createFailed(ctx, rec, fmt.Errorf("save sandbox: %w", err))
+		return store.Sandbox{}, s.createFailed(ctx, c, rec, fmt.Errorf("save sandbox: %w", err))
 	}
 	s.wakeReaper(rec.ExpiresAt)
+	s.recordCreated(c, rec)
+	s.meterCreated(rec.ID)
 	return rec, nil
 }
 
 // createFailed records why a create failed and maps the runtime's error.
-func (s *Service) createFailed(ctx context.Context, rec store.Sandbox, cause error) error {
+func (s *Service) createFailed(ctx context.Context, c Caller, rec store.Sandbox, cause error) error {
 	rec.State, rec.Reason, rec.EndedAt = store.StateFailed, "create: "+cause.Error(), s.now()
 	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
 		s.log.Error("mark sandbox failed", "sandbox", rec.ID, "err", err)
 	}
+	s.meterCreateFailed(ctx, rec, cause)
+	s.auditor(c, rec.ID, rec.TenantID).record(audit.SandboxFailed, map[string]any{"reason": rec.Reason})
+	s.audit.forget(rec.ID)
 	switch {
 	case errors.Is(cause, runtime.ErrInvalid):
 		return fmt.Errorf("%w: create sandbox: %v", ErrInvalid, cause)

@@ -21,13 +21,19 @@ func (s *Service) Exec(ctx context.Context, c Caller, id string, req ExecRequest
 		return ExecResult{}, err
 	}
 	defer s.idle.hold(id, s.now)()
+	defer s.timeExec()()
+	rec := s.recordExec(c, id, req, false, "")
 	var stdout, stderr capped
-	rreq.Stdout, rreq.Stderr = &stdout, &stderr
+	rreq.Stdout, rreq.Stderr = rec.stdout(&stdout), rec.stderr(&stderr)
 	st, err := sb.Exec(ctx, rreq)
 	if err != nil {
-		return ExecResult{}, s.execError(ctx, id, err)
+		err = s.execError(ctx, id, err)
+		rec.exited(ExecResult{}, err)
+		return ExecResult{}, err
 	}
 	res := execResult(st)
+	rec.exited(res, nil)
+	res.ExecID = rec.id
 	res.Stdout, res.Stderr = stdout.text(), stderr.text()
 	res.Truncated = stdout.truncated || stderr.truncated
 	return res, nil
@@ -42,12 +48,21 @@ func (s *Service) ExecStream(ctx context.Context, c Caller, id string, req ExecR
 		return ExecResult{}, err
 	}
 	defer s.idle.hold(id, s.now)()
+	defer s.timeExec()()
+	rec := s.recordExec(c, id, req, false, "")
+	res, err := s.execStream(ctx, id, sb, rreq, out, rec)
+	rec.exited(res, err)
+	res.ExecID = rec.id
+	return res, err
+}
+
+func (s *Service) execStream(ctx context.Context, id string, sb runtime.Sandbox, rreq runtime.ExecRequest, out Stream, rec *execRecord) (ExecResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Output may arrive before Start returns the pid; the gate holds it
 	// back until Started has been sent, so events stay in order.
 	g := &gate{open: make(chan struct{}), cancel: cancel}
-	rreq.Stdout, rreq.Stderr = g.writer(out.Stdout), g.writer(out.Stderr)
+	rreq.Stdout, rreq.Stderr = rec.stdout(g.writer(out.Stdout)), rec.stderr(g.writer(out.Stderr))
 	p, err := sb.Start(ctx, rreq)
 	if err != nil {
 		close(g.open)
@@ -145,6 +160,7 @@ func (s *Service) prepareExec(ctx context.Context, c Caller, id string, req Exec
 	if req.Stdin != "" {
 		rreq.Stdin = strings.NewReader(req.Stdin)
 	}
+	s.meterExec(id) // every exec, background ones too, goes through here
 	return sb, rreq, nil
 }
 

@@ -37,7 +37,10 @@ func TestExec(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got.DurationMS = 0
+			if !strings.HasPrefix(got.ExecID, "ex-") {
+				t.Errorf("exec id %q", got.ExecID)
+			}
+			got.DurationMS, got.ExecID = 0, ""
 			if got != tc.want {
 				t.Errorf("got %+v\nwant %+v", got, tc.want)
 			}

@@ -2,8 +2,12 @@ package sandbox
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/audit"
+	"hash"
 	"io"
 	"io/fs"
 	"path"
@@ -50,8 +54,19 @@ func (s *Service) ReadFile(ctx context.Context, c Caller, id, p string, w io.Wri
 	if err != nil {
 		return 0, err
 	}
-	n, err := sb.ReadFile(ctx, abs, w)
+	h := sha256.New()
+	n, err := sb.ReadFile(ctx, abs, io.MultiWriter(w, h))
+	if err == nil {
+		s.recordFile(c, id, audit.FileRead, abs, n, h)
+	}
 	return n, s.fileError(ctx, id, abs, err)
+}
+
+// recordFile records a whole file read or written: its path, size and
+// hash, never its contents.
+func (s *Service) recordFile(c Caller, id, typ, abs string, n int64, h hash.Hash) {
+	s.auditor(c, id, c.TenantID).record(typ, map[string]any{
+		"path": s.scrubber(id).String(abs), "size": n, "sha256": hex.EncodeToString(h.Sum(nil))})
 }
 
 // WriteFile creates or replaces a file of the sandbox with r's bytes.
@@ -67,7 +82,11 @@ func (s *Service) WriteFile(ctx context.Context, c Caller, id, p string, r io.Re
 			return 0, s.fileError(ctx, id, dir, err)
 		}
 	}
-	n, err := sb.WriteFile(ctx, abs, r, mode)
+	h := sha256.New()
+	n, err := sb.WriteFile(ctx, abs, io.TeeReader(r, h), mode)
+	if err == nil {
+		s.recordFile(c, id, audit.FileWritten, abs, n, h)
+	}
 	return n, s.fileError(ctx, id, abs, err)
 }
 

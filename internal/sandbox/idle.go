@@ -99,7 +99,7 @@ func (s *Service) reapIdle(ctx context.Context) {
 		unlock := s.locks.lock(id)
 		rec, err := s.st.GetSandbox(ctx, id)
 		if err == nil && rec.State == "running" {
-			err = s.stopLocked(ctx, rec, ReasonIdle)
+			err = s.stopLocked(ctx, Caller{}, rec, ReasonIdle)
 		}
 		unlock()
 		if err != nil {

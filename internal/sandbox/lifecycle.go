@@ -71,13 +71,14 @@ func (s *Service) Delete(ctx context.Context, c Caller, id string) error {
 	if rec.State == store.StateStopped {
 		return nil
 	}
-	return s.stopLocked(context.WithoutCancel(ctx), rec, "")
+	return s.stopLocked(context.WithoutCancel(ctx), c, rec, "")
 }
 
-// stopLocked destroys rec's runtime side and records the end. The caller
-// holds rec's lock. A failed record keeps its state: its reason says what
-// happened, and the destroy only reclaims what is left.
-func (s *Service) stopLocked(ctx context.Context, rec store.Sandbox, reason string) error {
+// stopLocked destroys rec's runtime side and records the end, done by c
+// (the zero Caller: the daemon itself). The caller holds rec's lock. A
+// failed record keeps its state: its reason says what happened, and the
+// destroy only reclaims what is left.
+func (s *Service) stopLocked(ctx context.Context, c Caller, rec store.Sandbox, reason string) error {
 	s.detach(rec.ID)
 	s.idle.forget(rec.ID)
 	// First, so readers of background output learn why it ends rather
@@ -85,6 +86,7 @@ func (s *Service) stopLocked(ctx context.Context, rec store.Sandbox, reason stri
 	s.dropWorkload(rec.ID)
 	sb, err := s.rt.Get(ctx, rec.ID)
 	if err == nil {
+		s.meterStats(ctx, rec.ID, sb) // the cgroup goes with the sandbox
 		err = sb.Destroy(ctx)
 	}
 	if err != nil && !errors.Is(err, runtime.ErrNotFound) {
@@ -100,6 +102,8 @@ func (s *Service) stopLocked(ctx context.Context, rec store.Sandbox, reason stri
 	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
 		return fmt.Errorf("save sandbox %s: %w", rec.ID, err)
 	}
+	s.recordStopped(c, rec)
+	s.meterEnd(ctx, rec)
 	return nil
 }
 

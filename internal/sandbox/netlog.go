@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"github.com/airlockhq/airlock/internal/batch"
 	"log/slog"
 
 	"github.com/airlockhq/airlock/internal/egress"
@@ -13,14 +14,14 @@ import (
 // one goroutine, so the proxy never waits for the database. A full queue
 // drops events (counted and logged) rather than stall a sandbox's traffic.
 type netLog struct {
-	*batcher[egress.Event]
+	*batch.Batcher[egress.Event]
 	st  store.Store
 	log *slog.Logger
 }
 
 func newNetLog(st store.Store, log *slog.Logger) *netLog {
 	l := &netLog{st: st, log: log}
-	l.batcher = newBatcher("egress log", log, false, l.write)
+	l.Batcher = batch.New("egress log", log, false, batch.Linger, l.write)
 	return l
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/audit"
 	"maps"
 
 	"github.com/airlockhq/airlock/internal/egress"
@@ -84,6 +85,7 @@ func (s *Service) attach(ctx context.Context, rec store.Sandbox, sb runtime.Sand
 		}
 		maps.Copy(ns.env, sec.env)
 		ns.secrets = sec.names
+		ns.scrub = sec.scrubber()
 	}
 	s.netMu.Lock()
 	old := s.attached[rec.ID]
@@ -102,6 +104,7 @@ type netState struct {
 	tenant  string
 	env     map[string]string // proxy variables, placeholders, CA paths
 	secrets []string          // names bound at create
+	scrub   *audit.Scrubber   // takes their values out of the audit log
 }
 
 // detach closes a sandbox's proxy listeners and open connections.
@@ -186,7 +189,7 @@ func (s *Service) NetworkLog(ctx context.Context, c Caller, id string, after int
 	if _, err := s.resolve(ctx, c, id); err != nil {
 		return nil, err
 	}
-	s.netlog.flush() // what happened before this call is in the answer
+	s.netlog.Flush() // what happened before this call is in the answer
 	recs, err := s.st.NetEvents(ctx, id, after, limit)
 	if err != nil {
 		return nil, err

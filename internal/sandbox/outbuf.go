@@ -65,6 +65,13 @@ func (b *outBuf) finish(res ExecResult, err error, ended time.Time) {
 	b.changed()
 }
 
+// finishedWith returns the error the buffer was finished with, if any.
+func (b *outBuf) finishedWith() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
 // view is what a reader at some offset can have now.
 type view struct {
 	chunks  []chunk // from the offset on (the first may be cut)

@@ -22,6 +22,7 @@ const MaxBackground = 64
 type ProcInfo struct {
 	Pid       int         `json:"pid"`
 	Tag       string      `json:"tag"`
+	ExecID    string      `json:"exec_id"` // in the audit log
 	Command   string      `json:"command"`
 	State     string      `json:"state"` // "running", "exited" or "lost"
 	StartedAt time.Time   `json:"started_at"`
@@ -35,10 +36,12 @@ type ProcInfo struct {
 type bgProc struct {
 	pid     int
 	tag     string
+	execID  string
 	command string
 	started time.Time
 	stdin   *io.PipeWriter
 	out     *outBuf
+	exited  chan struct{} // closed once its end is recorded
 }
 
 var errSandboxGone = fmt.Errorf("%w: the sandbox was destroyed", ErrConflict)
@@ -66,24 +69,31 @@ func (s *Service) StartBackground(ctx context.Context, c Caller, id string, req 
 		tag = "proc-" + hex.EncodeToString(b[:])
 	}
 	pr, pw := io.Pipe()
-	p := &bgProc{tag: tag, command: describe(req), started: s.now(), stdin: pw, out: newOutBuf(ProcOutputCap)}
+	rec := s.recordExec(c, id, req, true, "")
+	p := &bgProc{tag: tag, execID: rec.id, command: describe(req), started: s.now(), stdin: pw, out: newOutBuf(ProcOutputCap), exited: make(chan struct{})}
 	rreq.Stdin = pr
-	rreq.Stdout, rreq.Stderr = streamWriter{p.out, "stdout"}, streamWriter{p.out, "stderr"}
+	rreq.Stdout, rreq.Stderr = rec.stdout(streamWriter{p.out, "stdout"}), rec.stderr(streamWriter{p.out, "stderr"})
 	// Not the request's context: the process outlives the request.
 	proc, err := sb.Start(context.WithoutCancel(ctx), rreq)
 	if err != nil {
 		pw.Close()
-		return ProcInfo{}, s.execError(ctx, id, err)
+		err = s.execError(ctx, id, err)
+		rec.exited(ExecResult{}, err)
+		return ProcInfo{}, err
 	}
 	p.pid = proc.Pid()
 	t.procs = append(t.procs, p)
 	go func() {
+		defer close(p.exited)
 		st, err := proc.Wait()
 		pr.Close()
 		if err != nil {
-			p.out.finish(ExecResult{}, fmt.Errorf("%w: process lost: %v", ErrUnavailable, err), s.now())
+			err = fmt.Errorf("%w: process lost: %v", ErrUnavailable, err)
+			rec.exited(ExecResult{}, err)
+			p.out.finish(ExecResult{}, err, s.now())
 			return
 		}
+		rec.exited(execResult(st), nil)
 		p.out.finish(execResult(st), nil, s.now())
 	}()
 	return p.info(), nil
@@ -107,7 +117,7 @@ func (t *workload) makeRoom() error {
 func (p *bgProc) info() ProcInfo {
 	p.out.mu.Lock()
 	defer p.out.mu.Unlock()
-	in := ProcInfo{Pid: p.pid, Tag: p.tag, Command: p.command, State: "running", StartedAt: p.started, Output: p.out.end}
+	in := ProcInfo{Pid: p.pid, Tag: p.tag, ExecID: p.execID, Command: p.command, State: "running", StartedAt: p.started, Output: p.out.end}
 	switch {
 	case p.out.done && p.out.err != nil:
 		in.State, in.EndedAt = "lost", p.out.ended

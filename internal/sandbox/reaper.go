@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/audit"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime"
@@ -68,6 +69,7 @@ func (s *Service) reapLoop() {
 func (s *Service) reapOnce() time.Time {
 	ctx := context.Background()
 	s.reapIdle(ctx)
+	s.pruneAudit(ctx)
 	now := s.now()
 	expired, err := s.st.ListSandboxes(ctx, store.SandboxFilter{State: store.StateRunning, ExpiredBy: now})
 	if err != nil {
@@ -101,7 +103,7 @@ func (s *Service) expire(ctx context.Context, id string) error {
 	if rec.State != store.StateRunning || rec.ExpiresAt.After(s.now()) {
 		return nil
 	}
-	return s.stopLocked(ctx, rec, ReasonExpired)
+	return s.stopLocked(ctx, Caller{}, rec, ReasonExpired)
 }
 
 // reconcile makes the store and the runtime agree after a daemon start:
@@ -146,6 +148,7 @@ func (s *Service) reattach(ctx context.Context, rec store.Sandbox) error {
 	}
 	if err == nil {
 		s.idle.watch(rec.ID, time.Duration(rec.IdleTimeoutS)*time.Second, s.now())
+		s.meterResume(ctx, rec)
 	}
 	switch {
 	case err == nil && rec.State == store.StateRunning:
@@ -163,6 +166,11 @@ func (s *Service) reattach(ctx context.Context, rec store.Sandbox) error {
 	// Saved as failed, it loses its tokens in the same write.
 	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
 		return fmt.Errorf("reconcile: save sandbox %s: %w", rec.ID, err)
+	}
+	s.meterEnd(ctx, rec) // lost while no daemon ran: a no-op if it runs
+	if rec.State == store.StateFailed {
+		s.auditor(Caller{}, rec.ID, rec.TenantID).record(audit.SandboxFailed, map[string]any{"reason": rec.Reason})
+		s.audit.forget(rec.ID)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"github.com/airlockhq/airlock/internal/audit"
 	"io"
 	"io/fs"
 	"time"
@@ -76,6 +77,9 @@ type ExecRequest struct {
 
 // ExecResult is the JSON answer of a non-streaming exec.
 type ExecResult struct {
+	// ExecID names the command in the sandbox's audit log (its output's
+	// replay: GET /v1/sandboxes/{id}/audit/cast?exec=ID).
+	ExecID     string  `json:"exec_id,omitempty"`
 	ExitCode   int     `json:"exit_code"`
 	Signal     int     `json:"signal"`
 	Stdout     string  `json:"stdout"`
@@ -158,4 +162,18 @@ type Manager interface {
 	ListSecrets(ctx context.Context, c Caller) ([]SecretInfo, error)
 	RotateSecret(ctx context.Context, c Caller, name string, req RotateRequest) (SecretInfo, error)
 	DeleteSecret(ctx context.Context, c Caller, name string) error
+
+	// The audit log of a sandbox: every event in order, hash-chained; it
+	// outlives the sandbox. AuditLog sends the events f selects to out.
+	AuditLog(ctx context.Context, c Caller, id string, f store.AuditFilter, out func(audit.Event) error) error
+	VerifyAudit(ctx context.Context, c Caller, id string) (audit.Result, error)
+	// RecordRequest adds an api.request event for a call c made on the
+	// sandbox: the route's pattern, never its query or body. A sandbox c
+	// may not see records nothing.
+	RecordRequest(ctx context.Context, c Caller, id, method, route string, status int, d time.Duration)
+
+	// Metering: what a sandbox used (live while it runs, final after it
+	// ended, kept across restarts), and usage summed per tenant.
+	SandboxMetrics(ctx context.Context, c Caller, id string) (Metrics, error)
+	Usage(ctx context.Context, c Caller, q UsageQuery) (UsageReport, error)
 }

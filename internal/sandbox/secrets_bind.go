@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/audit"
 	"maps"
 	"slices"
 	"strings"
@@ -149,6 +150,15 @@ func (s *Service) loadBindings(ctx context.Context, rec store.Sandbox) (sandboxS
 	return sandboxSecrets{ca: ca, bindings: out, env: env, names: slices.Sorted(maps.Keys(b.Placeholders))}, nil
 }
 
+// scrubber takes the bound secrets' values out of what is recorded.
+func (b sandboxSecrets) scrubber() *audit.Scrubber {
+	values := make(map[string]string, len(b.bindings))
+	for _, bd := range b.bindings {
+		values[bd.Name] = string(bd.Value)
+	}
+	return audit.NewScrubber(values)
+}
+
 // installCA writes the sandbox's CA, and a bundle of the template's roots
 // plus it, where caEnv points.
 func installCA(ctx context.Context, sb runtime.Sandbox, caPEM []byte) error {
@@ -189,9 +199,12 @@ func (s *Service) rebind(ctx context.Context, tenantID, name string) {
 		}
 		sec, err := s.loadBindings(ctx, rec)
 		if err == nil {
-			if ns := s.netState(id); ns != nil {
+			s.netMu.Lock()
+			if ns := s.attached[id]; ns != nil {
 				err = ns.att.SetSecrets(sec.ca, sec.bindings)
+				ns.scrub = sec.scrubber()
 			}
+			s.netMu.Unlock()
 		}
 		if err != nil {
 			s.log.Error("rebind secret", "sandbox", id, "secret", name, "err", err)

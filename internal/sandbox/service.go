@@ -6,12 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/audit"
 	"log/slog"
 	goruntime "runtime"
 	"sync"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/egress"
+	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/secrets"
 	"github.com/airlockhq/airlock/internal/store"
@@ -37,6 +39,21 @@ type Options struct {
 	Egress *egress.Config
 	// Secrets seals secret values at rest; nil refuses secrets.
 	Secrets *secrets.Box
+	// AuditOutputCap bounds the command and terminal output recorded in
+	// each sandbox's audit log (default DefaultAuditOutputCap).
+	AuditOutputCap int64
+	// OnAudit, when set, sees every audit event as it is recorded, in
+	// each sandbox's order (events, webhooks, metrics). It is called with
+	// the log's lock held: it must return at once and never call back
+	// into the Service.
+	OnAudit func(audit.Event)
+	// AuditRetention is how long a sandbox's audit log is kept after its
+	// newest event (default DefaultAuditRetention).
+	AuditRetention time.Duration
+	// Metrics receives the Prometheus counters and histograms (creates,
+	// execs, egress, audit events) and serves sandboxes by state; nil
+	// runs without.
+	Metrics *metrics.Metrics
 }
 
 // Service implements Manager on a store and a runtime. It owns the reaper
@@ -55,6 +72,7 @@ type Service struct {
 
 	proxy    *egress.Proxy // nil without egress
 	netlog   *netLog
+	audit    *auditLog
 	netMu    sync.Mutex
 	attached map[string]*netState // by sandbox id
 	workMu   sync.Mutex
@@ -62,6 +80,7 @@ type Service struct {
 	idle     idleTracker
 	tenants  tenantCache  // for quota checks
 	box      *secrets.Box // nil: no secrets
+	meter    *meter       // usage of running sandboxes (metering.go)
 
 	kick chan struct{} // wakes the reaper when an expiry moves closer
 	// wakeMu guards wakeAt, when the sleeping reaper will next look; zero
@@ -91,6 +110,7 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	opts.OnAudit = countAudit(opts.Metrics, opts.OnAudit)
 	s := &Service{
 		st: st, rt: rt, opts: opts, log: opts.Logger,
 		kick:     make(chan struct{}, 1),
@@ -101,11 +121,22 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 		done:     make(chan struct{}),
 	}
 	s.netlog = newNetLog(st, opts.Logger)
+	s.startMetering()
+	if opts.AuditOutputCap <= 0 {
+		opts.AuditOutputCap = DefaultAuditOutputCap
+	}
+	if opts.AuditRetention <= 0 {
+		opts.AuditRetention = DefaultAuditRetention
+	}
+	s.opts = opts
+	s.audit = newAuditLog(st, opts.Logger, opts.Now, opts.AuditOutputCap, opts.OnAudit)
 	if opts.Egress != nil {
 		cfg := *opts.Egress
 		next := cfg.OnEvent
 		cfg.OnEvent = func(e egress.Event) {
-			s.netlog.add(e)
+			s.netlog.Add(e)
+			s.recordNet(e)
+			s.meterEgress(e)
 			if next != nil {
 				next(e)
 			}
@@ -117,6 +148,8 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 	}
 	if err := s.reconcile(ctx); err != nil {
 		s.closeNetwork()
+		s.stopMetering()
+		s.audit.Close()
 		return nil, err
 	}
 	go s.reapLoop()
@@ -130,6 +163,8 @@ func (s *Service) Close() error {
 		close(s.stop)
 		<-s.done
 		s.closeNetwork()
+		s.stopMetering() // after the network: cut connections count
+		s.audit.Close()
 	})
 	return nil
 }
@@ -146,7 +181,7 @@ func (s *Service) closeNetwork() {
 	for _, id := range ids {
 		s.detach(id)
 	}
-	s.netlog.close()
+	s.netlog.Close()
 }
 
 func (s *Service) now() time.Time { return s.opts.Now() }
@@ -253,6 +288,7 @@ func (s *Service) markLost(ctx context.Context, id string, cause error) error {
 		if err := s.st.UpdateSandbox(ctx, rec); err != nil {
 			return fmt.Errorf("mark sandbox %s failed: %w", id, err)
 		}
+		s.meterEnd(ctx, rec)
 	}
 	return notRunning(rec)
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/audit"
 	"io"
 	"maps"
 	"regexp"
@@ -92,6 +93,8 @@ type session struct {
 	cancel  context.CancelFunc // kills the shell's whole tree
 	tty     *outBuf            // scrollback; finished when the shell ends or is lost
 	marks   markFilter         // used only by Write's goroutine
+	rec     *outRecorder       // the terminal's output, into the audit log
+	exited  chan struct{}      // closed once the shell's end is recorded
 
 	run      sync.Mutex  // one command at a time
 	busy     atomic.Bool // set while run is held, for info (which must not take run)
@@ -107,6 +110,16 @@ type session struct {
 
 func (se *session) Write(p []byte) (int, error) {
 	se.mu.Lock()
+	defer se.mu.Unlock()
+	// Shown (and recorded) before a waiting command learns of its end
+	// marker, so its output is in the log before its exit.
+	if se.live {
+		shown := p
+		if se.mode == SessionModeExec {
+			shown = se.marks.filter(p)
+		}
+		se.show(shown)
+	}
 	if se.mode == SessionModeExec {
 		// Bounded: a command's output past OutputCap is dropped (and said
 		// so) but the tail is kept so the end marker is still found.
@@ -117,16 +130,13 @@ func (se *session) Write(p []byte) (int, error) {
 		close(se.wake)
 		se.wake = make(chan struct{})
 	}
-	live := se.live
-	se.mu.Unlock()
-	if live {
-		shown := p
-		if se.mode == SessionModeExec {
-			shown = se.marks.filter(p)
-		}
-		se.tty.write("tty", shown)
-	}
 	return len(p), nil
+}
+
+// show puts p on the terminal: into the scrollback and the audit log.
+func (se *session) show(p []byte) {
+	se.tty.write("tty", p)
+	se.rec.Write(p)
 }
 
 func (se *session) end() {
@@ -220,7 +230,9 @@ func (s *Service) CreateSession(ctx context.Context, c Caller, id string, req Se
 	pr, pw := io.Pipe()
 	se := &session{id: "ses-" + nonce()[:16], shell: req.Shell, mode: req.Mode, created: s.now(), input: pw,
 		tty: newOutBuf(ScrollbackCap), size: runtime.TTYSize{Cols: req.Cols, Rows: req.Rows}, wake: make(chan struct{}),
-		live: req.Mode == SessionModeInteractive}
+		live: req.Mode == SessionModeInteractive, exited: make(chan struct{})}
+	r := s.auditor(c, id, c.TenantID)
+	se.rec = r.outRecorder(audit.SessionOutput, s.scrubber(id), map[string]any{"session_id": se.id})
 	rreq.Stdin, rreq.Stdout = pr, se
 	size := se.size
 	rreq.TTY = &size
@@ -234,16 +246,29 @@ func (s *Service) CreateSession(ctx context.Context, c Caller, id string, req Se
 	se.cancel = cancel
 	se.proc = proc
 	go func() {
+		defer close(se.exited)
 		st, err := proc.Wait()
 		pr.Close()
+		se.rec.flush()
 		if err != nil {
-			se.tty.finish(ExecResult{}, fmt.Errorf("%w: session %s: shell lost: %v", ErrUnavailable, se.id, err), s.now())
+			err = fmt.Errorf("%w: session %s: shell lost: %v", ErrUnavailable, se.id, err)
+			why := err
+			if ended := se.tty.finishedWith(); ended != nil {
+				why = ended // deleted, or its sandbox destroyed: that is why
+			}
+			r.record(audit.SessionEnded, map[string]any{"session_id": se.id, "error": why.Error()})
+			se.tty.finish(ExecResult{}, err, s.now())
 		} else {
+			r.record(audit.SessionEnded, map[string]any{"session_id": se.id, "exit_code": st.Code, "signal": st.Signal})
 			se.tty.finish(execResult(st), nil, s.now())
 		}
 		se.end()
 	}()
+	created := func() {
+		r.record(audit.SessionCreated, map[string]any{"session_id": se.id, "mode": se.mode, "shell": se.shell, "cols": se.size.Cols, "rows": se.size.Rows})
+	}
 	if se.mode == SessionModeInteractive {
+		created()
 		t.sessions[se.id] = se
 		return se.info(), nil
 	}
@@ -257,6 +282,7 @@ func (s *Service) CreateSession(ctx context.Context, c Caller, id string, req Se
 		se.close()
 		return SessionInfo{}, fmt.Errorf("%w: the shell did not start: %v", ErrUnavailable, err)
 	}
+	created()
 	se.mu.Lock()
 	se.live = true
 	se.mu.Unlock()
@@ -315,6 +341,9 @@ func (s *Service) SessionExec(ctx context.Context, c Caller, id, sid string, req
 	if err != nil {
 		return SessionExecResult{}, err
 	}
+	if se.mode == SessionModeExec {
+		s.meterExec(id)
+	}
 	if se.mode != SessionModeExec {
 		return SessionExecResult{}, fmt.Errorf("%w: session %s is interactive: attach to it to type; exec runs in sessions created with mode %q", ErrConflict, sid, SessionModeExec)
 	}
@@ -334,10 +363,15 @@ func (s *Service) SessionExec(ctx context.Context, c Caller, id, sid string, req
 	// text is never parsed line by line by the shell's own input, and the
 	// delimiter carries this command's nonce, which its text cannot hold.
 	in := fmt.Sprintf("__airlock_run %s <<'AIRLOCK_EOF_%s'\n%s\nAIRLOCK_EOF_%s\n", n, n, req.Command, n)
+	rec := s.recordExec(c, id, ExecRequest{Command: req.Command}, false, sid)
+	s.auditor(c, id, c.TenantID).output(audit.SessionInput, map[string]any{"session_id": sid}, s.scrubber(id).Bytes([]byte(req.Command+"\n")))
 	// Clients watching the terminal see the command as if typed (the
 	// shell itself does not echo it).
-	se.tty.write("tty", []byte("$ "+strings.ReplaceAll(req.Command, "\n", "\r\n> ")+"\r\n"))
+	se.mu.Lock()
+	se.show([]byte("$ " + strings.ReplaceAll(req.Command, "\n", "\r\n> ") + "\r\n"))
+	se.mu.Unlock()
 	if _, err := io.WriteString(se.input, in); err != nil {
+		rec.exited(ExecResult{}, errSessionEnded)
 		return SessionExecResult{}, errSessionEnded
 	}
 	out, code, err := se.await(ctx, n, timeout)
@@ -350,7 +384,12 @@ func (s *Service) SessionExec(ctx context.Context, c Caller, id, sid string, req
 	}
 	res.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	if err != nil {
-		return res, fmt.Errorf("%w: session %s: %v (output so far %q)", ErrConflict, sid, err, tail(out, 200))
+		err = fmt.Errorf("%w: session %s: %v (output so far %q)", ErrConflict, sid, err, tail(out, 200))
+	}
+	se.rec.flush()
+	rec.exited(ExecResult{ExitCode: res.ExitCode, TimedOut: res.TimedOut, DurationMS: res.DurationMS}, err)
+	if err != nil {
+		return res, err
 	}
 	if len(out) > OutputCap {
 		out, res.Truncated = out[:OutputCap], true

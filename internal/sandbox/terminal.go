@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/audit"
 	"sync"
 
 	"github.com/airlockhq/airlock/internal/runtime"
@@ -34,13 +35,17 @@ func (s *Service) AttachSession(ctx context.Context, c Caller, id, sid string) (
 		return nil, err
 	}
 	se.attached.Add(1)
-	return &terminal{s: s, id: id, se: se, release: s.idle.hold(id, s.now)}, nil
+	r := s.auditor(c, id, c.TenantID)
+	in := r.outRecorder(audit.SessionInput, s.scrubber(id), map[string]any{"session_id": sid})
+	return &terminal{s: s, id: id, se: se, r: r, in: in, release: s.idle.hold(id, s.now)}, nil
 }
 
 type terminal struct {
 	s       *Service
 	id      string
 	se      *session
+	r       auditor
+	in      *outRecorder // what this client types, into the audit log
 	off     int64
 	begun   bool
 	release func()
@@ -88,6 +93,7 @@ func (t *terminal) Next(ctx context.Context) ([]byte, *ExecResult, error) {
 
 func (t *terminal) Write(p []byte) (int, error) {
 	t.s.idle.touch(t.id, t.s.now())
+	t.in.Write(p)
 	n, err := t.se.input.Write(p)
 	if err != nil {
 		return n, fmt.Errorf("%w: session %s: the shell has ended", ErrConflict, t.se.id)
@@ -110,11 +116,13 @@ func (t *terminal) Resize(cols, rows uint16) error {
 	t.se.mu.Lock()
 	t.se.size = size
 	t.se.mu.Unlock()
+	t.r.record(audit.SessionResized, map[string]any{"session_id": t.se.id, "cols": cols, "rows": rows})
 	return nil
 }
 
 func (t *terminal) Close() {
 	t.once.Do(func() {
+		t.in.flush()
 		t.se.attached.Add(-1)
 		t.release()
 	})

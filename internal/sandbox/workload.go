@@ -1,6 +1,9 @@
 package sandbox
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // workload is what the daemon runs in a sandbox beyond one request:
 // background processes and sessions. It lives in memory and ends with the
@@ -27,13 +30,13 @@ func (s *Service) workload(id string, create bool) *workload {
 // dropWorkload forgets a stopped sandbox's workload and ends it: readers
 // of background output learn the sandbox is gone, rather than seeing its
 // destroy as an ordinary exit, and shells are closed.
-func (s *Service) dropWorkload(id string) {
+func (s *Service) dropWorkload(id string) (waited []<-chan struct{}) {
 	s.workMu.Lock()
 	w := s.work[id]
 	delete(s.work, id)
 	s.workMu.Unlock()
 	if w == nil {
-		return
+		return nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -41,10 +44,27 @@ func (s *Service) dropWorkload(id string) {
 	for _, p := range w.procs {
 		p.stdin.CloseWithError(errSandboxGone)
 		p.out.finish(ExecResult{}, errSandboxGone, now)
+		waited = append(waited, p.exited)
 	}
 	for _, se := range w.sessions {
 		se.tty.finish(ExecResult{}, errSandboxGone, now)
 		se.close()
 		se.end()
+		waited = append(waited, se.exited)
+	}
+	return waited
+}
+
+// awaitEnds waits, boundedly, until the processes and shells of a
+// destroyed sandbox have recorded their ends, so the log has them before
+// the sandbox's own end.
+func awaitEnds(waited []<-chan struct{}) {
+	deadline := time.After(2 * time.Second)
+	for _, ch := range waited {
+		select {
+		case <-ch:
+		case <-deadline:
+			return
+		}
 	}
 }

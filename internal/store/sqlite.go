@@ -133,6 +133,27 @@ func (s *SQLite) prepared(ctx context.Context, query string) (*sql.Stmt, error) 
 	return st, nil
 }
 
+// writeTx runs fn in one write transaction, under the write lock, and
+// commits it. Errors of beginning and committing say what; fn's own are
+// returned as they are.
+func (s *SQLite) writeTx(ctx context.Context, what string, fn func(tx *sql.Tx) error) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	s.writes.Add(1)
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
 // exec runs one write statement and returns the rows it changed. Like
 // queryRow, it runs without the caller's cancellation (see pointCtx).
 func (s *SQLite) exec(ctx context.Context, query string, args ...any) (int64, error) {

@@ -41,44 +41,35 @@ func (s *SQLite) AppendAudit(ctx context.Context, events []audit.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("append audit events: %w", err)
-	}
-	defer tx.Rollback()
-	ins, err := s.prepared(ctx, `INSERT INTO audit_events (sandbox_id, seq, time, tenant_id, actor, type, data, prev, hash)
+	return s.writeTx(ctx, "append audit events", func(tx *sql.Tx) error {
+		ins, err := s.prepared(ctx, `INSERT INTO audit_events (sandbox_id, seq, time, tenant_id, actor, type, data, prev, hash)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("append audit events: %w", err)
-	}
-	head, err := s.prepared(ctx, `INSERT INTO audit_heads (sandbox_id, tenant_id, seq, hash, time) VALUES (?, ?, ?, ?, ?)
+		if err != nil {
+			return fmt.Errorf("append audit events: %w", err)
+		}
+		head, err := s.prepared(ctx, `INSERT INTO audit_heads (sandbox_id, tenant_id, seq, hash, time) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (sandbox_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, time = excluded.time`)
-	if err != nil {
-		return fmt.Errorf("append audit events: %w", err)
-	}
-	insTx, headTx := tx.StmtContext(ctx, ins), tx.StmtContext(ctx, head)
-	last := map[string]audit.Event{}
-	for _, e := range events {
-		if _, err := insTx.ExecContext(ctx, e.Sandbox, e.Seq, toNanos(e.Time), e.Tenant, e.Actor, e.Type, string(e.Data), e.Prev, e.Hash); err != nil {
-			if strings.Contains(err.Error(), "UNIQUE") {
-				return fmt.Errorf("append audit event %d of %s: %w", e.Seq, e.Sandbox, ErrConflict)
+		if err != nil {
+			return fmt.Errorf("append audit events: %w", err)
+		}
+		insTx, headTx := tx.StmtContext(ctx, ins), tx.StmtContext(ctx, head)
+		last := map[string]audit.Event{}
+		for _, e := range events {
+			if _, err := insTx.ExecContext(ctx, e.Sandbox, e.Seq, toNanos(e.Time), e.Tenant, e.Actor, e.Type, string(e.Data), e.Prev, e.Hash); err != nil {
+				if strings.Contains(err.Error(), "UNIQUE") {
+					return fmt.Errorf("append audit event %d of %s: %w", e.Seq, e.Sandbox, ErrConflict)
+				}
+				return fmt.Errorf("append audit event %d of %s: %w", e.Seq, e.Sandbox, err)
 			}
-			return fmt.Errorf("append audit event %d of %s: %w", e.Seq, e.Sandbox, err)
+			last[e.Sandbox] = e
 		}
-		last[e.Sandbox] = e
-	}
-	for _, e := range last {
-		if _, err := headTx.ExecContext(ctx, e.Sandbox, e.Tenant, e.Seq, e.Hash, toNanos(e.Time)); err != nil {
-			return fmt.Errorf("move audit head of %s: %w", e.Sandbox, err)
+		for _, e := range last {
+			if _, err := headTx.ExecContext(ctx, e.Sandbox, e.Tenant, e.Seq, e.Hash, toNanos(e.Time)); err != nil {
+				return fmt.Errorf("move audit head of %s: %w", e.Sandbox, err)
+			}
 		}
-	}
-	s.writes.Add(1)
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("append audit events: %w", err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // AuditHead returns the newest event's sequence number and hash (0 and

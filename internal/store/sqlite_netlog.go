@@ -11,28 +11,19 @@ func (s *SQLite) AppendNetEvents(ctx context.Context, events []NetEvent) error {
 	if len(events) == 0 {
 		return nil
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("append net events: %w", err)
-	}
-	defer tx.Rollback()
-	st, err := s.prepared(ctx, `INSERT INTO net_events (sandbox_id, tenant_id, time, data) VALUES (?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("append net events: %w", err)
-	}
-	txst := tx.StmtContext(ctx, st)
-	for _, e := range events {
-		if _, err := txst.ExecContext(ctx, e.SandboxID, e.TenantID, toNanos(e.Time), string(e.Data)); err != nil {
-			return fmt.Errorf("append net event of %s: %w", e.SandboxID, err)
+	return s.writeTx(ctx, "append net events", func(tx *sql.Tx) error {
+		st, err := s.prepared(ctx, `INSERT INTO net_events (sandbox_id, tenant_id, time, data) VALUES (?, ?, ?, ?)`)
+		if err != nil {
+			return fmt.Errorf("append net events: %w", err)
 		}
-	}
-	s.writes.Add(1)
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("append net events: %w", err)
-	}
-	return nil
+		txst := tx.StmtContext(ctx, st)
+		for _, e := range events {
+			if _, err := txst.ExecContext(ctx, e.SandboxID, e.TenantID, toNanos(e.Time), string(e.Data)); err != nil {
+				return fmt.Errorf("append net event of %s: %w", e.SandboxID, err)
+			}
+		}
+		return nil
+	})
 }
 
 // NetEvents returns a page of one sandbox's egress log.

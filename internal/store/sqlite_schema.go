@@ -88,6 +88,10 @@ var migrations = []string{
 	END;`,
 	// Audit logs (sqlite_audit.go).
 	auditSchema,
+	// Per-sandbox usage, for metering (sqlite_usage.go).
+	usageSchema,
+	// Tenant event streams and webhooks (sqlite_events.go).
+	eventsSchema,
 }
 
 // migrate applies the migrations the database has not run yet, in one

@@ -107,6 +107,43 @@ type NetEvent struct {
 	Data      []byte
 }
 
+// SandboxUsage is what one sandbox used, kept after it ends (and after
+// its record is deleted). EndedAt is zero while it runs; its numbers then
+// are as of UpdatedAt.
+type SandboxUsage struct {
+	SandboxID       string
+	TenantID        string
+	CreatedAt       time.Time
+	EndedAt         time.Time
+	UpdatedAt       time.Time
+	CPUSeconds      float64
+	MemoryPeakBytes int64
+	EgressBytesOut  int64 // from the sandbox
+	EgressBytesIn   int64 // to the sandbox
+	ExecCount       int64
+}
+
+// UsageFilter selects the sandboxes created in [From, To) (a zero bound is
+// open), of one tenant if TenantID is set. Now ends the wall time of
+// those still running.
+type UsageFilter struct {
+	TenantID string
+	From, To time.Time
+	Now      time.Time
+}
+
+// TenantUsage sums the usage of one tenant's sandboxes.
+type TenantUsage struct {
+	TenantID        string
+	Sandboxes       int64
+	SandboxSeconds  float64 // wall time, summed
+	CPUSeconds      float64
+	MemoryPeakBytes int64 // the highest of any one sandbox
+	EgressBytesOut  int64
+	EgressBytesIn   int64
+	ExecCount       int64
+}
+
 // SandboxFilter selects sandboxes in List. Zero fields match everything.
 type SandboxFilter struct {
 	TenantID  string            // always set by the API
@@ -180,6 +217,54 @@ type Store interface {
 	// PruneAudit deletes the logs whose newest event is older than before
 	// and returns how many went.
 	PruneAudit(ctx context.Context, before time.Time) (int, error)
+
+	// SaveUsage writes sandboxes' usage in one transaction, inserting or
+	// merging: counters only grow (each keeps the larger of the stored and
+	// the new value) and a row once ended stays ended, so a late or
+	// repeated write cannot undo a final one.
+	SaveUsage(ctx context.Context, u []SandboxUsage) error
+	// GetUsage returns one sandbox's usage, or ErrNotFound.
+	GetUsage(ctx context.Context, sandboxID string) (SandboxUsage, error)
+	// UsageByTenant sums the usage f selects per tenant, ordered by
+	// tenant id; tenants without sandboxes there are left out.
+	UsageByTenant(ctx context.Context, f UsageFilter) ([]TenantUsage, error)
+	// CountSandboxes counts sandbox records by state.
+	CountSandboxes(ctx context.Context) (map[string]int, error)
+
+	// AppendEvents stores tenant events in one transaction, setting each
+	// one's ID (ascending, never reused), and creates the deliveries each
+	// lists, to webhooks that still exist.
+	AppendEvents(ctx context.Context, events []TenantEvent) error
+	// TenantEvents returns up to limit of a tenant's events with an ID
+	// above after, oldest first; with types, only those.
+	TenantEvents(ctx context.Context, tenantID string, after int64, types []string, limit int) ([]TenantEvent, error)
+	// PruneEvents deletes events older than before and all but the newest
+	// keep (0: no count bound), except those a pending delivery needs,
+	// and finished deliveries that ended before before. It returns how
+	// many events went.
+	PruneEvents(ctx context.Context, before time.Time, keep int) (int, error)
+	// CreateWebhook inserts a webhook; an existing ID is ErrConflict.
+	CreateWebhook(ctx context.Context, w Webhook) error
+	// GetWebhook returns the tenant's webhook, or ErrNotFound.
+	GetWebhook(ctx context.Context, tenantID, id string) (Webhook, error)
+	// ListWebhooks returns a tenant's webhooks ("" = all) oldest first.
+	ListWebhooks(ctx context.Context, tenantID string) ([]Webhook, error)
+	// DeleteWebhook removes the tenant's webhook and its deliveries, or
+	// returns ErrNotFound.
+	DeleteWebhook(ctx context.Context, tenantID, id string) error
+	// DueDeliveries returns up to limit pending deliveries due by now,
+	// earliest first, with their webhook and event.
+	DueDeliveries(ctx context.Context, now time.Time, limit int) ([]Delivery, error)
+	// NextDelivery is the earliest time after after at which a pending
+	// delivery is due, zero if there is none.
+	NextDelivery(ctx context.Context, after time.Time) (time.Time, error)
+	// RecordAttempt saves an attempt and the delivery's new state in one
+	// transaction; ErrNotFound if the delivery is gone.
+	RecordAttempt(ctx context.Context, d Delivery, a DeliveryAttempt) error
+	// ListDeliveries returns up to limit deliveries of the tenant's
+	// webhook for events below before (0: from the newest), newest first,
+	// with their attempts.
+	ListDeliveries(ctx context.Context, tenantID, webhookID string, before int64, limit int) ([]Delivery, error)
 
 	Close() error
 }

@@ -1,0 +1,538 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"github.com/airlockhq/airlock/internal/batch"
+	"github.com/airlockhq/airlock/internal/egress"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// DefaultAuditOutputCap bounds the command and terminal output recorded
+// per sandbox; past it one audit.output_capped event says so and output
+// is no longer recorded (everything else still is).
+const DefaultAuditOutputCap = 64 << 20
+
+// DefaultAuditRetention is how long a log is kept after its newest event.
+const DefaultAuditRetention = 30 * 24 * time.Hour
+
+// auditPruneEvery is how often the reaper deletes logs past retention.
+const auditPruneEvery = time.Hour
+
+// auditLog links each sandbox's events into its hash chain as they
+// happen, in order, and writes them to the store in batches from one
+// goroutine: recording adds no database round trip to the call it
+// records. A full queue makes recording wait rather than drop an event,
+// which would break the chain.
+type auditLog struct {
+	*batch.Batcher[audit.Event]
+	st     store.Store
+	log    *slog.Logger
+	now    func() time.Time
+	outCap int64
+	notify func(audit.Event) // nil: nobody listens
+
+	mu    sync.Mutex
+	heads map[string]*auditHead
+
+	pruned time.Time // the reaper's last prune; only it reads and writes
+}
+
+// auditHead is what the log knows of a sandbox's chain in memory.
+type auditHead struct {
+	tenant  string
+	seq     int64
+	hash    string
+	out     int64 // output bytes recorded
+	capped  bool
+	stopped time.Time // when the sandbox ended; zero while it runs
+}
+
+func newAuditLog(st store.Store, log *slog.Logger, now func() time.Time, outCap int64, notify func(audit.Event)) *auditLog {
+	a := &auditLog{st: st, log: log, now: now, outCap: outCap, notify: notify, heads: map[string]*auditHead{}}
+	a.Batcher = batch.New("audit log", log, true, batch.Linger, a.write)
+	return a
+}
+
+func (a *auditLog) write(events []audit.Event) {
+	// A batch lost leaves a gap that verification reports: worth a few
+	// tries when the store is busy.
+	var err error
+	for try := range 3 {
+		if err = a.st.AppendAudit(context.Background(), events); err == nil || errors.Is(err, store.ErrConflict) {
+			break
+		}
+		time.Sleep(time.Duration(try+1) * 100 * time.Millisecond)
+	}
+	if err != nil {
+		a.log.Error("store audit events", "events", len(events), "err", err)
+	}
+}
+
+// head returns the sandbox's chain head, read from the store the first
+// time (after a restart, or for a sandbox this process has forgotten).
+// a.mu is held.
+func (a *auditLog) head(id string) *auditHead {
+	h := a.heads[id]
+	if h == nil {
+		h = &auditHead{}
+		a.Batcher.Flush() // nothing of this sandbox may be queued unseen
+		seq, hash, err := a.st.AuditHead(context.Background(), id)
+		if err != nil {
+			a.log.Error("audit head", "sandbox", id, "err", err)
+		}
+		h.seq, h.hash = seq, hash
+		a.heads[id] = h
+	}
+	return h
+}
+
+// auditor records the events of one sandbox on behalf of one actor.
+type auditor struct {
+	a       *auditLog
+	sandbox string
+	tenant  string
+	actor   string
+}
+
+// auditor returns the recorder of sandbox id (of tenant), acting as c: an
+// API key's id, "token:" and the sandbox for a sandbox token, "system"
+// for the daemon's own doings (the zero Caller).
+func (s *Service) auditor(c Caller, id, tenant string) auditor {
+	actor := c.KeyID
+	switch {
+	case actor != "":
+	case c.SandboxID != "":
+		actor = "token:" + c.SandboxID
+	default:
+		actor = audit.ActorSystem
+	}
+	return auditor{a: s.audit, sandbox: id, tenant: tenant, actor: actor}
+}
+
+// record appends one event. data is encoded as JSON.
+func (r auditor) record(typ string, data any) {
+	if r.a == nil {
+		return
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		r.a.log.Error("encode audit event", "type", typ, "err", err)
+		return
+	}
+	r.a.mu.Lock()
+	defer r.a.mu.Unlock()
+	h := r.a.head(r.sandbox)
+	h.tenant = r.tenant
+	r.append(h, typ, b)
+}
+
+// tenantOf returns the tenant of a sandbox the log has recorded since
+// this process started ("" if none).
+func (a *auditLog) tenantOf(id string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if h := a.heads[id]; h != nil {
+		return h.tenant
+	}
+	return ""
+}
+
+// append links and queues an event. a.mu is held.
+func (r auditor) append(h *auditHead, typ string, data []byte) {
+	e := audit.Event{Time: r.a.now(), Sandbox: r.sandbox, Tenant: r.tenant, Actor: r.actor, Type: typ, Data: data}
+	if err := audit.Link(&audit.Event{Seq: h.seq, Hash: h.hash}, &e); err != nil {
+		r.a.log.Error("link audit event", "type", typ, "err", err)
+		return
+	}
+	h.seq, h.hash = e.Seq, e.Hash
+	r.a.Add(e)
+	if r.a.notify != nil {
+		r.a.notify(e)
+	}
+}
+
+// output records a piece of a command's or terminal's output, unless the
+// sandbox's output allowance is spent.
+func (r auditor) output(typ string, fields map[string]any, p []byte) {
+	if r.a == nil || len(p) == 0 {
+		return
+	}
+	r.a.mu.Lock()
+	defer r.a.mu.Unlock()
+	h := r.a.head(r.sandbox)
+	if h.capped {
+		return
+	}
+	if h.out+int64(len(p)) > r.a.outCap {
+		h.capped = true
+		b, _ := json.Marshal(map[string]any{"limit_bytes": r.a.outCap})
+		r.append(h, audit.OutputCapped, b)
+		return
+	}
+	h.out += int64(len(p))
+	fields["bytes"] = len(p)
+	if utf8.Valid(p) {
+		fields["data"] = string(p)
+	} else {
+		fields["data"], fields["encoding"] = base64.StdEncoding.EncodeToString(p), "base64"
+	}
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return
+	}
+	r.append(h, typ, b)
+}
+
+// forget marks a stopped sandbox's head for removal from memory a minute
+// from now (sweep): the calls that end it are still recorded without a
+// store round trip, and a later event reloads the head from the store.
+func (a *auditLog) forget(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if h := a.heads[id]; h != nil {
+		h.stopped = a.now()
+	}
+}
+
+// sweep drops the heads of sandboxes stopped over a minute ago.
+func (a *auditLog) sweep() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	cut := a.now().Add(-time.Minute)
+	for id, h := range a.heads {
+		if !h.stopped.IsZero() && h.stopped.Before(cut) {
+			delete(a.heads, id)
+		}
+	}
+}
+
+// outRecorder records one stream of output (a command's stdout, a
+// terminal's output or input): scrubbed of secret values (even one cut
+// across writes), in pieces of up to 32 KiB, each recorded at most 50 ms
+// after its first byte, so the log keeps the timing without an event per
+// byte. Safe for concurrent use.
+type outRecorder struct {
+	r      auditor
+	typ    string
+	fields map[string]any
+
+	mu    sync.Mutex
+	sc    *audit.Stream
+	buf   []byte
+	timer *time.Timer // pending emit of buf
+}
+
+const (
+	recordPiece = 32 << 10
+	recordDelay = 50 * time.Millisecond
+)
+
+func (r auditor) outRecorder(typ string, sc *audit.Scrubber, fields map[string]any) *outRecorder {
+	return &outRecorder{r: r, typ: typ, fields: fields, sc: sc.Stream()}
+}
+
+func (o *outRecorder) Write(p []byte) (int, error) {
+	if o == nil || o.r.a == nil {
+		return len(p), nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf = append(o.buf, o.sc.Write(p)...)
+	switch {
+	case len(o.buf) >= recordPiece:
+		o.emit()
+	case len(o.buf) > 0 && o.timer == nil:
+		o.timer = time.AfterFunc(recordDelay, func() {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			o.timer = nil
+			o.emit()
+		})
+	}
+	return len(p), nil
+}
+
+// flush records what is held, before whatever is recorded next.
+func (o *outRecorder) flush() {
+	if o == nil || o.r.a == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.timer != nil {
+		o.timer.Stop()
+		o.timer = nil
+	}
+	o.buf = append(o.buf, o.sc.Flush()...)
+	o.emit()
+}
+
+// emit records buf. o.mu is held.
+func (o *outRecorder) emit() {
+	if len(o.buf) == 0 {
+		return
+	}
+	f := make(map[string]any, len(o.fields)+3)
+	for k, v := range o.fields {
+		f[k] = v
+	}
+	o.r.output(o.typ, f, o.buf)
+	o.buf = o.buf[:0]
+}
+
+// tee writes to w what it records.
+type tee struct {
+	rec *outRecorder
+	w   io.Writer
+}
+
+func (t tee) Write(p []byte) (int, error) {
+	t.rec.Write(p)
+	return t.w.Write(p)
+}
+
+// execRecord records one command: exec.started when made, its output as
+// it comes, exec.exited at its end.
+type execRecord struct {
+	r        auditor
+	id       string
+	session  string
+	out, err *outRecorder
+}
+
+// recordExec records the start of req in sandbox id and returns the
+// recorder of the rest. session is the session the command runs in, if
+// any.
+func (s *Service) recordExec(c Caller, id string, req ExecRequest, background bool, session string) *execRecord {
+	r := s.auditor(c, id, c.TenantID)
+	sc := s.scrubber(id)
+	e := &execRecord{r: r, id: "ex-" + nonce()[:16], session: session}
+	data := map[string]any{"exec_id": e.id, "cwd": sc.String(req.Cwd), "env": slices.Sorted(maps.Keys(req.Env))}
+	if len(req.Cmd) > 0 {
+		argv := make([]string, len(req.Cmd))
+		for i, a := range req.Cmd {
+			argv[i] = sc.String(a)
+		}
+		data["argv"] = argv
+	} else {
+		data["command"] = sc.String(req.Command)
+	}
+	if background {
+		data["background"] = true
+	}
+	if session != "" {
+		data["session_id"] = session
+	}
+	r.record(audit.ExecStarted, data)
+	if session == "" {
+		e.out = r.outRecorder(audit.ExecOutput, sc, map[string]any{"exec_id": e.id, "stream": "stdout"})
+		e.err = r.outRecorder(audit.ExecOutput, sc, map[string]any{"exec_id": e.id, "stream": "stderr"})
+	}
+	return e
+}
+
+// stdout and stderr return writers that record what they pass to w.
+func (e *execRecord) stdout(w io.Writer) io.Writer { return tee{e.out, w} }
+func (e *execRecord) stderr(w io.Writer) io.Writer { return tee{e.err, w} }
+
+// exited records the command's end: its status, or err when it broke off.
+func (e *execRecord) exited(res ExecResult, err error) {
+	e.out.flush()
+	e.err.flush()
+	data := map[string]any{"exec_id": e.id, "exit_code": res.ExitCode, "signal": res.Signal,
+		"timed_out": res.TimedOut, "oom_killed": res.OOMKilled, "duration_ms": res.DurationMS}
+	if e.session != "" {
+		data["session_id"] = e.session
+	}
+	if err != nil {
+		data["error"] = err.Error()
+	}
+	e.r.record(audit.ExecExited, data)
+}
+
+// scrubber returns what takes the values of the secrets bound to sandbox
+// id out of its log (nil: none bound).
+func (s *Service) scrubber(id string) *audit.Scrubber {
+	if ns := s.netState(id); ns != nil {
+		return ns.scrub
+	}
+	return nil
+}
+
+// AuditLog sends a sandbox's audit events, filtered, to out in order. The
+// log outlives the sandbox: a stopped sandbox's log is read the same way.
+func (s *Service) AuditLog(ctx context.Context, c Caller, id string, f store.AuditFilter, out func(audit.Event) error) error {
+	if _, err := s.resolve(ctx, c, id); err != nil {
+		return err
+	}
+	s.audit.Flush() // what happened before this call is in the answer
+	const page = 1000
+	limit := f.Limit
+	for {
+		pf := f
+		pf.Limit = page
+		if limit > 0 {
+			pf.Limit = min(page, limit)
+		}
+		events, err := s.st.AuditEvents(ctx, id, pf)
+		if err != nil {
+			return err
+		}
+		for _, e := range events {
+			if err := out(e); err != nil {
+				return err
+			}
+			f.AfterSeq = e.Seq
+		}
+		if limit > 0 {
+			if limit -= len(events); limit <= 0 {
+				return nil
+			}
+		}
+		if len(events) < pf.Limit {
+			return nil
+		}
+	}
+}
+
+// VerifyAudit checks a sandbox's stored log against its hash chain and
+// its recorded head. Events recorded while it reads (a running sandbox)
+// are past the head it read first, and are left for the next check.
+func (s *Service) VerifyAudit(ctx context.Context, c Caller, id string) (audit.Result, error) {
+	if _, err := s.resolve(ctx, c, id); err != nil {
+		return audit.Result{}, err
+	}
+	s.audit.Flush()
+	seq, hash, err := s.st.AuditHead(ctx, id)
+	if err != nil {
+		return audit.Result{}, err
+	}
+	var v audit.Verifier
+	// The whole chain, every type: a filter would break it.
+pages:
+	for after := int64(0); ; {
+		events, err := s.st.AuditEvents(ctx, id, store.AuditFilter{AfterSeq: after, Limit: 1000})
+		if err != nil {
+			return audit.Result{}, err
+		}
+		for _, e := range events {
+			if e.Seq > seq {
+				break pages
+			}
+			v.Add(e)
+			after = e.Seq
+		}
+		if len(events) < 1000 {
+			break
+		}
+	}
+	v.Head(seq, hash)
+	return v.Result(), nil
+}
+
+// recordCreated records a sandbox's start with what it was given (never
+// its environment's values or its secrets' values).
+func (s *Service) recordCreated(c Caller, rec store.Sandbox) {
+	data := map[string]any{
+		"template":  rec.Template,
+		"limits":    map[string]any{"cpus": rec.CPUs, "memory_mb": rec.MemoryMB, "pids": rec.Pids, "disk_mb": rec.DiskMB},
+		"timeout_s": int64(rec.ExpiresAt.Sub(rec.CreatedAt) / time.Second), "idle_timeout_s": rec.IdleTimeoutS,
+		"metadata": rec.Metadata, "env": slices.Sorted(maps.Keys(rec.Env)),
+	}
+	if rec.Network != "" {
+		data["network"] = json.RawMessage(rec.Network)
+	}
+	if ns := s.netState(rec.ID); ns != nil && len(ns.secrets) > 0 {
+		data["secrets"] = ns.secrets
+	}
+	s.auditor(c, rec.ID, rec.TenantID).record(audit.SandboxCreated, data)
+}
+
+// recordStopped records a sandbox's end: destroyed by a caller, expired
+// (its timeout or idle timeout), or the end of a failed one.
+func (s *Service) recordStopped(c Caller, rec store.Sandbox) {
+	r := s.auditor(c, rec.ID, rec.TenantID)
+	switch {
+	case rec.State == store.StateFailed:
+		r.record(audit.SandboxDestroyed, map[string]any{"reason": "failed: " + rec.Reason})
+	case rec.Reason == ReasonExpired:
+		r.record(audit.SandboxExpired, map[string]any{"reason": "timeout"})
+	case rec.Reason == ReasonIdle:
+		r.record(audit.SandboxExpired, map[string]any{"reason": "idle"})
+	default:
+		r.record(audit.SandboxDestroyed, map[string]any{"reason": "deleted"})
+	}
+	s.audit.forget(rec.ID)
+}
+
+// recordNet records one of the egress proxy's events.
+func (s *Service) recordNet(e egress.Event) {
+	r := s.auditor(Caller{}, e.SandboxID, e.TenantID)
+	switch e.Kind {
+	case egress.KindSecretInjected:
+		r.record(audit.SecretInjected, map[string]any{"name": e.Secret, "host": e.Host, "port": e.Port})
+	case egress.KindSecretMisdirected:
+		r.record(audit.SecretMisdirect, map[string]any{"name": e.Secret, "host": e.Host, "port": e.Port})
+	default:
+		// The event as the network log shows it, without what the audit
+		// event says already.
+		var data map[string]any
+		b, _ := json.Marshal(e)
+		if err := json.Unmarshal(b, &data); err != nil {
+			s.log.Error("audit net event", "err", err)
+			return
+		}
+		delete(data, "seq")
+		delete(data, "sandbox_id")
+		delete(data, "tenant_id")
+		r.record(audit.NetConnection, data)
+	}
+}
+
+// RecordRequest implements Manager.
+func (s *Service) RecordRequest(ctx context.Context, c Caller, id, method, route string, status int, d time.Duration) {
+	tenant := s.audit.tenantOf(id)
+	if tenant == "" {
+		rec, err := s.st.GetSandbox(context.WithoutCancel(ctx), id)
+		if err != nil {
+			return
+		}
+		tenant = rec.TenantID
+	}
+	if tenant != c.TenantID || (c.SandboxID != "" && c.SandboxID != id) {
+		return
+	}
+	s.auditor(c, id, tenant).record(audit.APIRequest, map[string]any{
+		"method": method, "route": route, "status": status, "duration_ms": float64(d.Microseconds()) / 1000})
+}
+
+// pruneAudit deletes the logs whose newest event is older than the
+// retention, at most once per auditPruneEvery. The reaper calls it.
+func (s *Service) pruneAudit(ctx context.Context) {
+	s.audit.sweep()
+	now := s.now()
+	if now.Sub(s.audit.pruned) < auditPruneEvery {
+		return
+	}
+	s.audit.pruned = now
+	n, err := s.st.PruneAudit(ctx, now.Add(-s.opts.AuditRetention))
+	if err != nil {
+		s.log.Error("prune audit logs", "err", err)
+		return
+	}
+	if n > 0 {
+		s.log.Info("pruned audit logs past retention", "logs", n)
+	}
+}
