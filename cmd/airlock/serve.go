@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/tracing"
 	"net"
 	"net/http"
 	"os"
@@ -98,6 +99,7 @@ type daemon struct {
 	newKey  bool
 	metrics *metrics.Metrics // served at /metrics
 	events  *events.Hub      // tenant event streams and webhooks
+	tracing *tracing.Tracing // OpenTelemetry, when OTEL_* asks for it
 }
 
 // daemonTuning is what serve's flags set beyond the basics; zero fields
@@ -120,6 +122,10 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		return nil, err
 	}
 	d := &daemon{store: st, metrics: metrics.New(nil)}
+	if d.tracing, err = tracing.Setup(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
 	if d.rt, err = linux.New(linux.Config{StateDir: dataDir, PoolSize: pool}); err != nil {
 		st.Close()
 		return nil, err
@@ -138,7 +144,8 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		return nil, fmt.Errorf("events: %w", err)
 	}
 	if d.mgr, err = sandbox.NewManager(ctx, st, rt, sandbox.Options{HostCPUs: goruntime.NumCPU(), HostMemoryMB: hostMemoryMB(), Egress: eg, Secrets: box,
-		AuditRetention: tune.auditRetention, AuditOutputCap: tune.auditOutputCap, Metrics: d.metrics, OnAudit: d.events.Publish}); err != nil {
+		AuditRetention: tune.auditRetention, AuditOutputCap: tune.auditOutputCap, Metrics: d.metrics, OnAudit: d.events.Publish,
+		Tracer: d.tracing.Tracer}); err != nil {
 		d.close()
 		return nil, err
 	}
@@ -146,7 +153,7 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		d.close()
 		return nil, err
 	}
-	d.handler = api.New(d.mgr, st, api.Options{Metrics: d.metrics, Events: d.events})
+	d.handler = api.New(d.mgr, st, api.Options{Metrics: d.metrics, Events: d.events, TraceContext: d.tracing.Enabled})
 	return d, nil
 }
 
@@ -160,6 +167,14 @@ func (d *daemon) close() {
 	}
 	if d.rt != nil {
 		d.rt.Close()
+	}
+	if d.tracing != nil {
+		// The spans still buffered go out, for a bounded time.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := d.tracing.Shutdown(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "airlock: tracing: %v\n", err)
+		}
+		cancel()
 	}
 	d.store.Close()
 }

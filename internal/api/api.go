@@ -2,6 +2,7 @@ package api
 
 import (
 	_ "embed"
+	"go.opentelemetry.io/otel/propagation"
 	"log/slog"
 	"net/http"
 	"time"
@@ -21,6 +22,9 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives internal errors (default slog.Default()).
 	Logger *slog.Logger
+	// TraceContext makes the spans of a request children of the W3C trace
+	// context (traceparent) it carries; set when tracing is on.
+	TraceContext bool
 	// KeepAlive is how often a quiet exec stream gets an SSE comment
 	// (default 15 s).
 	KeepAlive time.Duration
@@ -137,6 +141,9 @@ func New(m sandbox.Manager, st store.Store, opts Options) http.Handler {
 	for _, rt := range routes {
 		h := rt.handler
 		mux.HandleFunc(rt.method+" "+rt.path, s.authorize(rt.access, func(w http.ResponseWriter, r *http.Request) {
+			if opts.TraceContext {
+				r = r.WithContext(propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
+			}
 			h(s, w, r)
 		}))
 	}

@@ -313,13 +313,17 @@ type execRecord struct {
 }
 
 // recordExec records the start of req in sandbox id and returns the
-// recorder of the rest. session is the session the command runs in, if
+// recorder of the rest. req.Cwd is the directory as resolved for the
+// runtime. session is the session the command runs in, if
 // any.
 func (s *Service) recordExec(c Caller, id string, req ExecRequest, background bool, session string) *execRecord {
 	r := s.auditor(c, id, c.TenantID)
 	sc := s.scrubber(id)
 	e := &execRecord{r: r, id: "ex-" + nonce()[:16], session: session}
-	data := map[string]any{"exec_id": e.id, "cwd": sc.String(req.Cwd), "env": slices.Sorted(maps.Keys(req.Env))}
+	data := map[string]any{"exec_id": e.id, "env": slices.Sorted(maps.Keys(req.Env))}
+	if req.Cwd != "" { // absent: the sandbox's workdir
+		data["cwd"] = sc.String(req.Cwd)
+	}
 	if len(req.Cmd) > 0 {
 		argv := make([]string, len(req.Cmd))
 		for i, a := range req.Cmd {

@@ -20,11 +20,11 @@ const (
 	MaxMetadataBytes = 256
 )
 
-// Create validates the request, checks the tenant's quota and inserts the
+// create validates the request, checks the tenant's quota and inserts the
 // record atomically, then boots the sandbox. An unknown template is
 // ErrNotFound (like any other missing resource); a sandbox token cannot
 // create sandboxes (ErrInvalid), since it exists to reach one sandbox only.
-func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (store.Sandbox, error) {
+func (s *Service) create(ctx context.Context, c Caller, req CreateRequest) (store.Sandbox, error) {
 	if c.TenantID == "" || c.SandboxID != "" {
 		return store.Sandbox{}, fmt.Errorf("%w: a sandbox token cannot create sandboxes", ErrInvalid)
 	}

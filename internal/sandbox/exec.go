@@ -13,15 +13,16 @@ import (
 	"github.com/airlockhq/airlock/internal/store"
 )
 
-// Exec runs req to its end and returns its output, each stream capped at
+// runExec runs req to its end and returns its output, each stream capped at
 // OutputCap and made valid UTF-8 (the result is JSON text).
-func (s *Service) Exec(ctx context.Context, c Caller, id string, req ExecRequest) (ExecResult, error) {
+func (s *Service) runExec(ctx context.Context, c Caller, id string, req ExecRequest) (ExecResult, error) {
 	sb, rreq, err := s.prepareExec(ctx, c, id, req)
 	if err != nil {
 		return ExecResult{}, err
 	}
 	defer s.idle.hold(id, s.now)()
 	defer s.timeExec()()
+	req.Cwd = rreq.Cwd
 	rec := s.recordExec(c, id, req, false, "")
 	var stdout, stderr capped
 	rreq.Stdout, rreq.Stderr = rec.stdout(&stdout), rec.stderr(&stderr)
@@ -39,16 +40,17 @@ func (s *Service) Exec(ctx context.Context, c Caller, id string, req ExecRequest
 	return res, nil
 }
 
-// ExecStream runs req and hands its output to out as it comes: Started
+// runExecStream runs req and hands its output to out as it comes: Started
 // first, then Stdout and Stderr chunks, all from the runtime's one output
 // goroutine. If out fails (the client is gone), the process tree is killed.
-func (s *Service) ExecStream(ctx context.Context, c Caller, id string, req ExecRequest, out Stream) (ExecResult, error) {
+func (s *Service) runExecStream(ctx context.Context, c Caller, id string, req ExecRequest, out Stream) (ExecResult, error) {
 	sb, rreq, err := s.prepareExec(ctx, c, id, req)
 	if err != nil {
 		return ExecResult{}, err
 	}
 	defer s.idle.hold(id, s.now)()
 	defer s.timeExec()()
+	req.Cwd = rreq.Cwd
 	rec := s.recordExec(c, id, req, false, "")
 	res, err := s.execStream(ctx, id, sb, rreq, out, rec)
 	rec.exited(res, err)

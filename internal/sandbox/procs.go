@@ -46,9 +46,9 @@ type bgProc struct {
 
 var errSandboxGone = fmt.Errorf("%w: the sandbox was destroyed", ErrConflict)
 
-// StartBackground starts req and returns at once; the process runs until it
+// startBackground starts req and returns at once; the process runs until it
 // ends, its timeout, or its sandbox's end, whoever asked for it.
-func (s *Service) StartBackground(ctx context.Context, c Caller, id string, req ExecRequest) (ProcInfo, error) {
+func (s *Service) startBackground(ctx context.Context, c Caller, id string, req ExecRequest) (ProcInfo, error) {
 	if req.Stdin != "" {
 		return ProcInfo{}, fmt.Errorf("%w: a background process takes stdin through its stdin route, not the request", ErrInvalid)
 	}
@@ -69,6 +69,7 @@ func (s *Service) StartBackground(ctx context.Context, c Caller, id string, req 
 		tag = "proc-" + hex.EncodeToString(b[:])
 	}
 	pr, pw := io.Pipe()
+	req.Cwd = rreq.Cwd
 	rec := s.recordExec(c, id, req, true, "")
 	p := &bgProc{tag: tag, execID: rec.id, command: describe(req), started: s.now(), stdin: pw, out: newOutBuf(ProcOutputCap), exited: make(chan struct{})}
 	rreq.Stdin = pr

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"github.com/airlockhq/airlock/internal/audit"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"log/slog"
 	goruntime "runtime"
 	"sync"
@@ -47,6 +49,9 @@ type Options struct {
 	// the log's lock held: it must return at once and never call back
 	// into the Service.
 	OnAudit func(audit.Event)
+	// Tracer starts the spans of creates and commands; nil traces
+	// nothing.
+	Tracer trace.Tracer
 	// AuditRetention is how long a sandbox's audit log is kept after its
 	// newest event (default DefaultAuditRetention).
 	AuditRetention time.Duration
@@ -72,6 +77,7 @@ type Service struct {
 
 	proxy    *egress.Proxy // nil without egress
 	netlog   *netLog
+	tracer   trace.Tracer
 	audit    *auditLog
 	netMu    sync.Mutex
 	attached map[string]*netState // by sandbox id
@@ -129,6 +135,10 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 		opts.AuditRetention = DefaultAuditRetention
 	}
 	s.opts = opts
+	s.tracer = opts.Tracer
+	if s.tracer == nil {
+		s.tracer = noop.NewTracerProvider().Tracer("")
+	}
 	s.audit = newAuditLog(st, opts.Logger, opts.Now, opts.AuditOutputCap, opts.OnAudit)
 	if opts.Egress != nil {
 		cfg := *opts.Egress

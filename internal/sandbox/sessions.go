@@ -323,10 +323,10 @@ func (se *session) await(ctx context.Context, n string, timeout time.Duration) (
 	}
 }
 
-// SessionExec runs one command in the session's shell and returns once it
+// sessionExec runs one command in the session's shell and returns once it
 // ends. On timeout the command gets SIGINT (as ^C would send), and the
 // session goes on.
-func (s *Service) SessionExec(ctx context.Context, c Caller, id, sid string, req SessionExecRequest) (SessionExecResult, error) {
+func (s *Service) sessionExec(ctx context.Context, c Caller, id, sid string, req SessionExecRequest) (SessionExecResult, error) {
 	if req.Command == "" {
 		return SessionExecResult{}, fmt.Errorf("%w: command is required", ErrInvalid)
 	}
