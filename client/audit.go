@@ -117,3 +117,17 @@ func (c *Client) AuditExport(ctx context.Context, id string) (io.ReadCloser, err
 	}
 	return resp.Body, nil
 }
+
+// AuditKey is the public key that signs a server's audit exports.
+type AuditKey struct {
+	Alg         string `json:"alg"`
+	PublicKey   string `json:"public_key"` // base64
+	Fingerprint string `json:"fingerprint"`
+}
+
+// AuditKey returns the key that signs the server's audit exports.
+func (c *Client) AuditKey(ctx context.Context) (AuditKey, error) {
+	var k AuditKey
+	err := c.doJSON(ctx, http.MethodGet, "/v1/audit/key", nil, nil, &k)
+	return k, err
+}

@@ -378,8 +378,16 @@ func auditCLI(t *testing.T, r *auditRun, events []client.AuditEvent) {
 	if out, code := cli("audit", "export", r.id, "-o", file); code != 0 {
 		t.Fatalf("airlock audit export: exit %d\n%s", code, out)
 	}
-	if out, code := cli("audit", "verify", file); code != 0 || !strings.Contains(out, "ok") {
-		t.Errorf("airlock audit verify FILE: exit %d\n%s", code, out)
+	keyOut, code := cli("audit", "key")
+	fp := strings.Fields(keyOut)
+	if code != 0 || len(fp) == 0 || !strings.HasPrefix(fp[0], "SHA256:") {
+		t.Fatalf("airlock audit key: exit %d\n%s", code, keyOut)
+	}
+	if out, code := cli("audit", "verify", "--key", fp[0], file); code != 0 || !strings.Contains(out, "ok") || !strings.Contains(out, "signed by "+fp[0]) {
+		t.Errorf("airlock audit verify --key FP FILE: exit %d\n%s", code, out)
+	}
+	if out, code := cli("audit", "verify", "--key", "SHA256:someone-else", file); code != 1 || !strings.Contains(out, "not by SHA256:someone-else") {
+		t.Errorf("airlock audit verify with another key: exit %d\n%s", code, out)
 	}
 	files := readTarGz(t, file)
 	for _, name := range []string{"manifest.json", "events.jsonl"} {

@@ -19,6 +19,8 @@ const auditUsage = `Usage:
   airlock audit ID [flags]            print a sandbox's audit log
   airlock audit verify ID|FILE        check a log against its hash chain: on the
                                       server, or an exported FILE offline
+                                      (--key FINGERPRINT: it must be signed so)
+  airlock audit key                   the fingerprint of the key that signs exports
   airlock audit export ID [-o FILE]   write the log as one .tar.gz (manifest.json,
                                       events.jsonl, casts) to FILE or stdout
 `
@@ -30,6 +32,8 @@ func auditCmd(args []string) error {
 			return auditVerifyCmd(args[1:])
 		case "export":
 			return auditExportCmd(args[1:])
+		case "key":
+			return auditKeyCmd(args[1:])
 		}
 	}
 	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
@@ -102,7 +106,11 @@ func summary(data json.RawMessage) string {
 
 func auditVerifyCmd(args []string) error {
 	fs := flag.NewFlagSet("audit verify", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(fs.Output(), auditUsage) }
+	key := fs.String("key", "", "for a FILE: the fingerprint (airlock audit key) of the server that must have signed it")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), auditUsage+"\nFlags of airlock audit verify:\n")
+		fs.PrintDefaults()
+	}
 	pos, _, err := parseArgs(fs, args, -1)
 	if err != nil {
 		return err
@@ -120,8 +128,21 @@ func auditVerifyCmd(args []string) error {
 		}
 		fmt.Printf("sandbox %s (tenant %s), exported %s\n", m.Sandbox, m.Tenant, m.ExportedAt.Local().Format(time.DateTime))
 		res = client.AuditVerify{OK: r.OK, Events: r.Events, FirstBadSeq: r.FirstBadSeq, Reason: r.Reason}
+		switch {
+		case m.Signature == nil && *key != "":
+			res.OK, res.Reason = false, "the export is not signed; --key asks for a signature"
+		case m.Signature == nil:
+			fmt.Println("unsigned: the chain shows the events fit together, not who exported them")
+		case *key != "" && m.Signature.Fingerprint != *key:
+			res.OK, res.Reason = false, "signed by "+m.Signature.Fingerprint+", not by "+*key
+		case r.OK:
+			fmt.Println("signed by", m.Signature.Fingerprint)
+		}
 	} else if !errors.Is(err, os.ErrNotExist) || strings.ContainsAny(pos[0], "/.") {
 		return err
+	} else if *key != "" {
+		fmt.Fprintln(os.Stderr, "airlock audit verify: --key is for an exported FILE; the server checks its own log")
+		return exitError(2)
 	} else {
 		ctx, stop := remoteContext()
 		defer stop()
@@ -178,5 +199,21 @@ func auditExportCmd(args []string) error {
 	if _, err := io.Copy(w, body); err != nil {
 		return err
 	}
+	return nil
+}
+
+func auditKeyCmd(args []string) error {
+	fs := flag.NewFlagSet("audit key", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), auditUsage) }
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	ctx, stop := remoteContext()
+	defer stop()
+	k, err := remote().AuditKey(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s (%s %s)\n", k.Fingerprint, k.Alg, k.PublicKey)
 	return nil
 }

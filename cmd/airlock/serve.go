@@ -153,7 +153,7 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		d.close()
 		return nil, err
 	}
-	d.handler = api.New(d.mgr, st, api.Options{Metrics: d.metrics, Events: d.events, TraceContext: d.tracing.Enabled})
+	d.handler = api.New(d.mgr, st, api.Options{Metrics: d.metrics, Events: d.events, TraceContext: d.tracing.Enabled, AuditSigner: box.Signer()})
 	return d, nil
 }
 

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"crypto/ed25519"
 	_ "embed"
 	"go.opentelemetry.io/otel/propagation"
 	"log/slog"
@@ -22,6 +23,8 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives internal errors (default slog.Default()).
 	Logger *slog.Logger
+	// AuditSigner signs audit exports; nil exports them unsigned.
+	AuditSigner ed25519.PrivateKey
 	// TraceContext makes the spans of a request children of the W3C trace
 	// context (traceparent) it carries; set when tracing is on.
 	TraceContext bool
@@ -36,6 +39,7 @@ type Options struct {
 }
 
 type server struct {
+	signer  ed25519.PrivateKey // audit exports; nil: unsigned
 	m       sandbox.Manager
 	store   store.Store
 	maxJSON int64
@@ -94,6 +98,8 @@ var routes = []route{
 	{"GET", "/v1/sandboxes/{id}/audit/cast", sandboxKeyOnly, (*server).auditCast},
 	{"GET", "/v1/sandboxes/{id}/sessions/{sid}/cast", sandboxKeyOnly, (*server).sessionCast},
 
+	{"GET", "/v1/audit/key", anyKey, (*server).auditKey},
+
 	{"POST", "/v1/secrets", anyKey, (*server).createSecret},
 	{"GET", "/v1/secrets", anyKey, (*server).listSecrets},
 	{"PUT", "/v1/secrets/{name}", anyKey, (*server).rotateSecret},
@@ -120,7 +126,7 @@ var routes = []route{
 
 // New returns the HTTP handler of the API.
 func New(m sandbox.Manager, st store.Store, opts Options) http.Handler {
-	s := &server{m: m, store: st, maxJSON: opts.MaxJSONBody, now: opts.Now, log: opts.Logger, keepAlive: opts.KeepAlive}
+	s := &server{m: m, store: st, maxJSON: opts.MaxJSONBody, now: opts.Now, log: opts.Logger, keepAlive: opts.KeepAlive, signer: opts.AuditSigner}
 	if opts.Metrics != nil {
 		s.metricsHandler = opts.Metrics.Handler()
 	}

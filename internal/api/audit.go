@@ -3,6 +3,8 @@ package api
 import (
 	"bufio"
 	"bytes"
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -151,7 +153,7 @@ func (s *server) exportAudit(w http.ResponseWriter, r *http.Request) {
 	}
 	var buf bytes.Buffer
 	m := audit.Manifest{Sandbox: id, Tenant: c.TenantID, ExportedAt: s.now().UTC()}
-	err = audit.WriteArchive(&buf, m, func(f func(audit.Event) error) error {
+	err = audit.WriteArchive(&buf, m, s.signer, func(f func(audit.Event) error) error {
 		for _, e := range events {
 			if err := f(e); err != nil {
 				return err
@@ -166,4 +168,16 @@ func (s *server) exportAudit(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/gzip")
 	w.Header().Set("Content-Disposition", `attachment; filename="`+id+`-audit.tar.gz"`)
 	w.Write(buf.Bytes())
+}
+
+// auditKey answers the public key that signs this server's audit exports,
+// for `airlock audit verify --key` on another machine.
+func (s *server) auditKey(w http.ResponseWriter, r *http.Request) {
+	if s.signer == nil {
+		s.fail(w, r, errf(http.StatusNotFound, codeNotFound, "this server does not sign audit exports"))
+		return
+	}
+	pub := s.signer.Public().(ed25519.PublicKey)
+	writeJSON(w, http.StatusOK, map[string]string{
+		"alg": "ed25519", "public_key": base64.StdEncoding.EncodeToString(pub), "fingerprint": audit.Fingerprint(pub)})
 }

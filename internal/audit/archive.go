@@ -5,7 +5,9 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -31,6 +33,30 @@ type Manifest struct {
 	HeadSeq    int64             `json:"head_seq"`
 	HeadHash   string            `json:"head_hash"`
 	Files      map[string]string `json:"files"` // name -> hex SHA-256
+	// Signature is the exporting server's over the rest of the manifest:
+	// with it, the archive cannot be rewritten (events and hashes
+	// recomputed) without the server's key.
+	Signature *Signature `json:"signature,omitempty"`
+}
+
+// Signature is an Ed25519 signature of a manifest.
+type Signature struct {
+	Alg         string `json:"alg"`        // "ed25519"
+	PublicKey   string `json:"public_key"` // base64
+	Fingerprint string `json:"fingerprint"`
+	Value       string `json:"value"` // base64, over the manifest's JSON without signature
+}
+
+// Fingerprint names a public key: "SHA256:" and the base64 of its hash.
+func Fingerprint(pub ed25519.PublicKey) string {
+	h := sha256.Sum256(pub)
+	return "SHA256:" + base64.RawStdEncoding.EncodeToString(h[:])
+}
+
+// signed is what a manifest's signature covers.
+func (m Manifest) signed() ([]byte, error) {
+	m.Signature = nil
+	return json.Marshal(m)
 }
 
 // Archive limits: an archive is read whole into memory only for its
@@ -43,8 +69,9 @@ const (
 // WriteArchive writes a gzipped tar of manifest.json, events.jsonl and the
 // extra files (casts: name -> contents, names relative like
 // "casts/ex-1.cast"). events is called once and must send the whole log in
-// order; m's Events, HeadSeq, HeadHash and Files are filled in here.
-func WriteArchive(w io.Writer, m Manifest, events func(func(Event) error) error, extra map[string][]byte) error {
+// order; m's Events, HeadSeq, HeadHash and Files are filled in here, and
+// its Signature when key is set.
+func WriteArchive(w io.Writer, m Manifest, key ed25519.PrivateKey, events func(func(Event) error) error, extra map[string][]byte) error {
 	// events.jsonl is built first (in memory, compressed later): the
 	// manifest, which comes first in the archive, holds its hash.
 	var ev bytes.Buffer
@@ -71,6 +98,15 @@ func WriteArchive(w io.Writer, m Manifest, events func(func(Event) error) error,
 			return fmt.Errorf("audit archive: bad file name %q", name)
 		}
 		m.Files[name] = sum(extra[name])
+	}
+	if key != nil {
+		msg, err := m.signed()
+		if err != nil {
+			return err
+		}
+		pub := key.Public().(ed25519.PublicKey)
+		m.Signature = &Signature{Alg: "ed25519", PublicKey: base64.StdEncoding.EncodeToString(pub),
+			Fingerprint: Fingerprint(pub), Value: base64.StdEncoding.EncodeToString(ed25519.Sign(key, msg))}
 	}
 	mb, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -111,6 +147,27 @@ func sum(b []byte) string {
 func validName(name string) bool {
 	return name != "" && name != "manifest.json" && name != "events.jsonl" && !strings.HasPrefix(name, "/") &&
 		path.Clean(name) == name && !strings.HasPrefix(name, "../") && name != ".."
+}
+
+// verifySignature checks a signed manifest (an unsigned one passes: the
+// caller says whether it must be signed, and by whom).
+func (m Manifest) verifySignature() error {
+	sig := m.Signature
+	if sig == nil {
+		return nil
+	}
+	pub, err1 := base64.StdEncoding.DecodeString(sig.PublicKey)
+	val, err2 := base64.StdEncoding.DecodeString(sig.Value)
+	msg, err3 := m.signed()
+	switch {
+	case sig.Alg != "ed25519" || err1 != nil || err2 != nil || err3 != nil || len(pub) != ed25519.PublicKeySize:
+		return errors.New("the manifest's signature is malformed")
+	case sig.Fingerprint != Fingerprint(pub):
+		return errors.New("the manifest's signature names another key than it carries")
+	case !ed25519.Verify(pub, msg, val):
+		return errors.New("the manifest's signature does not verify: the archive was changed after export")
+	}
+	return nil
 }
 
 // VerifyArchive checks an exported log: every event against the chain,
@@ -185,6 +242,9 @@ func VerifyArchive(r io.Reader) (Manifest, Result, error) {
 	}
 	v.Head(m.HeadSeq, m.HeadHash)
 	res := v.Result()
+	if err := m.verifySignature(); err != nil && fileErr == "" {
+		fileErr = err.Error()
+	}
 	if res.OK && fileErr != "" {
 		// The events fit their chain but the archive was changed around
 		// them: no event is to blame.

@@ -4,17 +4,19 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"crypto/ed25519"
+	"encoding/json"
 	"io"
 	"strings"
 	"testing"
 	"time"
 )
 
-func archive(t *testing.T, events []Event, extra map[string][]byte) []byte {
+func archive(t *testing.T, key ed25519.PrivateKey, events []Event, extra map[string][]byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	m := Manifest{Sandbox: "sb-1", Tenant: "ten-1", ExportedAt: time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)}
-	err := WriteArchive(&buf, m, func(f func(Event) error) error {
+	err := WriteArchive(&buf, m, key, func(f func(Event) error) error {
 		for _, e := range events {
 			if err := f(e); err != nil {
 				return err
@@ -59,7 +61,7 @@ func rewrite(t *testing.T, arc []byte, edit func(name string, b []byte) []byte) 
 
 func TestArchive(t *testing.T) {
 	events := chain(t, 6)
-	arc := archive(t, events, map[string][]byte{"casts/ex-1.cast": []byte("{\"version\":2}\n")})
+	arc := archive(t, nil, events, map[string][]byte{"casts/ex-1.cast": []byte("{\"version\":2}\n")})
 	m, res, err := VerifyArchive(bytes.NewReader(arc))
 	if err != nil || !res.OK || res.Events != 6 || m.HeadSeq != 6 || m.HeadHash != events[5].Hash || m.Sandbox != "sb-1" {
 		t.Fatalf("good archive: %+v %+v %v", m, res, err)
@@ -102,5 +104,49 @@ func TestArchive(t *testing.T) {
 	}
 	if _, _, err := VerifyArchive(strings.NewReader("not a gzip file")); err == nil {
 		t.Error("a file that is no archive verifies")
+	}
+}
+
+// TestArchiveSigned: a signed export verifies and names its key; one
+// rewritten whole (events relinked, hashes and manifest recomputed) no
+// longer does.
+func TestArchiveSigned(t *testing.T) {
+	_, key, _ := ed25519.GenerateKey(nil)
+	events := chain(t, 4)
+	arc := archive(t, key, events, nil)
+	m, res, err := VerifyArchive(bytes.NewReader(arc))
+	if err != nil || !res.OK || m.Signature == nil || m.Signature.Fingerprint != Fingerprint(key.Public().(ed25519.PublicKey)) {
+		t.Fatalf("signed archive: %+v %+v %v", m.Signature, res, err)
+	}
+	// A forger relinks a changed log and rewrites the manifest to match,
+	// keeping the old signature (or it would need the key).
+	forged := chain(t, 4)
+	forged[1].Actor = "someone-else"
+	for i := range forged {
+		var prev *Event
+		if i > 0 {
+			prev = &forged[i-1]
+		}
+		if err := Link(prev, &forged[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake := archive(t, nil, forged, nil)
+	_, sigFake, _ := VerifyArchive(bytes.NewReader(fake))
+	if !sigFake.OK {
+		t.Fatal("the forged chain itself should be consistent")
+	}
+	var fm Manifest
+	rewritten := rewrite(t, fake, func(name string, b []byte) []byte {
+		if name != "manifest.json" {
+			return b
+		}
+		json.Unmarshal(b, &fm)
+		fm.Signature = m.Signature
+		out, _ := json.Marshal(fm)
+		return out
+	})
+	if _, res, err := VerifyArchive(bytes.NewReader(rewritten)); err != nil || res.OK || !strings.Contains(res.Reason, "signature") {
+		t.Errorf("forged archive with the old signature: %+v %v", res, err)
 	}
 }

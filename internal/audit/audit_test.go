@@ -103,3 +103,19 @@ func TestScrubStream(t *testing.T) {
 		}
 	}
 }
+
+func TestScrubMerge(t *testing.T) {
+	old := NewScrubber(map[string]string{"TOKEN": "old-value-1234"})
+	cur := NewScrubber(map[string]string{"TOKEN": "new-value-5678", "OTHER": "other-value"})
+	m := cur.Merge(old).Merge(nil)
+	got := m.String("old-value-1234 new-value-5678 other-value")
+	if got != "[secret:TOKEN] [secret:TOKEN] [secret:OTHER]" {
+		t.Errorf("merged: %q", got)
+	}
+	if m := (*Scrubber)(nil).Merge(old); m.String("old-value-1234") != "[secret:TOKEN]" {
+		t.Error("nil merged with old")
+	}
+	if m := cur.Merge(cur); len(m.values) != 2 {
+		t.Errorf("merge with itself: %d values", len(m.values))
+	}
+}

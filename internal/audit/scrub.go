@@ -26,6 +26,30 @@ func NewScrubber(secrets map[string]string) *Scrubber {
 	return s
 }
 
+// Merge returns a scrubber of s's values and old's (kept when a secret is
+// rotated: the old value may still be in the sandbox's memory, files or
+// output). Either may be nil.
+func (s *Scrubber) Merge(old *Scrubber) *Scrubber {
+	out := &Scrubber{}
+	for _, sc := range []*Scrubber{s, old} {
+		if sc == nil {
+			continue
+		}
+	next:
+		for i, v := range sc.values {
+			for _, have := range out.values {
+				if bytes.Equal(have, v) {
+					continue next
+				}
+			}
+			out.names = append(out.names, sc.names[i])
+			out.values = append(out.values, v)
+			out.maxLen = max(out.maxLen, len(v))
+		}
+	}
+	return out
+}
+
 // Bytes returns b with every secret value replaced.
 func (s *Scrubber) Bytes(b []byte) []byte {
 	if s == nil {

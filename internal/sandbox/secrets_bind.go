@@ -202,7 +202,7 @@ func (s *Service) rebind(ctx context.Context, tenantID, name string) {
 			s.netMu.Lock()
 			if ns := s.attached[id]; ns != nil {
 				err = ns.att.SetSecrets(sec.ca, sec.bindings)
-				ns.scrub = sec.scrubber()
+				ns.scrub = sec.scrubber().Merge(ns.scrub)
 			}
 			s.netMu.Unlock()
 		}

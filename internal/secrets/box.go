@@ -3,6 +3,9 @@ package secrets
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/ed25519"
+	"crypto/hmac"
+	"crypto/sha256"
 	"fmt"
 )
 
@@ -12,7 +15,8 @@ const KeySize = 32
 // Box encrypts values at rest with AES-256-GCM under a master key. It is
 // safe for concurrent use.
 type Box struct {
-	aead cipher.AEAD
+	aead    cipher.AEAD
+	signing ed25519.PrivateKey // derived from the master key; see Signer
 }
 
 // NewBox returns a Box for a KeySize-byte key.
@@ -32,8 +36,16 @@ func NewBox(key []byte) (*Box, error) {
 	if err != nil {
 		return nil, fmt.Errorf("master key: %w", err)
 	}
-	return &Box{aead: aead}, nil
+	// A second key for signatures, derived so that it needs no file of
+	// its own and is the same on every daemon that shares the master key.
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte("airlock audit signing key v1"))
+	return &Box{aead: aead, signing: ed25519.NewKeyFromSeed(mac.Sum(nil))}, nil
 }
+
+// Signer returns the Ed25519 key that signs audit exports: derived from
+// the master key, never stored.
+func (b *Box) Signer() ed25519.PrivateKey { return b.signing }
 
 // Seal encrypts value with a fresh random nonce and returns nonce ||
 // ciphertext+tag. ad (additional data) binds the ciphertext to its row:
