@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
 )
 
 // readUntil reads a terminal until its output so far matches want.
@@ -103,10 +104,7 @@ type tmux struct {
 func startTmux(t *testing.T, env ...string) *tmux {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is not installed; .ci/run installs it")
-		}
-		t.Skip("tmux is not installed")
+		linuxtest.Lacking(t, "the tmux test", "tmux is not installed (.ci/run installs it)")
 	}
 	m := &tmux{t: t, sock: filepath.Join(t.TempDir(), "tmux.sock"), env: append(os.Environ(), append(env, "TERM=xterm-256color")...)}
 	t.Cleanup(func() { exec.Command("tmux", "-S", m.sock, "kill-server").Run() })

@@ -34,6 +34,7 @@ $AIRLOCK_API_KEY, else the admin.key in the data dir:
   airlock tenants create|ls              manage tenants (admin)
   airlock keys create|ls|rm              manage API keys
   airlock secrets set|ls|rm              manage secrets injected by the egress proxy
+  airlock mcp [--data-dir DIR] [--embedded]  serve MCP on stdio (runs its own server if none answers)
   airlock events [--after ID|--all]      follow the tenant's events (lifecycle, exec exits)
   airlock webhooks add|ls|rm|deliveries  deliver events to a URL, signed and retried
   airlock audit ID|verify|export         read, check or export a sandbox's audit log
@@ -98,6 +99,8 @@ func main() {
 		err = metricsCmd(os.Args[2:])
 	case "usage":
 		err = usageCmd(os.Args[2:])
+	case "mcp":
+		err = mcpCmd(os.Args[2:])
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

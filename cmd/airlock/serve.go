@@ -67,9 +67,13 @@ func serveCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: d.handler, ReadHeaderTimeout: 10 * time.Second}
-	// Event streams never go idle: end them, or Shutdown waits it out.
+	mcpDone, endMCP := context.WithCancel(context.Background())
+	defer endMCP()
+	srv := &http.Server{Handler: withMCP(d.handler, ln.Addr(), mcpDone), ReadHeaderTimeout: 10 * time.Second}
+	// Event streams and MCP streams never go idle: end them, or Shutdown
+	// waits it out.
 	srv.RegisterOnShutdown(d.events.EndStreams)
+	srv.RegisterOnShutdown(endMCP)
 	fmt.Printf("airlock: serving on http://%s (data in %s)\n", ln.Addr(), *dataDir)
 	if d.newKey {
 		fmt.Printf("airlock: admin API key written to %s\n", d.keyPath)

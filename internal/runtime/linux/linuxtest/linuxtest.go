@@ -27,6 +27,17 @@ func Require(t testing.TB) {
 	}
 }
 
+// Lacking skips t (in CI, fails it) because what it needs is missing:
+// CI installs everything the tests use, so there a gap is a bug of
+// .ci/run, not a reason to skip.
+func Lacking(t testing.TB, test, why string) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf("CI must run %s: %s", test, why)
+	}
+	t.Skipf("skipping %s: %s", test, why)
+}
+
 func missing() string {
 	if runtime.GOOS != "linux" {
 		return "not Linux"

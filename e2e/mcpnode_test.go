@@ -1,0 +1,51 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
+)
+
+// TestMCPNode drives the MCP bridge with the official TypeScript SDK
+// (e2e/mcpnode, pinned in its package-lock.json; .ci/run installs it with
+// npm ci) over streamable HTTP and stdio, as a Node harness would.
+func TestMCPNode(t *testing.T) {
+	dir, err := filepath.Abs("mcpnode")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := exec.LookPath("node")
+	_, statErr := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk"))
+	if err != nil || statErr != nil {
+		why := "node is not installed"
+		if err == nil {
+			why = "e2e/mcpnode/node_modules is missing (run npm ci in e2e/mcpnode)"
+		}
+		linuxtest.Lacking(t, "the TypeScript SDK test", why)
+	}
+	s := startServer(t, "")
+	must[client.Tenant](t)(s.admin().CreateTenant(ctx, client.TenantRequest{Name: "mcp-node"}))
+	key := must[client.NewKey](t)(s.admin().CreateKey(ctx, "mcp-node", "node")).Key
+	cmd := exec.Command(node, "run.mjs", s.url, key, s.bin)
+	cmd.Dir = dir
+	done := make(chan struct{})
+	var out []byte
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Minute):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("node run.mjs did not finish:\n%s", out)
+	}
+	t.Logf("node run.mjs:\n%s", out)
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
+		t.Fatalf("node run.mjs: %v", err)
+	}
+}
