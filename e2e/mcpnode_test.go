@@ -16,19 +16,7 @@ import (
 // (e2e/mcpnode, pinned in its package-lock.json; .ci/run installs it with
 // npm ci) over streamable HTTP and stdio, as a Node harness would.
 func TestMCPNode(t *testing.T) {
-	dir, err := filepath.Abs("mcpnode")
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	_, statErr := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk"))
-	if err != nil || statErr != nil {
-		why := "node is not installed"
-		if err == nil {
-			why = "e2e/mcpnode/node_modules is missing (run npm ci in e2e/mcpnode)"
-		}
-		linuxtest.Lacking(t, "the TypeScript SDK test", why)
-	}
+	node, dir := nodeProject(t, "mcpnode", "@modelcontextprotocol/sdk", "the TypeScript SDK test")
 	s := startServer(t, "")
 	must[client.Tenant](t)(s.admin().CreateTenant(ctx, client.TenantRequest{Name: "mcp-node"}))
 	key := must[client.NewKey](t)(s.admin().CreateKey(ctx, "mcp-node", "node")).Key
@@ -36,6 +24,7 @@ func TestMCPNode(t *testing.T) {
 	cmd.Dir = dir
 	done := make(chan struct{})
 	var out []byte
+	var err error
 	go func() { out, err = cmd.CombinedOutput(); close(done) }()
 	select {
 	case <-done:
@@ -48,4 +37,24 @@ func TestMCPNode(t *testing.T) {
 	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
 		t.Fatalf("node run.mjs: %v", err)
 	}
+}
+
+// nodeProject finds node and the npm project e2e/name with pkg installed,
+// or skips test (fails it in CI, where .ci/run installs them).
+func nodeProject(t *testing.T, name, pkg, test string) (node, dir string) {
+	t.Helper()
+	dir, err := filepath.Abs(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err = exec.LookPath("node")
+	_, statErr := os.Stat(filepath.Join(dir, "node_modules", filepath.FromSlash(pkg)))
+	if err != nil || statErr != nil {
+		why := "node is not installed"
+		if err == nil {
+			why = "e2e/" + name + "/node_modules is missing (run npm ci in e2e/" + name + ")"
+		}
+		linuxtest.Lacking(t, test, why)
+	}
+	return node, dir
 }

@@ -69,8 +69,8 @@ func serveCmd(args []string) error {
 	}
 	mcpDone, endMCP := context.WithCancel(context.Background())
 	defer endMCP()
-	srv := &http.Server{Handler: withMCP(d.handler, ln.Addr(), mcpDone), ReadHeaderTimeout: 10 * time.Second}
-	// Event streams and MCP streams never go idle: end them, or Shutdown
+	srv := &http.Server{Handler: withE2B(withMCP(d.handler, ln.Addr(), mcpDone), ln.Addr(), mcpDone), ReadHeaderTimeout: 10 * time.Second}
+	// Event streams, MCP and E2B streams never go idle: end them, or Shutdown
 	// waits it out.
 	srv.RegisterOnShutdown(d.events.EndStreams)
 	srv.RegisterOnShutdown(endMCP)

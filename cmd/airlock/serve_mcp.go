@@ -12,17 +12,29 @@ import (
 // withMCP serves MCP at /mcp beside the REST API (which keeps its own route
 // table). The MCP tools call the API like any client, over loopback to this
 // daemon's own listener, with the caller's key: tenants, quotas and the
-// audit log apply to them unchanged. Requests at /mcp end when done ends
-// (shutdown), or an idle session's stream would hold Shutdown up.
+// audit log apply to them unchanged.
 func withMCP(api http.Handler, addr net.Addr, done context.Context) http.Handler {
+	h := mcp.NewHTTPHandler(mcp.HTTPOptions{APIURL: "http://" + loopbackAddr(addr), HTTPClient: loopbackClient()})
+	return mount(api, func(path string) bool { return path == "/mcp" }, h, done)
+}
+
+// loopbackClient is the HTTP client a facade (MCP, E2B) calls this
+// daemon's own API with: never through a proxy.
+func loopbackClient() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.Proxy = nil // our own listener, never through a proxy
-	h := mcp.NewHTTPHandler(mcp.HTTPOptions{APIURL: "http://" + loopbackAddr(addr), HTTPClient: &http.Client{Transport: tr}})
-	// Not a ServeMux: it would clean and redirect paths the API answers
-	// itself (its bad-input behaviour must not change).
+	tr.Proxy = nil
+	return &http.Client{Transport: tr}
+}
+
+// mount serves the requests whose path match takes with h, the rest with
+// next. Not a ServeMux: it would clean and redirect paths the API answers
+// itself (its bad-input behaviour must not change). h's requests end when
+// done ends (shutdown), or a stream that never goes idle would hold
+// Shutdown up.
+func mount(next http.Handler, match func(path string) bool, h http.Handler, done context.Context) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/mcp" {
-			api.ServeHTTP(w, r)
+		if !match(r.URL.Path) {
+			next.ServeHTTP(w, r)
 			return
 		}
 		ctx, cancel := context.WithCancel(r.Context())
