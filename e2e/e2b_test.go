@@ -95,6 +95,57 @@ func TestE2BStream(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("past its deadline (-want +got):\n%s", d)
 	}
+
+	// WatchDir over the real API: the start message once the directory is
+	// listed, then what the polls saw, keep-alives while nothing changes,
+	// and the end of the stream at its Connect deadline.
+	start("mkdir -p /tmp/w", nil)
+	msg := []byte(`{"path":"/tmp/w"}`)
+	body := append([]byte{0}, binary.BigEndian.AppendUint32(nil, uint32(len(msg)))...)
+	req, _ = http.NewRequest("POST", srv.URL+"/e2b/envd/filesystem.Filesystem/WatchDir", bytes.NewReader(append(body, msg...)))
+	req.Header.Set("Content-Type", "application/connect+json")
+	req.Header.Set("X-Access-Token", sb.EnvdAccessToken)
+	req.Header.Set("E2b-Sandbox-Id", sb.SandboxID)
+	req.Header.Set("Keepalive-Ping-Interval", "1")
+	req.Header.Set("Connect-Timeout-Ms", "8000")
+	wresp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wresp.Body.Close()
+	next := func() (byte, string) {
+		t.Helper()
+		var h [5]byte
+		if _, err := io.ReadFull(wresp.Body, h[:]); err != nil {
+			t.Fatal(err)
+		}
+		m := make([]byte, binary.BigEndian.Uint32(h[1:]))
+		if _, err := io.ReadFull(wresp.Body, m); err != nil {
+			t.Fatal(err)
+		}
+		return h[0], string(m)
+	}
+	if flags, m := next(); flags != 0 || m != `{"start":{}}` {
+		t.Fatalf("first WatchDir frame: %d %s", flags, m)
+	}
+	// Each change outlives several polls, so none is coalesced away.
+	start("echo 1 > /tmp/w/x; sleep 1.5; echo 22 >> /tmp/w/x; sleep 1.5; rm /tmp/w/x", nil)
+	var frames []string
+	for {
+		flags, m := next()
+		if m == `{"keepalive":{}}` {
+			continue
+		}
+		frames = append(frames, m)
+		if flags&2 != 0 {
+			break
+		}
+	}
+	want = []string{`{"filesystem":{"name":"x","type":"EVENT_TYPE_CREATE"}}`, `{"filesystem":{"name":"x","type":"EVENT_TYPE_WRITE"}}`,
+		`{"filesystem":{"name":"x","type":"EVENT_TYPE_REMOVE"}}`, `{"error":{"code":"deadline_exceeded","message":"the watch of /tmp/w reached its deadline"}}`}
+	if d := cmp.Diff(want, frames); d != "" {
+		t.Errorf("WatchDir frames (-want +got):\n%s", d)
+	}
 }
 
 // describeFrame names a frame of a process stream.

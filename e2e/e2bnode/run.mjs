@@ -147,9 +147,31 @@ try {
   assert.equal(await sbx.files.exists("dir1"), false);
   await assert.rejects(sbx.files.getInfo("dir1"), FileNotFoundError);
 
+  step("files.watchDir sees creates, writes, chmods and removes (polled)");
+  await sbx.files.write("watched/before.txt", "1");
+  const evs = [];
+  const seenEvent = (type, name) => evs.some((e) => e.type === type && e.name === name);
+  const watch = await sbx.files.watchDir("watched", (e) => evs.push(e), { timeoutMs: 0 });
+  await sbx.files.write("watched/new.txt", "new");
+  await until("the create event", () => seenEvent("create", "new.txt"));
+  await sbx.commands.run("echo more >> watched/before.txt");
+  await until("the write event", () => seenEvent("write", "before.txt"));
+  await sbx.commands.run("chmod 600 watched/before.txt");
+  await until("the chmod event", () => seenEvent("chmod", "before.txt"));
+  await sbx.files.remove("watched/new.txt");
+  await until("the remove event", () => seenEvent("remove", "new.txt"));
+  await watch.stop();
+  const stoppedAt = evs.length;
+  const deepEvs = [];
+  const deepWatch = await sbx.files.watchDir("watched", (e) => deepEvs.push(e), { recursive: true });
+  await sbx.files.write("watched/sub/deep.txt", "d");
+  await until("the recursive create", () => deepEvs.some((e) => e.type === "create" && e.name === "sub/deep.txt"));
+  assert.equal(evs.length, stoppedAt, `a stopped watch still got events: ${JSON.stringify(evs.slice(stoppedAt))}`);
+  await deepWatch.stop();
+  await assert.rejects(sbx.files.watchDir("no-such-dir", () => {}), FileNotFoundError);
+
   step("unsupported calls fail with an error, never hang");
   await assert.rejects(sbx.commands.run("id", { user: "root" }), /user/);
-  await assert.rejects(sbx.files.watchDir("/home/user", () => {}), /not supported/);
 
   step("pty.create with input and resize");
   let screen = "";

@@ -2,7 +2,11 @@
 // E2B's API (create, get, list, connect, timeout, kill) and the in-sandbox
 // "envd" API (Connect RPC in JSON for processes and the filesystem, plain
 // HTTP for file contents), so that the unmodified E2B SDKs drive Airlock
-// sandboxes when E2B_API_URL and E2B_SANDBOX_URL point here.
+// sandboxes when E2B_API_URL and E2B_SANDBOX_URL point here. What the API
+// lacks, the facade builds from what it has, over the same API: watching
+// a directory is polling its listing (watch.go). proto/ holds the two
+// services re-authored as .proto files, which the tests hold messages.go
+// and the SDK's own descriptors to.
 //
 // Every call becomes calls of the public REST API through the Go client,
 // with the caller's own credential: the API key for the control plane, a
@@ -26,9 +30,10 @@ import (
 
 // EnvdVersion is the envd version the facade reports. The SDK gates
 // features on it: at 0.5.7 it sends no default user (>= 0.4.0), may close
-// stdin (>= 0.5.2) and may upload octet streams (>= 0.5.7); file metadata
-// (0.6.2) and watcher options (0.6.3, 0.6.4) stay off, since Airlock has
-// neither.
+// stdin (>= 0.5.2), may upload octet streams (>= 0.5.7) and may watch
+// recursively (>= 0.1.4); file metadata (0.6.2) and the watcher options
+// includeEntry and allowNetworkMounts (0.6.3, 0.6.4) stay off: Airlock has
+// no file metadata and no network mounts.
 const EnvdVersion = "0.5.7"
 
 // Options configures the facade.
@@ -43,9 +48,10 @@ type Options struct {
 // Handler serves the facade. Its paths are relative to where it is
 // mounted: the control plane at /, envd at /envd/.
 type Handler struct {
-	opts Options
-	mux  *http.ServeMux
-	ptys ptyTable
+	opts     Options
+	mux      *http.ServeMux
+	ptys     ptyTable
+	watchers watchTable
 }
 
 // NewHandler returns the facade's handler.

@@ -29,10 +29,9 @@ const maxListEntries = 10000
 func (h *Handler) filesystem(w http.ResponseWriter, r *http.Request) {
 	method := r.PathValue("method")
 	switch method {
-	case "Stat", "MakeDir", "Move", "ListDir", "Remove":
+	case "Stat", "MakeDir", "Move", "ListDir", "Remove", "CreateWatcher", "GetWatcherEvents", "RemoveWatcher":
 	case "WatchDir":
-		s := newStream(w)
-		s.End(rpcErrorf(codeUnimplemented, "watching directories is not supported by Airlock"))
+		h.watchDir(w, r)
 		return
 	default:
 		writeUnary(w, nil, rpcErrorf(codeUnimplemented, "filesystem.Filesystem/%s is not supported by Airlock", method))
@@ -46,6 +45,8 @@ func (h *Handler) filesystem(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var out any
 	switch method {
+	case "CreateWatcher", "GetWatcherEvents", "RemoveWatcher":
+		out, rerr = h.watcherCall(r, c, id, method)
 	case "Move":
 		var req moveRequest
 		if rerr = decodeUnary(r, &req); rerr != nil {

@@ -220,3 +220,36 @@ func modeBits(typ, octal string) (uint32, string) {
 	}
 	return mode, b.String()
 }
+
+// filesystem.WatchDirRequest and filesystem.CreateWatcherRequest
+type watchRequest struct {
+	Path               string `json:"path"`
+	Recursive          bool   `json:"recursive,omitempty"`
+	IncludeEntry       bool   `json:"includeEntry,omitempty"`
+	AllowNetworkMounts bool   `json:"allowNetworkMounts,omitempty"`
+}
+
+// filesystem.FilesystemEvent
+type fsEvent struct {
+	Name  string     `json:"name"`
+	Type  string     `json:"type"` // EventType by name
+	Entry *entryInfo `json:"entry,omitempty"`
+}
+
+// filesystem.WatchDirResponse (oneof start, filesystem, keepalive)
+type watchDirResponse struct {
+	Start      *struct{} `json:"start,omitempty"`
+	Filesystem *fsEvent  `json:"filesystem,omitempty"`
+	Keepalive  *struct{} `json:"keepalive,omitempty"`
+}
+
+// filesystem.CreateWatcherResponse, GetWatcherEventsRequest and
+// RemoveWatcherRequest
+type watcherIDMessage struct {
+	WatcherID string `json:"watcherId"`
+}
+
+// filesystem.GetWatcherEventsResponse
+type watcherEventsResponse struct {
+	Events []fsEvent `json:"events"`
+}

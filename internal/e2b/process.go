@@ -74,6 +74,13 @@ func (h *Handler) process(w http.ResponseWriter, r *http.Request) {
 		}
 		s.End(rerr)
 		return
+	case "StreamInput":
+		// Client streaming. The e2b JS SDK never calls it (it sends input
+		// with SendInput), and its transport, connect-web over fetch,
+		// refuses to stream a request body at all. As for any streaming
+		// method, the error comes in the end message.
+		newStream(w).End(rpcErrorf(codeUnimplemented, "process.Process/StreamInput is not supported by Airlock: use SendInput"))
+		return
 	case "List", "SendInput", "SendSignal", "CloseStdin", "Update":
 	default:
 		writeUnary(w, nil, rpcErrorf(codeUnimplemented, "process.Process/%s is not supported by Airlock", method))
