@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,7 @@ func benchAPI(args []string) error {
 	fs := flag.NewFlagSet("bench api", flag.ContinueOnError)
 	n := fs.Int("n", 200, "iterations per row")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	traceFile := fs.String("trace", "", "write a runtime trace of the run to this file (go tool trace)")
 	verbose := fs.Bool("v", false, "also split the overhead of each request into server and transport")
 	if err := fs.Parse(args); err != nil {
 		return exitError(2)
@@ -52,6 +54,17 @@ func benchAPI(args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
+	}
 	ctx := context.Background()
 	var inRuntime atomic.Int64 // ns the service spent in runtime calls
 	dm, err := startDaemon(ctx, dir, 0, nil, func(rt runtime.Runtime) runtime.Runtime {
@@ -71,6 +84,7 @@ func benchAPI(args []string) error {
 	// Configured as serve's, so the cycle pays what the daemon's does.
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t := time.Now()
+		defer trace.StartRegion(r.Context(), "server").End()
 		dm.handler.ServeHTTP(w, r)
 		inServer.Add(int64(time.Since(t)))
 	})}
@@ -121,18 +135,26 @@ func benchAPI(args []string) error {
 		inRuntime.Store(0)
 		inServer.Store(0)
 		rtSeen, srvSeen = 0, 0
+		reg := trace.StartRegion(ctx, "client create")
 		s, err := c.CreateSandbox(ctx, client.CreateRequest{})
+		reg.End()
 		if err != nil {
 			return err
 		}
 		lap(5, &t)
 		split(0, d[5][i])
-		if _, err := c.Exec(ctx, s.ID, client.ExecRequest{Cmd: []string{"true"}}); err != nil {
+		reg = trace.StartRegion(ctx, "client exec")
+		_, err = c.Exec(ctx, s.ID, client.ExecRequest{Cmd: []string{"true"}})
+		reg.End()
+		if err != nil {
 			return err
 		}
 		lap(6, &t)
 		split(1, d[6][i])
-		if err := c.DeleteSandbox(ctx, s.ID); err != nil {
+		reg = trace.StartRegion(ctx, "client delete")
+		err = c.DeleteSandbox(ctx, s.ID)
+		reg.End()
+		if err != nil {
 			return err
 		}
 		lap(7, &t)
@@ -172,8 +194,12 @@ type timedRuntime struct {
 
 func (r timedRuntime) since(t time.Time) { r.spent.Add(int64(time.Since(t))) }
 
+// region marks a runtime call in a trace of the run (bench api -trace).
+func region(ctx context.Context, name string) func() { return trace.StartRegion(ctx, name).End }
+
 func (r timedRuntime) Create(ctx context.Context, spec runtime.Spec) (runtime.Sandbox, error) {
 	defer r.since(time.Now())
+	defer region(ctx, "runtime create")()
 	sb, err := r.Runtime.Create(ctx, spec)
 	if err != nil {
 		return nil, err
@@ -197,11 +223,13 @@ type timedSandbox struct {
 
 func (s timedSandbox) Exec(ctx context.Context, req runtime.ExecRequest) (runtime.ExitStatus, error) {
 	defer s.r.since(time.Now())
+	defer region(ctx, "runtime exec")()
 	return s.Sandbox.Exec(ctx, req)
 }
 
 func (s timedSandbox) Destroy(ctx context.Context) error {
 	defer s.r.since(time.Now())
+	defer region(ctx, "runtime destroy")()
 	return s.Sandbox.Destroy(ctx)
 }
 

@@ -98,6 +98,22 @@ func (a *auditLog) head(id string) *auditHead {
 	return h
 }
 
+// fresh registers the empty chain of a sandbox whose record was just
+// inserted: the store refused no id, sandbox records are never deleted and
+// only this log writes a sandbox's events, so there is nothing of it to
+// flush or load, and create skips both (a flush would wait for the batch
+// being written, of every sandbox).
+func (a *auditLog) fresh(id, tenant string) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.heads[id] == nil {
+		a.heads[id] = &auditHead{tenant: tenant}
+	}
+}
+
 // auditor records the events of one sandbox on behalf of one actor.
 type auditor struct {
 	a       *auditLog

@@ -39,6 +39,7 @@ func (s *Service) create(ctx context.Context, c Caller, req CreateRequest) (stor
 	if err := s.admit(ctx, rec); err != nil {
 		return store.Sandbox{}, err
 	}
+	s.audit.fresh(rec.ID, rec.TenantID)
 	s.meterStart(rec)
 	// The record exists now: however the caller's request ends, it must
 	// not be left in creating.

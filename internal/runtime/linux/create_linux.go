@@ -267,14 +267,14 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostU
 		sb.cg, sb.p.Cgroup = cg, true
 	}
 	end := r.phase("create: clone init")
-	err = cmd.Start()
+	proc, err := r.startInit(cmd)
 	end()
 	if err != nil {
 		return fmt.Errorf("start sandbox init: %w", err)
 	}
-	sb.p.Pid = cmd.Process.Pid
+	sb.p.Pid = proc.Pid
 	sb.p.Start = procStart(sb.p.Pid)
-	sb.cmd = cmd
+	sb.proc = proc
 	cfgR.Close()
 	stW.Close()
 	if sb.cg != nil {
@@ -288,6 +288,20 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostU
 	cfgW.Close() // tells the init it is placed
 	defer r.phase("create: init setup until agent ready")()
 	return waitReady(ctx, stR, filepath.Join(sb.dir, "init.log"), r.cfg.Trace)
+}
+
+// startInit starts the init through the spawner (see spawner_linux.go),
+// except for a caller that wants its sandboxes to die with it: the
+// parent-death signal is the forking thread's, and the spawner's thread is
+// not the caller's.
+func (r *Runtime) startInit(cmd *exec.Cmd) (*os.Process, error) {
+	if r.cfg.DieWithCaller {
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		return cmd.Process, nil
+	}
+	return r.spawner.spawn(cmd)
 }
 
 // waitReady reads the init's one-line status; the init closes the pipe (and

@@ -63,8 +63,13 @@ func (c *initConfig) warn(format string, args ...any) {
 // for it) may write; everything else is read-only under landlock.
 var writableDirs = []string{"/home/user", "/tmp", "/var/tmp", "/dev"}
 
-// InitMain runs the sandbox init and never returns.
+// InitMain runs the sandbox init (or the spawner that forks the inits) and
+// never returns.
 func InitMain() {
+	if len(os.Args) > 2 && os.Args[2] == spawnerArg {
+		spawnerMain()
+		return
+	}
 	status := os.NewFile(fdStatus, "status")
 	if err := runInit(status); err != nil {
 		// Before "ok" the host reads the status pipe; after it, only the

@@ -63,6 +63,7 @@ type Runtime struct {
 
 	pool     *pool    // nil when Config.PoolSize is 0
 	poolLock *os.File // flock held while this process owns the pool
+	spawner  *spawner // forks the inits, so that this process never does
 
 	mu   sync.Mutex
 	live map[string]*sandbox // by public id
@@ -121,7 +122,7 @@ func New(cfg Config) (*Runtime, error) {
 	if err := checkTraversable(cfg.StateDir); err != nil {
 		return nil, err
 	}
-	r := &Runtime{cfg: cfg, rootless: os.Geteuid() != 0, live: map[string]*sandbox{}}
+	r := &Runtime{cfg: cfg, rootless: os.Geteuid() != 0, live: map[string]*sandbox{}, spawner: &spawner{binary: cfg.Binary}}
 	tmpl, err := ensureBaseTemplate(cfg.StateDir)
 	if err != nil {
 		return nil, err
@@ -184,8 +185,10 @@ func (r *Runtime) reap(unclaimed bool) {
 // sandboxes keep running: a restarted daemon re-attaches to them.
 func (r *Runtime) Close() error {
 	if r.pool == nil {
+		r.spawner.close()
 		return nil
 	}
+	defer r.spawner.close() // after the pool: its last boots use it
 	err := r.pool.close()
 	r.poolLock.Close()
 	return err

@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,7 +27,7 @@ type sandbox struct {
 	dir    string
 	slot   slot
 	cg     *cgroups.Cgroup
-	cmd    *exec.Cmd // set when this process started the init
+	proc   *os.Process // set when this process started the init (its child)
 	client *agent.Client
 
 	destroyOnce sync.Once
@@ -214,9 +213,9 @@ func (s *sandbox) destroy() error {
 	// namespace-creating clones are filtered). So waiting for the init is
 	// waiting for all of them.
 	end := s.r.phase("destroy: kill init and wait")
-	if s.cmd != nil {
-		s.cmd.Process.Kill() // by pidfd: never a recycled pid
-		s.cmd.Wait()
+	if s.proc != nil {
+		s.proc.Kill() // by pidfd: never a recycled pid
+		s.proc.Wait()
 	} else if s.p.Pid > 0 && procStart(s.p.Pid) == s.p.Start {
 		syscall.Kill(s.p.Pid, syscall.SIGKILL)
 		for i := 0; i < 500 && procStart(s.p.Pid) == s.p.Start; i++ {

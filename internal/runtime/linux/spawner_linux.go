@@ -1,0 +1,251 @@
+package linux
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The daemon does not fork sandbox inits itself. A clone with
+// CLONE_NEWUSER cannot be a vfork (the parent writes the child's id maps
+// while the child waits), so Go copies the caller's whole page tables and
+// write-protects every page of its heap; each page the daemon writes
+// afterwards (its requests, the database, the GC) takes a fault. The
+// spawner is a small helper process, the same binary started once with a
+// cheap vfork, that forks the inits instead: its copy is small, and the
+// daemon's memory is never shared. It clones with CLONE_PARENT, so each
+// init is still the daemon's child, waited on by pidfd as before.
+
+// spawnerArg follows InitArg to make the binary run as the spawner.
+const spawnerArg = "__spawner"
+
+// fdSpawner is the spawner's end of its socket.
+const fdSpawner = 3
+
+// spawnRequest is what the spawner needs to start one init; the files
+// travel beside it: stderr first, then ExtraFiles in order.
+type spawnRequest struct {
+	Path       string                 `json:"path"`
+	Args       []string               `json:"args"`
+	Env        []string               `json:"env"`
+	Cloneflags uintptr                `json:"cloneflags"`
+	UIDMaps    []syscall.SysProcIDMap `json:"uid_maps"`
+	GIDMaps    []syscall.SysProcIDMap `json:"gid_maps"`
+	Setgroups  bool                   `json:"setgroups"`
+	Credential *syscall.Credential    `json:"credential"`
+}
+
+type spawnReply struct {
+	Pid int    `json:"pid"`
+	Err string `json:"err,omitempty"`
+}
+
+// spawnTimeout bounds one request; a fork takes well under a millisecond.
+const spawnTimeout = 10 * time.Second
+
+// spawner is the daemon's handle of its helper, started on first use.
+type spawner struct {
+	binary string
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	conn   *net.UnixConn
+	closed bool
+}
+
+// start runs a fresh spawner; called with mu held.
+func (s *spawner) start() error {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("spawner socket: %w", err)
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "spawner"), os.NewFile(uintptr(fds[1]), "spawner")
+	defer theirs.Close()
+	fc, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		return fmt.Errorf("spawner socket: %w", err)
+	}
+	cmd := exec.Command(s.binary, InitArg, spawnerArg)
+	// It only forks: one P and a small heap keep the copy it makes small.
+	cmd.Env = []string{"GOMAXPROCS=1"}
+	cmd.Stderr = os.Stderr
+	cmd.ExtraFiles = []*os.File{theirs}
+	if err := cmd.Start(); err != nil {
+		fc.Close()
+		return fmt.Errorf("start spawner: %w", err)
+	}
+	s.cmd, s.conn = cmd, fc.(*net.UnixConn)
+	return nil
+}
+
+// stop closes the socket, on which the spawner exits, and reaps it;
+// called with mu held.
+func (s *spawner) stop() {
+	if s.cmd == nil {
+		return
+	}
+	s.conn.Close()
+	done := make(chan struct{})
+	go func() {
+		s.cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(spawnTimeout):
+		s.cmd.Process.Kill()
+		<-done
+	}
+	s.cmd, s.conn = nil, nil
+}
+
+func (s *spawner) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stop()
+	s.closed = true
+}
+
+// spawn starts cmd (not yet started; Stdin and Stdout unset, Stderr a
+// file) as a child of this process and returns it; the caller waits on it.
+// A spawner that died since the last call is replaced first. A request
+// whose answer is lost is not retried: the init might be running.
+func (s *spawner) spawn(cmd *exec.Cmd) (*os.Process, error) {
+	stderr, ok := cmd.Stderr.(*os.File)
+	if !ok || cmd.Stdin != nil || cmd.Stdout != nil {
+		return nil, errors.New("spawn: stderr must be a file, stdin and stdout unset")
+	}
+	attr := cmd.SysProcAttr
+	req := spawnRequest{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Cloneflags: attr.Cloneflags,
+		UIDMaps: attr.UidMappings, GIDMaps: attr.GidMappings, Setgroups: attr.GidMappingsEnableSetgroups,
+		Credential: attr.Credential}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	fds := []int{int(stderr.Fd())}
+	for _, f := range cmd.ExtraFiles {
+		fds = append(fds, int(f.Fd()))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("spawn: runtime closed")
+	}
+	if s.cmd != nil && s.cmd.ProcessState == nil && !alive(s.cmd.Process) {
+		s.stop()
+	}
+	if s.cmd == nil {
+		if err := s.start(); err != nil {
+			return nil, err
+		}
+	}
+	s.conn.SetDeadline(time.Now().Add(spawnTimeout))
+	if _, _, err := s.conn.WriteMsgUnix(b, unix.UnixRights(fds...), nil); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("spawn: send: %w", err)
+	}
+	buf := make([]byte, 4096)
+	n, _, _, _, err := s.conn.ReadMsgUnix(buf, nil)
+	if err != nil {
+		s.stop()
+		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	var rep spawnReply
+	if err := json.Unmarshal(buf[:n], &rep); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("spawn: answer: %w", err)
+	}
+	if rep.Err != "" {
+		return nil, fmt.Errorf("spawn: %s", rep.Err)
+	}
+	// Our child (CLONE_PARENT) and not yet waited on, so the pid cannot
+	// have been reused; from here on it is held by pidfd.
+	return os.FindProcess(rep.Pid)
+}
+
+// alive reports whether p has not exited, without reaping it.
+func alive(p *os.Process) bool {
+	var si unix.Siginfo
+	err := unix.Waitid(unix.P_PID, p.Pid, &si, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return err == nil && si.Signo == 0
+}
+
+// spawnerMain serves spawn requests on fdSpawner until the daemon closes
+// its end (or dies), then exits.
+func spawnerMain() {
+	// Inherited without close-on-exec; the inits must not inherit it: it
+	// would let a sandbox ask a root process for any program.
+	unix.CloseOnExec(fdSpawner)
+	sock := os.NewFile(fdSpawner, "spawner")
+	buf := make([]byte, 64<<10)
+	oob := make([]byte, unix.CmsgSpace(16*4))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err != nil || n == 0 {
+			os.Exit(0)
+		}
+		pid, err := spawnOne(buf[:n], oob[:oobn])
+		rep := spawnReply{Pid: pid}
+		if err != nil {
+			rep.Err = err.Error()
+		}
+		b, _ := json.Marshal(rep)
+		if err := unix.Sendmsg(int(sock.Fd()), b, nil, nil, 0); err != nil {
+			os.Exit(0)
+		}
+	}
+}
+
+func spawnOne(msg, oob []byte) (int, error) {
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	cmsgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0, fmt.Errorf("control message: %w", err)
+	}
+	for _, c := range cmsgs {
+		fds, err := unix.ParseUnixRights(&c)
+		if err != nil {
+			return 0, fmt.Errorf("control message: %w", err)
+		}
+		for _, fd := range fds {
+			files = append(files, os.NewFile(uintptr(fd), "spawned"))
+		}
+	}
+	var req spawnRequest
+	if err := json.Unmarshal(msg, &req); err != nil {
+		return 0, fmt.Errorf("request: %w", err)
+	}
+	if len(files) == 0 || len(req.Args) == 0 {
+		return 0, errors.New("request without stderr or arguments")
+	}
+	cmd := &exec.Cmd{Path: req.Path, Args: req.Args, Env: req.Env, Stderr: files[0], ExtraFiles: files[1:]}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		// CLONE_PARENT: the init is the daemon's child, as if it had
+		// forked it, so the daemon waits on it and it outlives us.
+		Cloneflags:                 req.Cloneflags | syscall.CLONE_PARENT,
+		UidMappings:                req.UIDMaps,
+		GidMappings:                req.GIDMaps,
+		GidMappingsEnableSetgroups: req.Setgroups,
+		Credential:                 req.Credential,
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	pid := cmd.Process.Pid
+	cmd.Process.Release()
+	return pid, nil
+}
