@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -61,45 +60,26 @@ func (c *Client) Events(ctx context.Context, opts EventsOptions, fn func(Event) 
 	if len(opts.Types) > 0 {
 		q.Set("type", strings.Join(opts.Types, ","))
 	}
-	hdr := http.Header{"Accept": {"text/event-stream"}}
+	hdr := http.Header{}
 	switch {
 	case opts.After > 0:
 		hdr.Set("Last-Event-ID", strconv.FormatInt(opts.After, 10))
 	case opts.FromStart:
 		q.Set("after", "0")
 	}
-	resp, err := c.do(ctx, http.MethodGet, "/v1/events", q, nil, hdr)
-	if err != nil {
-		return last, err
-	}
-	defer resp.Body.Close()
-	sr := newSSEReader(resp.Body)
-	for {
-		ev, err := sr.next()
-		if err != nil {
-			if ctx.Err() != nil {
-				return last, ctx.Err()
-			}
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return last, fmt.Errorf("read event stream: %w", err)
-		}
-		switch ev.Type {
-		case "dropped":
-			return last, ErrStreamDropped
-		case "error":
-			var e Error
-			json.Unmarshal(ev.Data, &e)
-			return last, &e
+	err = c.followSSE(ctx, "/v1/events", q, hdr, "event stream", func(ev sseEvent) (bool, error) {
+		if ev.Type == "dropped" {
+			return true, ErrStreamDropped
 		}
 		var e Event
 		if err := json.Unmarshal(ev.Data, &e); err != nil {
-			return last, fmt.Errorf("decode event: %w", err)
+			return true, fmt.Errorf("decode event: %w", err)
 		}
 		if err := fn(e); err != nil {
-			return last, err
+			return true, err
 		}
 		last = e.ID
-	}
+		return false, nil
+	})
+	return last, err
 }

@@ -16,6 +16,7 @@ type SandboxMetrics struct {
 	Final           bool      `json:"final"`
 	CPUSeconds      float64   `json:"cpu_seconds"`
 	MemoryPeakBytes int64     `json:"memory_peak_bytes"`
+	MemoryBytes     int64     `json:"memory_bytes"` // in use now; 0 once ended
 	WallSeconds     float64   `json:"wall_seconds"`
 	EgressBytesOut  int64     `json:"egress_bytes_out"`
 	EgressBytesIn   int64     `json:"egress_bytes_in"`

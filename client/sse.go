@@ -3,8 +3,13 @@ package client
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 )
 
 // maxEvent bounds one server-sent event, so that a server that never ends
@@ -107,4 +112,41 @@ func scanSSELine(data []byte, atEOF bool) (advance int, token []byte, err error)
 	// A "\r" at the end of what has arrived: wait for the next byte to know
 	// whether "\n" follows.
 	return 0, nil, nil
+}
+
+// followSSE reads the event stream of GET path and hands each event to fn
+// until fn says it is done or fails, the stream fails, or ctx ends. An
+// "error" event is the server's *Error; a stream the server ends is
+// io.ErrUnexpectedEOF. what names the stream in errors.
+func (c *Client) followSSE(ctx context.Context, path string, q url.Values, hdr http.Header, what string, fn func(sseEvent) (done bool, err error)) error {
+	if hdr == nil {
+		hdr = http.Header{}
+	}
+	hdr.Set("Accept", "text/event-stream")
+	resp, err := c.do(ctx, http.MethodGet, path, q, nil, hdr)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sr := newSSEReader(resp.Body)
+	for {
+		ev, err := sr.next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("read %s: %w", what, err)
+		}
+		if ev.Type == "error" {
+			var e Error
+			json.Unmarshal(ev.Data, &e)
+			return &e
+		}
+		if done, err := fn(ev); done || err != nil {
+			return err
+		}
+	}
 }

@@ -40,21 +40,7 @@ func TestE2BNode(t *testing.T) {
 	cmd := exec.Command(node, "run.mjs", s.url, key, otherKey, native.ID)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HTTPS_PROXY=", "HTTP_PROXY=", "https_proxy=", "http_proxy=")
-	done := make(chan struct{})
-	var out []byte
-	var err error
-	go func() { out, err = cmd.CombinedOutput(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(3 * time.Minute):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("node run.mjs did not finish:\n%s", out)
-	}
-	t.Logf("node run.mjs:\n%s", out)
-	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
-		t.Fatalf("node run.mjs: %v", err)
-	}
+	out := runNode(t, cmd, 3*time.Minute)
 
 	// Made through the facade, seen by Airlock's own API and audit log.
 	var id string

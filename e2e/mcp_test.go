@@ -61,6 +61,7 @@ func TestMCP(t *testing.T) {
 				mcpProgress(t, p, func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(got) })
 			})
 			t.Run("Resources", func(t *testing.T) { mcpResources(t, a) })
+			t.Run("Task", func(t *testing.T) { mcpTask(t, a) })
 		})
 	}
 	t.Run("HTTPAuth", func(t *testing.T) { mcpHTTPAuth(t, s.url, keyA, keyB) })
@@ -177,7 +178,7 @@ func mcpCreate(t *testing.T, cs *mcpsdk.ClientSession, args map[string]any) stri
 }
 
 var mcpTools = []string{"audit_log", "delete_file", "list_files", "network_log", "process_kill", "process_output", "read_file",
-	"run_command", "sandbox_create", "sandbox_destroy", "sandbox_extend", "sandbox_list", "shell", "write_file"}
+	"run_command", "sandbox_create", "sandbox_destroy", "sandbox_extend", "sandbox_list", "shell", "task_run", "write_file"}
 
 func mcpToolSchemas(t *testing.T, cs *mcpsdk.ClientSession) {
 	res, err := cs.ListTools(ctx, nil)

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,21 +23,36 @@ func TestMCPNode(t *testing.T) {
 	key := must[client.NewKey](t)(s.admin().CreateKey(ctx, "mcp-node", "node")).Key
 	cmd := exec.Command(node, "run.mjs", s.url, key, s.bin)
 	cmd.Dir = dir
+	runNode(t, cmd, 3*time.Minute)
+}
+
+// runNode runs a node script (cmd) for at most limit and fails the test
+// unless it exits 0 with "ok" as its last line; it returns the output. A
+// script out of time gets SIGTERM first, so that it can close what it
+// started (a browser in a process group of its own), then SIGKILL.
+func runNode(t *testing.T, cmd *exec.Cmd, limit time.Duration) []byte {
+	t.Helper()
 	done := make(chan struct{})
 	var out []byte
 	var err error
 	go func() { out, err = cmd.CombinedOutput(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(3 * time.Minute):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("node run.mjs did not finish:\n%s", out)
+	case <-time.After(limit):
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		t.Fatalf("node %s did not finish:\n%s", strings.Join(cmd.Args[1:], " "), out)
 	}
-	t.Logf("node run.mjs:\n%s", out)
+	t.Logf("node %s:\n%s", cmd.Args[1], out)
 	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
-		t.Fatalf("node run.mjs: %v", err)
+		t.Fatalf("node %s: %v", cmd.Args[1], err)
 	}
+	return out
 }
 
 // nodeProject finds node and the npm project e2e/name with pkg installed,

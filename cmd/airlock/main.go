@@ -42,6 +42,7 @@ $AIRLOCK_API_KEY, else the admin.key in the data dir:
   airlock metrics ID [--json]            what a sandbox used (live, or final once ended)
   airlock usage [--from T] [--to T] [--tenant ID] [--json]
                                          usage per tenant over sandboxes created in [from, to)
+  airlock task run|ls|get|cancel         run an agent harness on a folder in a sandbox of its own
 
 Run 'airlock COMMAND -h' for a command's flags.
 `
@@ -99,6 +100,8 @@ func main() {
 		err = metricsCmd(os.Args[2:])
 	case "usage":
 		err = usageCmd(os.Args[2:])
+	case "task":
+		err = taskCmd(os.Args[2:])
 	case "mcp":
 		err = mcpCmd(os.Args[2:])
 	case "-h", "--help", "help":

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/api"
+	"github.com/airlockhq/airlock/internal/console"
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/events"
 	"github.com/airlockhq/airlock/internal/metrics"
@@ -25,6 +26,7 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/secrets"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tasks"
 )
 
 // serveCmd runs the daemon until SIGTERM or SIGINT.
@@ -69,12 +71,17 @@ func serveCmd(args []string) error {
 	}
 	mcpDone, endMCP := context.WithCancel(context.Background())
 	defer endMCP()
-	srv := &http.Server{Handler: withE2B(withMCP(d.handler, ln.Addr(), mcpDone), ln.Addr(), mcpDone), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: withConsole(withE2B(withMCP(d.handler, ln.Addr(), mcpDone), ln.Addr(), mcpDone)), ReadHeaderTimeout: 10 * time.Second}
 	// Event streams, MCP and E2B streams never go idle: end them, or Shutdown
 	// waits it out.
 	srv.RegisterOnShutdown(d.events.EndStreams)
 	srv.RegisterOnShutdown(endMCP)
 	fmt.Printf("airlock: serving on http://%s (data in %s)\n", ln.Addr(), *dataDir)
+	if console.New().Built() {
+		fmt.Printf("airlock: console at http://%s/ (sign in with an API key)\n", loopbackAddr(ln.Addr()))
+	} else {
+		fmt.Println("airlock: console not built into this binary (npm ci --prefix web && npm run build --prefix web, then go build)")
+	}
 	if d.newKey {
 		fmt.Printf("airlock: admin API key written to %s\n", d.keyPath)
 	} else {
@@ -104,6 +111,7 @@ type daemon struct {
 	metrics *metrics.Metrics // served at /metrics
 	events  *events.Hub      // tenant event streams and webhooks
 	tracing *tracing.Tracing // OpenTelemetry, when OTEL_* asks for it
+	tasks   *tasks.Service   // harness runs, each in a sandbox of its own
 }
 
 // daemonTuning is what serve's flags set beyond the basics; zero fields
@@ -157,11 +165,20 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		d.close()
 		return nil, err
 	}
-	d.handler = api.New(d.mgr, st, api.Options{Metrics: d.metrics, Events: d.events, TraceContext: d.tracing.Enabled, AuditSigner: box.Signer()})
+	if d.tasks, err = tasks.New(ctx, st, d.mgr, tasks.Options{}); err != nil {
+		d.close()
+		return nil, fmt.Errorf("tasks: %w", err)
+	}
+	d.handler = api.New(d.mgr, st, api.Options{Tasks: d.tasks, Metrics: d.metrics, Events: d.events, TraceContext: d.tracing.Enabled, AuditSigner: box.Signer()})
 	return d, nil
 }
 
 func (d *daemon) close() {
+	// First: running tasks end and destroy their sandboxes through the
+	// manager.
+	if d.tasks != nil {
+		d.tasks.Close()
+	}
 	if d.mgr != nil {
 		d.mgr.Close()
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tasks"
 )
 
 // Options tunes the API. Zero fields take defaults.
@@ -36,6 +37,8 @@ type Options struct {
 	// Events serves GET /v1/events and the webhook routes; nil answers
 	// 503.
 	Events *events.Hub
+	// Tasks serves the /v1/tasks routes; nil answers 503.
+	Tasks *tasks.Service
 }
 
 type server struct {
@@ -52,6 +55,8 @@ type server struct {
 	metricsHandler http.Handler
 	// events: see Options.Events.
 	events *events.Hub
+	// tasks: see Options.Tasks.
+	tasks *tasks.Service
 }
 
 // route is one entry of the API. The same table registers the handlers and
@@ -100,6 +105,12 @@ var routes = []route{
 
 	{"GET", "/v1/audit/key", anyKey, (*server).auditKey},
 
+	// The browser console's sign-in (console.go): they check the cookie
+	// and the browser headers themselves.
+	{"POST", "/v1/console/session", public, (*server).createConsoleSession},
+	{"GET", "/v1/console/session", public, (*server).getConsoleSession},
+	{"DELETE", "/v1/console/session", public, (*server).deleteConsoleSession},
+
 	{"POST", "/v1/secrets", anyKey, (*server).createSecret},
 	{"GET", "/v1/secrets", anyKey, (*server).listSecrets},
 	{"PUT", "/v1/secrets/{name}", anyKey, (*server).rotateSecret},
@@ -122,6 +133,14 @@ var routes = []route{
 	{"GET", "/v1/webhooks", anyKey, (*server).listWebhooks},
 	{"DELETE", "/v1/webhooks/{id}", anyKey, (*server).deleteWebhook},
 	{"GET", "/v1/webhooks/{id}/deliveries", anyKey, (*server).webhookDeliveries},
+
+	// Tasks (tasks.go): a harness run in a sandbox of its own.
+	{"POST", "/v1/tasks", anyKey, (*server).createTask},
+	{"GET", "/v1/tasks", anyKey, (*server).listTasks},
+	{"GET", "/v1/tasks/{id}", anyKey, (*server).getTask},
+	{"GET", "/v1/tasks/{id}/events", anyKey, (*server).taskEvents},
+	{"POST", "/v1/tasks/{id}/cancel", anyKey, (*server).cancelTask},
+	{"GET", "/v1/tasks/{id}/artifacts", anyKey, (*server).taskArtifacts},
 }
 
 // New returns the HTTP handler of the API.
@@ -131,6 +150,7 @@ func New(m sandbox.Manager, st store.Store, opts Options) http.Handler {
 		s.metricsHandler = opts.Metrics.Handler()
 	}
 	s.events = opts.Events
+	s.tasks = opts.Tasks
 	if s.keepAlive <= 0 {
 		s.keepAlive = 15 * time.Second
 	}

@@ -155,7 +155,7 @@ func permit(a access, c sandbox.Caller, r *http.Request) error {
 }
 
 var errNoCredential = errf(http.StatusUnauthorized, codeUnauthenticated,
-	"missing credential: send Authorization: Bearer <API key or sandbox token>")
+	"missing credential: send Authorization: Bearer <API key or sandbox token> (or sign in to the console)")
 
 var errBadCredential = errf(http.StatusUnauthorized, codeUnauthenticated,
 	"unknown, deleted or expired credential")
@@ -166,7 +166,8 @@ func (s *server) authenticate(r *http.Request) (sandbox.Caller, error) {
 	h := r.Header.Get("Authorization")
 	scheme, cred, ok := strings.Cut(h, " ")
 	if h == "" {
-		return sandbox.Caller{}, errNoCredential
+		// The console's browsers: a session cookie instead.
+		return s.cookieCaller(r)
 	}
 	cred = strings.TrimSpace(cred)
 	if !ok || !strings.EqualFold(scheme, "Bearer") || cred == "" {

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -102,6 +103,28 @@ var states = map[string]bool{
 	store.StateStopped: true, store.StateFailed: true,
 }
 
+// pageSize reads a list's limit query parameter: the page size.
+func pageSize(q url.Values) (int, error) {
+	v := q.Get("limit")
+	if v == "" {
+		return defaultLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxLimit {
+		return 0, invalidf("query parameter limit=%q: want an integer from 1 to %d", v, maxLimit)
+	}
+	return n, nil
+}
+
+// pageOf cuts a list fetched with one more than page items to the page,
+// and returns the id to pass as after for the next page ("" if none).
+func pageOf[T any](list []T, page int, id func(T) string) ([]T, string) {
+	if len(list) <= page {
+		return list, ""
+	}
+	return list[:page], id(list[page-1])
+}
+
 // listFilter reads GET /v1/sandboxes's query. Its Limit is one more than
 // the page size, to learn whether another page follows.
 func listFilter(r *http.Request) (f store.SandboxFilter, page int, err error) {
@@ -113,13 +136,8 @@ func listFilter(r *http.Request) (f store.SandboxFilter, page int, err error) {
 		return f, 0, invalidf("query parameter state=%q: want creating, running, stopped or failed", st)
 	}
 	f.State = q.Get("state")
-	page = defaultLimit
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxLimit {
-			return f, 0, invalidf("query parameter limit=%q: want an integer from 1 to %d", v, maxLimit)
-		}
-		page = n
+	if page, err = pageSize(q); err != nil {
+		return f, 0, err
 	}
 	if v, ok := q["after"]; ok && v[0] != "" {
 		if !idPattern.MatchString(v[0]) {
@@ -152,11 +170,7 @@ func (s *server) listSandboxes(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	next := ""
-	if len(list) > page {
-		list = list[:page]
-		next = list[page-1].ID
-	}
+	list, next := pageOf(list, page, func(sb store.Sandbox) string { return sb.ID })
 	out := struct {
 		Sandboxes []sandboxJSON `json:"sandboxes"`
 		Next      string        `json:"next"`

@@ -44,6 +44,7 @@ func NewServer(cf ClientFunc) *mcpsdk.Server {
 	b.addExecTools(s)
 	b.addFileTools(s)
 	b.addLogTools(s)
+	b.addTaskTools(s)
 	b.addResources(s)
 	return s
 }
@@ -53,7 +54,9 @@ Create one with sandbox_create, then use run_command (one-off commands), shell
 (a persistent bash whose cwd and variables carry over between calls),
 write_file/read_file/list_files/delete_file, and destroy it with
 sandbox_destroy when done. Sandboxes expire after their timeout (default
-300 s); extend one with sandbox_extend. Relative paths are under /home/user.`
+300 s); extend one with sandbox_extend. Relative paths are under /home/user.
+task_run runs a whole task (an agent harness, or any command) in a sandbox of
+its own and returns its outcome and workspace diff.`
 
 // bridge holds what every tool handler needs.
 type bridge struct {

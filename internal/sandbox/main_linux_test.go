@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime/linux"
-	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxtest"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -22,58 +19,16 @@ import (
 // pool are set up once, and since a Service reclaims every runtime sandbox
 // its store does not know, all Services must share the store.
 var (
-	rtOnce   sync.Once
-	rt       *linux.Runtime
-	rtErr    error
-	stateDir string
-	shared   *store.SQLite
-	tenantN  atomic.Int64
+	fx      *sandboxtest.Shared
+	shared  *store.SQLite
+	tenantN atomic.Int64
 )
 
 func TestMain(m *testing.M) {
-	dbDir, err := os.MkdirTemp("", "airlock-sandbox-test-db-")
-	if err == nil {
-		shared, err = store.OpenSQLite(filepath.Join(dbDir, "airlock.db"))
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "test store:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	shared.Close()
-	os.RemoveAll(dbDir)
-	if rt != nil {
-		if err := rt.Teardown(); err != nil {
-			fmt.Fprintln(os.Stderr, "teardown runtime:", err)
-			code = 1
-		}
-	}
-	if stateDir != "" {
-		os.RemoveAll(stateDir)
-	}
-	linuxtest.Cleanup()
-	os.Exit(code)
+	sandboxtest.Main(m, "sandbox", func(s *sandboxtest.Shared) { fx, shared = s, s.Store })
 }
 
-func testRuntime(t *testing.T) *linux.Runtime {
-	t.Helper()
-	linuxtest.Require(t)
-	bin, _ := linuxtest.Build(t)
-	rtOnce.Do(func() {
-		stateDir, rtErr = os.MkdirTemp("", "airlock-sandbox-state-")
-		if rtErr != nil {
-			return
-		}
-		if rtErr = os.Chmod(stateDir, 0o711); rtErr != nil {
-			return
-		}
-		rt, rtErr = linux.New(linux.Config{StateDir: stateDir, Binary: bin, DiskPoolBytes: 8 << 30})
-	})
-	if rtErr != nil {
-		t.Fatalf("runtime: %v", rtErr)
-	}
-	return rt
-}
+func testRuntime(t *testing.T) *linux.Runtime { return fx.Runtime(t) }
 
 // newService starts a Service on the shared runtime and store, closed when
 // the test ends.

@@ -235,6 +235,12 @@ func (s *Service) meterEnd(ctx context.Context, rec store.Sandbox) {
 // liveUsage returns a running sandbox's usage with a fresh cgroup
 // reading, and whether the meter knows it.
 func (s *Service) liveUsage(ctx context.Context, id string) (store.SandboxUsage, bool) {
+	u, _, ok := s.liveUsageNow(ctx, id)
+	return u, ok
+}
+
+// liveUsageNow is liveUsage with the memory in use now (0 if unread).
+func (s *Service) liveUsageNow(ctx context.Context, id string) (store.SandboxUsage, int64, bool) {
 	s.meter.mu.Lock()
 	r := s.meter.runs[id]
 	var u store.SandboxUsage
@@ -243,17 +249,19 @@ func (s *Service) liveUsage(ctx context.Context, id string) (store.SandboxUsage,
 	}
 	s.meter.mu.Unlock()
 	if r == nil {
-		return u, false
+		return u, 0, false
 	}
+	var now int64
 	if sb, err := s.rt.Get(ctx, id); err == nil {
 		if st, err := sb.Stats(ctx); err == nil {
+			now = st.MemoryBytes
 			mergeStats(&u, st)
 			s.meter.mu.Lock()
 			mergeStats(&r.u, st)
 			s.meter.mu.Unlock()
 		}
 	}
-	return u, true
+	return u, now, true
 }
 
 // flushUsage writes the usage of every running sandbox, with fresh cgroup

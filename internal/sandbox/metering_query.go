@@ -14,17 +14,20 @@ import (
 // side of the proxy: out from the sandbox, in to it; an open connection's
 // bytes count when it closes.
 type Metrics struct {
-	SandboxID       string    `json:"sandbox_id"`
-	State           string    `json:"state"`
-	Final           bool      `json:"final"`
-	CPUSeconds      float64   `json:"cpu_seconds"`
-	MemoryPeakBytes int64     `json:"memory_peak_bytes"`
-	WallSeconds     float64   `json:"wall_seconds"`
-	EgressBytesOut  int64     `json:"egress_bytes_out"`
-	EgressBytesIn   int64     `json:"egress_bytes_in"`
-	ExecCount       int64     `json:"exec_count"`
-	CreatedAt       time.Time `json:"created_at"`
-	EndedAt         time.Time `json:"ended_at,omitzero"`
+	SandboxID       string  `json:"sandbox_id"`
+	State           string  `json:"state"`
+	Final           bool    `json:"final"`
+	CPUSeconds      float64 `json:"cpu_seconds"`
+	MemoryPeakBytes int64   `json:"memory_peak_bytes"`
+	// MemoryBytes is the memory in use now, while the sandbox runs (0
+	// once it has ended).
+	MemoryBytes    int64     `json:"memory_bytes"`
+	WallSeconds    float64   `json:"wall_seconds"`
+	EgressBytesOut int64     `json:"egress_bytes_out"`
+	EgressBytesIn  int64     `json:"egress_bytes_in"`
+	ExecCount      int64     `json:"exec_count"`
+	CreatedAt      time.Time `json:"created_at"`
+	EndedAt        time.Time `json:"ended_at,omitzero"`
 }
 
 // UsageQuery selects the sandboxes created in [From, To) (zero bounds are
@@ -66,10 +69,11 @@ func (s *Service) SandboxMetrics(ctx context.Context, c Caller, id string) (Metr
 		return Metrics{}, err
 	}
 	var u store.SandboxUsage
+	var memNow int64
 	end := s.now()
 	switch rec.State {
 	case store.StateRunning:
-		u, _ = s.liveUsage(ctx, id)
+		u, memNow, _ = s.liveUsageNow(ctx, id)
 	case store.StateStopped, store.StateFailed:
 		end = rec.EndedAt
 		s.meter.final.Flush()
@@ -80,7 +84,7 @@ func (s *Service) SandboxMetrics(ctx context.Context, c Caller, id string) (Metr
 	}
 	m := Metrics{
 		SandboxID: rec.ID, State: rec.State, Final: !rec.EndedAt.IsZero(),
-		CPUSeconds: u.CPUSeconds, MemoryPeakBytes: u.MemoryPeakBytes,
+		CPUSeconds: u.CPUSeconds, MemoryPeakBytes: u.MemoryPeakBytes, MemoryBytes: memNow,
 		EgressBytesOut: u.EgressBytesOut, EgressBytesIn: u.EgressBytesIn, ExecCount: u.ExecCount,
 		CreatedAt: rec.CreatedAt, EndedAt: rec.EndedAt,
 	}

@@ -97,7 +97,7 @@ func TestRestart(t *testing.T) {
 	svc1.Close()
 
 	bin, _ := linuxtest.Build(t)
-	rt2, err := linux.New(linux.Config{StateDir: stateDir, Binary: bin})
+	rt2, err := linux.New(linux.Config{StateDir: fx.StateDir(), Binary: bin})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -239,4 +240,28 @@ func fromNanos(n sql.NullInt64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, n.Int64).UTC()
+}
+
+// listPage runs the SELECT of cols from table with the conditions in where
+// (joined by AND) and their args, ordered by id, at most limit rows (0: no
+// limit), scanned by scan; what names the list in errors.
+func listPage[T any](ctx context.Context, s *SQLite, what, cols, table string, where []string, args []any, limit int, scan func(scanner) (T, error)) ([]T, error) {
+	q := `SELECT ` + cols + ` FROM ` + table
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	q += ` ORDER BY id`
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", what, err)
+	}
+	out, err := scanAll(rows, scan)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", what, err)
+	}
+	return out, nil
 }

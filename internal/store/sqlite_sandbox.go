@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -87,24 +86,7 @@ func (s *SQLite) ListSandboxes(ctx context.Context, f SandboxFilter) ([]Sandbox,
 			WHERE m.key = ? AND m.type = 'text' AND m.value = ?)`)
 		args = append(args, k, f.Metadata[k])
 	}
-	q := `SELECT ` + sandboxCols + ` FROM sandboxes`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, ` AND `)
-	}
-	q += ` ORDER BY id`
-	if f.Limit > 0 {
-		q += ` LIMIT ?`
-		args = append(args, f.Limit)
-	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list sandboxes: %w", err)
-	}
-	out, err := scanAll(rows, scanSandbox)
-	if err != nil {
-		return nil, fmt.Errorf("list sandboxes: %w", err)
-	}
-	return out, nil
+	return listPage(ctx, s, "sandboxes", sandboxCols, "sandboxes", where, args, f.Limit, scanSandbox)
 }
 
 // Usage counts the tenant's creating and running sandboxes and sums their

@@ -92,6 +92,10 @@ var migrations = []string{
 	usageSchema,
 	// Tenant event streams and webhooks (sqlite_events.go).
 	eventsSchema,
+	// The browser console's sign-in sessions (sqlite_console.go).
+	consoleSchema,
+	// Tasks, their events and artifacts (sqlite_tasks.go).
+	tasksSchema,
 }
 
 // migrate applies the migrations the database has not run yet, in one

@@ -167,6 +167,14 @@ type Store interface {
 	ListKeys(ctx context.Context, tenantID string) ([]Key, error) // "" = all
 	DeleteKey(ctx context.Context, id string) error
 
+	// CreateConsoleSession opens a console session for an existing key
+	// (ErrNotFound if the key is gone); ConsoleSessionByHash returns it
+	// with its key; DeleteConsoleSession ends it. Deleting a key ends its
+	// sessions.
+	CreateConsoleSession(ctx context.Context, cs ConsoleSession) error
+	ConsoleSessionByHash(ctx context.Context, hash []byte) (ConsoleSession, Key, error)
+	DeleteConsoleSession(ctx context.Context, hash []byte) error
+
 	CreateToken(ctx context.Context, t Token) error
 	TokenByHash(ctx context.Context, hash []byte) (Token, error)
 	DeleteTokens(ctx context.Context, sandboxID string) error
@@ -265,6 +273,23 @@ type Store interface {
 	// webhook for events below before (0: from the newest), newest first,
 	// with their attempts.
 	ListDeliveries(ctx context.Context, tenantID, webhookID string, before int64, limit int) ([]Delivery, error)
+
+	// Tasks (sqlite_tasks.go): CreateTask inserts one (an existing id is
+	// ErrConflict); UpdateTask saves its state, sandbox, exit, summary,
+	// times and token counts; ListTasks orders by id.
+	CreateTask(ctx context.Context, t Task) error
+	GetTask(ctx context.Context, id string) (Task, error)
+	UpdateTask(ctx context.Context, t Task) error
+	ListTasks(ctx context.Context, f TaskFilter) ([]Task, error)
+	// AppendTaskEvents numbers events after the task's newest and stores
+	// them in one transaction; TaskEvents returns those after a Seq.
+	AppendTaskEvents(ctx context.Context, taskID string, events []TaskEvent) error
+	TaskEvents(ctx context.Context, taskID string, after int64, limit int) ([]TaskEvent, error)
+	// SaveTaskArtifacts stores artifacts (replacing same kind and name);
+	// TaskArtifacts lists them without content; TaskArtifact reads one.
+	SaveTaskArtifacts(ctx context.Context, arts []TaskArtifact) error
+	TaskArtifacts(ctx context.Context, taskID string) ([]TaskArtifact, error)
+	TaskArtifact(ctx context.Context, taskID, kind, name string) (TaskArtifact, error)
 
 	Close() error
 }

@@ -1,0 +1,260 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// TaskRequest is POST /v1/tasks: a harness run in a sandbox of its own.
+type TaskRequest struct {
+	Harness string `json:"harness"` // generic, codex or claude
+	Prompt  string `json:"prompt,omitempty"`
+	// Files are written into the workspace (/home/user/work) first:
+	// relative path -> content.
+	Files map[string]string `json:"files,omitempty"`
+	// Command is the generic harness's argv.
+	Command   []string          `json:"command,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+	Allow     []string          `json:"allow,omitempty"`
+	Secrets   []string          `json:"secrets,omitempty"`
+	Model     *TaskModel        `json:"model,omitempty"`
+	Limits    *TaskLimits       `json:"limits,omitempty"`
+	TimeoutS  int64             `json:"timeout_s,omitempty"`
+	Artifacts []string          `json:"artifacts,omitempty"`
+}
+
+// TaskModel names the model endpoint a harness talks to.
+type TaskModel struct {
+	Provider string `json:"provider,omitempty"`
+	BaseURL  string `json:"base_url,omitempty"`
+	Name     string `json:"name,omitempty"`
+}
+
+// TaskLimits are a task sandbox's resources (zero: the defaults).
+type TaskLimits struct {
+	CPUs     float64 `json:"cpus,omitempty"`
+	MemoryMB int64   `json:"memory_mb,omitempty"`
+	Pids     int64   `json:"pids,omitempty"`
+	DiskMB   int64   `json:"disk_mb,omitempty"`
+}
+
+// Task states.
+const (
+	TaskQueued    = "queued"
+	TaskRunning   = "running"
+	TaskSucceeded = "succeeded"
+	TaskFailed    = "failed"
+	TaskTimedOut  = "timed_out"
+	TaskCancelled = "cancelled"
+)
+
+// Task is a task as the server shows it.
+type Task struct {
+	ID            string     `json:"id"`
+	State         string     `json:"state"`
+	Reason        string     `json:"reason,omitempty"`
+	Harness       string     `json:"harness"`
+	Prompt        string     `json:"prompt"`
+	Command       []string   `json:"command,omitempty"`
+	Files         []string   `json:"files"`
+	Env           []string   `json:"env,omitempty"`
+	Allow         []string   `json:"allow,omitempty"`
+	Secrets       []string   `json:"secrets,omitempty"`
+	Model         *TaskModel `json:"model,omitempty"`
+	Limits        TaskLimits `json:"limits"`
+	TimeoutS      int64      `json:"timeout_s"`
+	Artifacts     []string   `json:"artifacts,omitempty"`
+	SandboxID     string     `json:"sandbox_id,omitempty"`
+	ExitCode      *int       `json:"exit_code,omitempty"`
+	Summary       string     `json:"summary,omitempty"`
+	QueuePosition *int       `json:"queue_position,omitempty"`
+	Usage         struct {
+		InputTokens  int64 `json:"input_tokens"`
+		OutputTokens int64 `json:"output_tokens"`
+	} `json:"usage"`
+	CreatedAt time.Time `json:"created_at"`
+	StartedAt time.Time `json:"started_at,omitzero"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
+}
+
+// Ended reports whether the task is in a final state.
+func (t Task) Ended() bool {
+	return t.State != TaskQueued && t.State != TaskRunning
+}
+
+// TaskEvent is one normalized task event; only its type's fields are set.
+type TaskEvent struct {
+	Seq          int64           `json:"seq"`
+	Type         string          `json:"type"`
+	Time         time.Time       `json:"time"`
+	SandboxID    string          `json:"sandbox_id,omitempty"`
+	Role         string          `json:"role,omitempty"`
+	Text         string          `json:"text,omitempty"`
+	Name         string          `json:"name,omitempty"`
+	ID           string          `json:"id,omitempty"`
+	Input        json.RawMessage `json:"input,omitempty"`
+	Output       string          `json:"output,omitempty"`
+	IsError      bool            `json:"is_error,omitempty"`
+	Argv         []string        `json:"argv,omitempty"`
+	ExitCode     *int            `json:"exit_code,omitempty"`
+	Path         string          `json:"path,omitempty"`
+	Kind         string          `json:"kind,omitempty"`
+	InputTokens  int64           `json:"input_tokens,omitempty"`
+	OutputTokens int64           `json:"output_tokens,omitempty"`
+	Status       string          `json:"status,omitempty"`
+	Summary      string          `json:"summary,omitempty"`
+	Reason       string          `json:"reason,omitempty"`
+	Harness      string          `json:"harness,omitempty"`
+	Line         string          `json:"line,omitempty"`
+	Stream       string          `json:"stream,omitempty"`
+	Truncated    bool            `json:"truncated,omitempty"`
+}
+
+// TaskArtifact is one kept file of a task (Size is the file's whole size;
+// Truncated says only part was kept).
+type TaskArtifact struct {
+	Path      string `json:"path"`
+	Size      int64  `json:"size"`
+	SHA256    string `json:"sha256"`
+	Truncated bool   `json:"truncated"`
+}
+
+// TaskArtifacts is a task's artifact list with its workspace diff (nil
+// when the task kept none, e.g. it was cancelled).
+type TaskArtifacts struct {
+	Artifacts []TaskArtifact `json:"artifacts"`
+	Diff      *struct {
+		TaskArtifact
+		Text string `json:"text"`
+	} `json:"diff"`
+}
+
+// TaskListOptions selects tasks; zero fields match all.
+type TaskListOptions struct {
+	States  []string
+	Harness string
+	Limit   int
+	After   string
+}
+
+// TaskPage is one page of tasks; Next, when set, is the After of the next.
+type TaskPage struct {
+	Tasks []Task `json:"tasks"`
+	Next  string `json:"next"`
+}
+
+func taskPath(id, suffix string) string { return "/v1/tasks/" + url.PathEscape(id) + suffix }
+
+// CreateTask submits a task; it is queued and runs when the tenant's
+// concurrency allows.
+func (c *Client) CreateTask(ctx context.Context, req TaskRequest) (Task, error) {
+	var t Task
+	err := c.doJSON(ctx, http.MethodPost, "/v1/tasks", nil, req, &t)
+	return t, err
+}
+
+// GetTask returns a task.
+func (c *Client) GetTask(ctx context.Context, id string) (Task, error) {
+	var t Task
+	err := c.doJSON(ctx, http.MethodGet, taskPath(id, ""), nil, nil, &t)
+	return t, err
+}
+
+// ListTasks returns one page of the caller's tasks.
+func (c *Client) ListTasks(ctx context.Context, opts TaskListOptions) (TaskPage, error) {
+	q := url.Values{}
+	if len(opts.States) > 0 {
+		q.Set("state", strings.Join(opts.States, ","))
+	}
+	if opts.Harness != "" {
+		q.Set("harness", opts.Harness)
+	}
+	if opts.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts.After != "" {
+		q.Set("after", opts.After)
+	}
+	var p TaskPage
+	err := c.doJSON(ctx, http.MethodGet, "/v1/tasks", q, nil, &p)
+	return p, err
+}
+
+// CancelTask cancels a task and returns it as it ended.
+func (c *Client) CancelTask(ctx context.Context, id string) (Task, error) {
+	var t Task
+	err := c.doJSON(ctx, http.MethodPost, taskPath(id, "/cancel"), nil, nil, &t)
+	return t, err
+}
+
+// TaskEvents returns the task's stored events numbered above after.
+func (c *Client) TaskEvents(ctx context.Context, id string, after int64) ([]TaskEvent, error) {
+	var r struct {
+		Events []TaskEvent `json:"events"`
+	}
+	err := c.doJSON(ctx, http.MethodGet, taskPath(id, "/events"), url.Values{"after": {strconv.FormatInt(after, 10)}}, nil, &r)
+	return r.Events, err
+}
+
+// FollowTask calls fn with each of the task's events numbered above after,
+// as they come, until task.finished (then it returns nil), ctx ends or fn
+// fails. It returns the number of the last event fn got, to resume from.
+func (c *Client) FollowTask(ctx context.Context, id string, after int64, fn func(TaskEvent) error) (last int64, err error) {
+	last = after
+	hdr := http.Header{"Last-Event-ID": {strconv.FormatInt(after, 10)}}
+	err = c.followSSE(ctx, taskPath(id, "/events"), nil, hdr, "task events", func(ev sseEvent) (bool, error) {
+		var e TaskEvent
+		if err := json.Unmarshal(ev.Data, &e); err != nil {
+			return true, fmt.Errorf("decode task event: %w", err)
+		}
+		if err := fn(e); err != nil {
+			return true, err
+		}
+		last = e.Seq
+		return e.Type == "task.finished", nil
+	})
+	return last, err
+}
+
+// TaskArtifacts lists the task's artifacts and returns its diff.
+func (c *Client) TaskArtifacts(ctx context.Context, id string) (TaskArtifacts, error) {
+	var a TaskArtifacts
+	err := c.doJSON(ctx, http.MethodGet, taskPath(id, "/artifacts"), nil, nil, &a)
+	return a, err
+}
+
+// ReadTaskArtifact copies one artifact (its workspace path) to w.
+func (c *Client) ReadTaskArtifact(ctx context.Context, id, path string, w io.Writer) (int64, error) {
+	resp, err := c.do(ctx, http.MethodGet, taskPath(id, "/artifacts"), url.Values{"path": {path}}, nil, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(w, resp.Body)
+	if err != nil {
+		return n, fmt.Errorf("read artifact %s: %w", path, err)
+	}
+	return n, nil
+}
+
+// ReadTaskDiff copies the task's workspace diff (git format, binary
+// patches included) to w.
+func (c *Client) ReadTaskDiff(ctx context.Context, id string, w io.Writer) (int64, error) {
+	resp, err := c.do(ctx, http.MethodGet, taskPath(id, "/artifacts"), url.Values{"diff": {"1"}}, nil, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(w, resp.Body)
+	if err != nil {
+		return n, fmt.Errorf("read diff: %w", err)
+	}
+	return n, nil
+}

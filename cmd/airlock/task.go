@@ -1,0 +1,344 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/airlockhq/airlock/client"
+)
+
+const taskUsage = `Usage: airlock task run --harness H [--command CMD] [--prompt P] [--allow HOST]... [--secret NAME]...
+                        [--artifact GLOB]... [--timeout 10m] [--out DIR] [--json] [DIR]
+       airlock task ls [--state S] [--harness H]
+       airlock task get ID
+       airlock task cancel ID...
+
+run submits a task (the files of DIR, .git left out, become its workspace),
+streams its events, writes its artifacts and workspace.diff to --out, and
+exits 0 if it succeeded, 1 if it failed, 124 if it timed out, 130 if it was
+cancelled (Ctrl-C cancels it). Harness generic runs --command (a shell
+command line) with the prompt on stdin and in $AIRLOCK_TASK_PROMPT.`
+
+// maxUpload bounds what task run sends of a directory (the server takes
+// 32 MiB of JSON).
+const maxUpload = 24 << 20
+
+func taskCmd(args []string) error {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, taskUsage)
+		return exitError(2)
+	}
+	switch args[0] {
+	case "run":
+		return taskRun(args[1:])
+	case "ls":
+		return taskLs(args[1:])
+	case "get":
+		return taskGet(args[1:])
+	case "cancel":
+		return taskCancel(args[1:])
+	case "-h", "--help", "help":
+		fmt.Println(taskUsage)
+		return nil
+	}
+	fmt.Fprintf(os.Stderr, "airlock: unknown task command %q\n%s\n", args[0], taskUsage)
+	return exitError(2)
+}
+
+func taskRun(args []string) error {
+	f := flag.NewFlagSet("task run", flag.ContinueOnError)
+	harness := f.String("harness", "generic", "generic, codex or claude")
+	command := f.String("command", "", "the generic harness's command line (run with sh -c)")
+	prompt := f.String("prompt", "", "the task's prompt")
+	timeout := f.Duration("timeout", 10*time.Minute, "how long the harness may run")
+	out := f.String("out", "", "write the artifacts and workspace.diff into this directory")
+	asJSON := f.Bool("json", false, "print the events as JSON lines")
+	var allow, secrets, artifacts listFlag
+	f.Var(&allow, "allow", "egress allow-list pattern (repeatable)")
+	f.Var(&secrets, "secret", "tenant secret to bind (repeatable)")
+	f.Var(&artifacts, "artifact", "workspace glob of files to keep (repeatable)")
+	f.Usage = func() {
+		fmt.Fprintln(f.Output(), taskUsage)
+		f.PrintDefaults()
+	}
+	pos, _, err := parseArgs(f, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return usageError(f)
+	}
+	req := client.TaskRequest{Harness: *harness, Prompt: *prompt, Allow: allow, Secrets: secrets,
+		Artifacts: artifacts, TimeoutS: int64((*timeout + time.Second - 1) / time.Second)}
+	if *command != "" {
+		req.Command = []string{"sh", "-c", *command}
+	}
+	if len(pos) == 1 {
+		if req.Files, err = readTree(pos[0]); err != nil {
+			return err
+		}
+	}
+	ctx, stop := remoteContext()
+	defer stop()
+	c := remote()
+	t, err := c.CreateTask(ctx, req)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "airlock: task %s %s\n", t.ID, t.State)
+	_, err = c.FollowTask(ctx, t.ID, 0, func(e client.TaskEvent) error {
+		printTaskEvent(e, *asJSON)
+		return nil
+	})
+	if ctx.Err() != nil {
+		// Interrupted: the task must not run on unwatched.
+		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if t, err = c.CancelTask(cctx, t.ID); err != nil {
+			return fmt.Errorf("cancel task %s: %w", t.ID, err)
+		}
+		fmt.Fprintf(os.Stderr, "airlock: task %s %s\n", t.ID, t.State)
+		return exitError(130)
+	}
+	if err != nil {
+		return err
+	}
+	if t, err = c.GetTask(ctx, t.ID); err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := writeArtifacts(ctx, c, t.ID, *out); err != nil {
+			return err
+		}
+	}
+	return taskExit(t)
+}
+
+// taskExit maps a task's end onto the CLI's exit status.
+func taskExit(t client.Task) error {
+	switch t.State {
+	case client.TaskSucceeded:
+		return nil
+	case client.TaskTimedOut:
+		return exitError(124)
+	case client.TaskCancelled:
+		return exitError(130)
+	}
+	if t.ExitCode != nil && *t.ExitCode > 0 && *t.ExitCode < 256 {
+		return exitError(*t.ExitCode)
+	}
+	return exitError(1)
+}
+
+// readTree reads the regular files under dir (no .git, no symlinks) as
+// workspace files. Files must be UTF-8 text: the request carries them as
+// JSON strings.
+func readTree(dir string) (map[string]string, error) {
+	files := map[string]string{}
+	var total int
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if !utf8.Valid(b) {
+			fmt.Fprintf(os.Stderr, "airlock: %s left out: not UTF-8 text\n", rel)
+			return nil
+		}
+		if total += len(b); total > maxUpload {
+			return fmt.Errorf("%s holds over %d MiB of files", dir, maxUpload>>20)
+		}
+		files[filepath.ToSlash(rel)] = string(b)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", dir, err)
+	}
+	return files, nil
+}
+
+// writeArtifacts saves the task's artifacts under dir (by their
+// workspace paths) and its diff as dir/workspace.diff.
+func writeArtifacts(ctx context.Context, c *client.Client, id, dir string) error {
+	list, err := c.TaskArtifacts(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if list.Diff != nil {
+		if err := os.WriteFile(filepath.Join(dir, "workspace.diff"), []byte(list.Diff.Text), 0o644); err != nil {
+			return err
+		}
+	}
+	for _, a := range list.Artifacts {
+		// The server names files inside the workspace; a name that is not
+		// local would write outside dir.
+		if !filepath.IsLocal(filepath.FromSlash(a.Path)) {
+			return fmt.Errorf("artifact %q: not a relative path", a.Path)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(a.Path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		fh, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		n, err := c.ReadTaskArtifact(ctx, id, a.Path, fh)
+		if cerr := fh.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		if a.Truncated {
+			fmt.Fprintf(os.Stderr, "airlock: %s kept in part: %d of %d bytes\n", a.Path, n, a.Size)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "airlock: %d artifacts and workspace.diff written to %s\n", len(list.Artifacts), dir)
+	return nil
+}
+
+func printTaskEvent(e client.TaskEvent, asJSON bool) {
+	if asJSON {
+		b, _ := json.Marshal(e)
+		fmt.Println(string(b))
+		return
+	}
+	switch e.Type {
+	case "task.started":
+		fmt.Fprintf(os.Stderr, "airlock: started (%s) in sandbox %s\n", e.Harness, e.SandboxID)
+	case "message":
+		fmt.Printf("[%s] %s\n", e.Role, e.Text)
+	case "tool_call":
+		fmt.Printf("-> %s %s\n", e.Name, e.Input)
+	case "tool_result":
+		status := ""
+		if e.IsError {
+			status = " (error)"
+		}
+		fmt.Printf("<- %s%s %s\n", e.Name, status, firstLine(e.Output))
+	case "command":
+		code := "?"
+		if e.ExitCode != nil {
+			code = fmt.Sprint(*e.ExitCode)
+		}
+		fmt.Printf("$ %s (exit %s)\n", strings.Join(e.Argv, " "), code)
+	case "file_change":
+		fmt.Printf("%s %s\n", e.Kind, e.Path)
+	case "usage":
+		fmt.Printf("tokens: %d in, %d out\n", e.InputTokens, e.OutputTokens)
+	case "raw":
+		fmt.Fprintf(os.Stderr, "| %s\n", e.Line)
+	case "task.finished":
+		fmt.Fprintf(os.Stderr, "airlock: %s: %s\n", e.Status, e.Summary)
+	}
+}
+
+func firstLine(s string) string {
+	line, _, more := strings.Cut(s, "\n")
+	if more {
+		line += " ..."
+	}
+	return line
+}
+
+func taskLs(args []string) error {
+	f := flag.NewFlagSet("task ls", flag.ContinueOnError)
+	state := f.String("state", "", "only tasks in these states (comma-separated)")
+	harness := f.String("harness", "", "only tasks of this harness")
+	if err := noArgs(f, args); err != nil {
+		return err
+	}
+	ctx, stop := remoteContext()
+	defer stop()
+	c := remote()
+	opts := client.TaskListOptions{Harness: *harness}
+	if *state != "" {
+		opts.States = strings.Split(*state, ",")
+	}
+	tw := table("ID\tSTATE\tHARNESS\tSANDBOX\tCREATED\tSUMMARY")
+	for {
+		p, err := c.ListTasks(ctx, opts)
+		if err != nil {
+			return err
+		}
+		for _, t := range p.Tasks {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.State, t.Harness, t.SandboxID,
+				t.CreatedAt.Local().Format(time.DateTime), firstLine(t.Summary))
+		}
+		if p.Next == "" {
+			break
+		}
+		opts.After = p.Next
+	}
+	return tw.Flush()
+}
+
+func taskGet(args []string) error {
+	f := flag.NewFlagSet("task get", flag.ContinueOnError)
+	pos, _, err := parseArgs(f, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError(f)
+	}
+	ctx, stop := remoteContext()
+	defer stop()
+	t, err := remote().GetTask(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(t)
+}
+
+func taskCancel(args []string) error {
+	f := flag.NewFlagSet("task cancel", flag.ContinueOnError)
+	pos, _, err := parseArgs(f, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usageError(f)
+	}
+	ctx, stop := remoteContext()
+	defer stop()
+	c := remote()
+	var errs []error
+	for _, id := range pos {
+		t, err := c.CancelTask(ctx, id)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", id, err))
+			continue
+		}
+		fmt.Printf("%s %s\n", t.ID, t.State)
+	}
+	return errors.Join(errs...)
+}

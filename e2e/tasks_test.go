@@ -1,0 +1,245 @@
+package e2e
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock/client"
+)
+
+// taskHarness is a generic "harness": it answers the prompt in a file and
+// prints a plain line and a normalized event.
+const taskHarness = `#!/bin/sh
+read -r prompt || true
+echo "working on: $prompt"
+echo '{"type":"command","argv":["echo","fixed"],"exit_code":0}'
+echo fixed > answer.txt
+echo done
+`
+
+func TestTaskAPI(t *testing.T) {
+	s := startServer(t, "")
+	admin := s.admin()
+	var keys []string
+	for _, name := range []string{"task-a", "task-b"} {
+		must[client.Tenant](t)(admin.CreateTenant(ctx, client.TenantRequest{Name: name}))
+		keys = append(keys, must[client.NewKey](t)(admin.CreateKey(ctx, name, "k")).Key)
+	}
+	a := client.New(s.url, keys[0])
+
+	task := must[client.Task](t)(a.CreateTask(ctx, client.TaskRequest{
+		Harness: "generic", Prompt: "fix it", Command: []string{"./harness.sh"},
+		Files:     map[string]string{"harness.sh": taskHarness, "src/main.txt": "broken\n"},
+		Artifacts: []string{"answer.txt"},
+	}))
+	var types []string
+	if _, err := a.FollowTask(ctx, task.ID, 0, func(e client.TaskEvent) error {
+		types = append(types, e.Type)
+		return nil
+	}); err != nil {
+		t.Fatalf("follow: %v", err)
+	}
+	want := "task.started message command message file_change task.finished"
+	if got := strings.Join(types, " "); got != want {
+		t.Errorf("events %q, want %q", got, want)
+	}
+	got := must[client.Task](t)(a.GetTask(ctx, task.ID))
+	if got.State != client.TaskSucceeded || got.Summary != "done" || got.ExitCode == nil || *got.ExitCode != 0 {
+		t.Fatalf("task %+v, want succeeded with summary done", got)
+	}
+	// Resuming after event 2 gives the rest, and the JSON list agrees.
+	var resumed []int64
+	must[int64](t)(a.FollowTask(ctx, task.ID, 2, func(e client.TaskEvent) error {
+		resumed = append(resumed, e.Seq)
+		return nil
+	}))
+	if len(resumed) != len(types)-2 || resumed[0] != 3 {
+		t.Errorf("resumed after 2: %v", resumed)
+	}
+	if evs := must[[]client.TaskEvent](t)(a.TaskEvents(ctx, task.ID, 0)); len(evs) != len(types) || evs[1].Text != "working on: fix it" {
+		t.Errorf("event list %+v", evs)
+	}
+	arts := must[client.TaskArtifacts](t)(a.TaskArtifacts(ctx, task.ID))
+	if len(arts.Artifacts) != 1 || arts.Artifacts[0].Path != "answer.txt" || arts.Diff == nil ||
+		!strings.Contains(arts.Diff.Text, "+++ b/answer.txt") || !strings.Contains(arts.Diff.Text, "+fixed") {
+		t.Errorf("artifacts %+v", arts)
+	}
+	var buf bytes.Buffer
+	must[int64](t)(a.ReadTaskArtifact(ctx, task.ID, "answer.txt", &buf))
+	if buf.String() != "fixed\n" {
+		t.Errorf("answer.txt = %q", buf.String())
+	}
+	if sb, err := a.GetSandbox(ctx, got.SandboxID); err != nil || sb.State != "stopped" {
+		t.Errorf("the task's sandbox: %+v, %v; want stopped", sb, err)
+	}
+	page := must[client.TaskPage](t)(a.ListTasks(ctx, client.TaskListOptions{States: []string{"succeeded"}, Harness: "generic"}))
+	if len(page.Tasks) != 1 || page.Tasks[0].ID != task.ID {
+		t.Errorf("list: %+v", page)
+	}
+
+	// Another tenant: every task route is 404, and its list is empty.
+	for _, r := range []struct{ method, path string }{
+		{"GET", "/v1/tasks/" + task.ID},
+		{"GET", "/v1/tasks/" + task.ID + "/events"},
+		{"POST", "/v1/tasks/" + task.ID + "/cancel"},
+		{"GET", "/v1/tasks/" + task.ID + "/artifacts"},
+		{"GET", "/v1/tasks/" + task.ID + "/artifacts?path=answer.txt"},
+	} {
+		if code, body := call(t, s, keys[1], r.method, r.path, "", ""); code != http.StatusNotFound || !strings.Contains(body, `"not_found"`) {
+			t.Errorf("tenant b: %s %s = %d %s, want 404", r.method, r.path, code, body)
+		}
+	}
+	if p := must[client.TaskPage](t)(client.New(s.url, keys[1]).ListTasks(ctx, client.TaskListOptions{})); len(p.Tasks) != 0 {
+		t.Errorf("tenant b lists %d tasks", len(p.Tasks))
+	}
+
+	// Bad input: a clear 400 that names what is wrong, and no task.
+	for _, tc := range []struct{ body, want string }{
+		{`{"harness":"codex","prompt":"p"}`, `harness-codex`},
+		{`{"harness":"claude","prompt":"p"}`, `harness-claude`},
+		{`{"harness":"nope"}`, `want one of generic, codex, claude`},
+		{`{"harness":"generic"}`, `needs a command`},
+		{`{"harness":"generic","command":["true"],"files":{"../x":"y"}}`, `inside the workspace`},
+		{`{"harness":"generic","command":["true"],"artifacts":["/etc/*"]}`, `workspace-relative`},
+		{`{"harness":"generic","command":["true"],"timeout_s":-1}`, `timeout_s`},
+		{`{"harness":"generic","command":["true"],"bogus":1}`, `bogus`},
+	} {
+		code, body := call(t, s, keys[0], "POST", "/v1/tasks", "application/json", tc.body)
+		if code != http.StatusBadRequest || !strings.Contains(body, tc.want) {
+			t.Errorf("POST /v1/tasks %s = %d %s, want 400 naming %q", tc.body, code, body, tc.want)
+		}
+	}
+	for _, path := range []string{
+		"/v1/tasks?state=done", "/v1/tasks?harness=nope", "/v1/tasks?limit=0", "/v1/tasks?bogus=1",
+		"/v1/tasks/" + task.ID + "/events?after=-1", "/v1/tasks/" + task.ID + "/artifacts?diff=maybe",
+	} {
+		if code, body := call(t, s, keys[0], "GET", path, "", ""); code != http.StatusBadRequest || !strings.Contains(body, `"invalid_argument"`) {
+			t.Errorf("GET %s = %d %s, want 400", path, code, body)
+		}
+	}
+	if p := must[client.TaskPage](t)(a.ListTasks(ctx, client.TaskListOptions{})); len(p.Tasks) != 1 {
+		t.Errorf("bad requests made tasks: %d", len(p.Tasks))
+	}
+	var apiErr *client.Error
+	if _, err := a.GetTask(ctx, "tsk_nope"); !errors.As(err, &apiErr) || apiErr.Code != "not_found" {
+		t.Errorf("unknown task: %v", err)
+	}
+}
+
+// TestTaskCLI: `airlock task run` uploads a folder, streams the events,
+// writes the artifacts and the diff, and exits with the task's status.
+func TestTaskCLI(t *testing.T) {
+	s := startServer(t, "")
+	dir, out := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "input.txt"), []byte("question\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, int) {
+		cmd := exec.Command(s.bin, append([]string{"task", "run"}, args...)...)
+		cmd.Env = append(os.Environ(), "AIRLOCK_URL="+s.url, "AIRLOCK_API_KEY="+s.adminKey)
+		b, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(b), ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(b), 0
+	}
+	text, code := run("--harness", "generic", "--prompt", "hi", "--artifact", "answer.txt", "--out", out,
+		"--command", `cat input.txt > answer.txt; echo "$AIRLOCK_TASK_PROMPT" >> answer.txt; echo ok`, dir)
+	if code != 0 || !strings.Contains(text, "[assistant] ok") || !strings.Contains(text, "added answer.txt") {
+		t.Fatalf("task run exited %d:\n%s", code, text)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "answer.txt")); err != nil || string(b) != "question\nhi\n" {
+		t.Errorf("answer.txt: %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "workspace.diff")); err != nil || !strings.Contains(string(b), "+hi") {
+		t.Errorf("workspace.diff: %q, %v", b, err)
+	}
+	if text, code := run("--command", "exit 3", dir); code != 3 || !strings.Contains(text, "failed") {
+		t.Errorf("a failing task: exit %d, want 3:\n%s", code, text)
+	}
+	if text, code := run("--command", "sleep 30", "--timeout", "1s", dir); code != 124 || !strings.Contains(text, "timed_out") {
+		t.Errorf("a task past its timeout: exit %d, want 124:\n%s", code, text)
+	}
+}
+
+// mcpTask: task_run runs a generic task to its end and hands back its
+// outcome and diff; a harness this server cannot run is a tool error that
+// names the missing template.
+func mcpTask(t *testing.T, cs *mcpsdk.ClientSession) {
+	out := mcpCall[struct {
+		TaskID string   `json:"task_id"`
+		State  string   `json:"state"`
+		Events []string `json:"events"`
+		Diff   string   `json:"diff"`
+	}](t, cs, "task_run", map[string]any{"harness": "generic", "prompt": "p",
+		"command": []string{"sh", "-c", "echo fixed > answer.txt; echo done"}})
+	if out.State != client.TaskSucceeded || !strings.Contains(out.Diff, "+fixed") ||
+		!slices.Contains(out.Events, "added answer.txt") || !slices.Contains(out.Events, "assistant: done") {
+		t.Errorf("task_run: %+v", out)
+	}
+	if msg := mcpToolError(t, cs, "task_run", map[string]any{"harness": "codex", "prompt": "p"}); !strings.Contains(msg, "harness-codex") {
+		t.Errorf("task_run codex: %s", msg)
+	}
+}
+
+// TestTaskRestart kills the daemon with SIGKILL while one task runs and
+// another waits behind the tenant's quota of one: after the restart the
+// running one has ended failed with the reason and its sandbox is gone,
+// and the queued one runs to its end.
+func TestTaskRestart(t *testing.T) {
+	s := startServer(t, "")
+	admin := s.admin()
+	must[client.Tenant](t)(admin.CreateTenant(ctx, client.TenantRequest{Name: "task-r", MaxSandboxes: 1}))
+	key := must[client.NewKey](t)(admin.CreateKey(ctx, "task-r", "k")).Key
+	c := client.New(s.url, key)
+	running := must[client.Task](t)(c.CreateTask(ctx, client.TaskRequest{Harness: "generic", Command: []string{"sh", "-c", "echo up; sleep 60"}}))
+	queued := must[client.Task](t)(c.CreateTask(ctx, client.TaskRequest{Harness: "generic", Command: []string{"echo", "second"}}))
+	errUp := errors.New("up")
+	if _, err := c.FollowTask(ctx, running.ID, 0, func(e client.TaskEvent) error {
+		if e.Text == "up" {
+			return errUp
+		}
+		return nil
+	}); !errors.Is(err, errUp) {
+		t.Fatalf("waiting for the first task to run: %v", err)
+	}
+	if q := must[client.Task](t)(c.GetTask(ctx, queued.ID)); q.State != client.TaskQueued || q.QueuePosition == nil || *q.QueuePosition != 0 {
+		t.Fatalf("the second task is %s (position %v), want queued first in line", q.State, q.QueuePosition)
+	}
+	sandboxID := must[client.Task](t)(c.GetTask(ctx, running.ID)).SandboxID
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	s.cmd.Wait()
+	s.cmd = nil
+	s.start()
+	c = client.New(s.url, key)
+
+	for _, want := range []struct{ id, state, reason string }{
+		{running.ID, client.TaskFailed, "daemon restarted"},
+		{queued.ID, client.TaskSucceeded, ""},
+	} {
+		must[int64](t)(c.FollowTask(ctx, want.id, 0, func(client.TaskEvent) error { return nil }))
+		got := must[client.Task](t)(c.GetTask(ctx, want.id))
+		if got.State != want.state || !strings.Contains(got.Reason, want.reason) {
+			t.Errorf("task %s after the restart: %s (%q), want %s (%q)", want.id, got.State, got.Reason, want.state, want.reason)
+		}
+	}
+	if sb := must[client.Sandbox](t)(c.GetSandbox(ctx, sandboxID)); sb.State == client.StateRunning {
+		t.Errorf("the interrupted task's sandbox still runs: %+v", sb)
+	}
+	if p := must[client.Page](t)(c.ListSandboxes(ctx, client.ListOptions{State: client.StateRunning})); len(p.Sandboxes) != 0 {
+		t.Errorf("sandboxes left running: %+v", p.Sandboxes)
+	}
+}

@@ -1,0 +1,143 @@
+package tasks
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Harness is how one agent harness runs in a sandbox: a row of the
+// harnesses table, not code of its own beyond its output parser.
+type Harness struct {
+	Name string
+	// Template is the sandbox template the harness is installed in; a
+	// task cannot start until the server has it.
+	Template string
+	// Package is the npm package (pinned) the template installs, "" for
+	// none.
+	Package string
+	// KeyEnv is the variable the harness reads its model key from: bind a
+	// tenant secret of that name, so the sandbox holds a placeholder and
+	// the egress proxy puts the key in.
+	KeyEnv string
+	// BaseURLEnv carries Model.BaseURL to the harness.
+	BaseURLEnv string
+	// Hosts are the model API hosts added to the allow-list by default.
+	Hosts []string
+	// Argv is the non-interactive command line; the prompt is on stdin.
+	Argv func(r Request) []string
+	// NewParser turns the harness's stdout lines into normalized events.
+	NewParser func() Parser
+}
+
+// Parser turns one harness's stdout, a line at a time, into normalized
+// events. Summary is the harness's final answer, "" if it gave none.
+type Parser interface {
+	Line(line string) []Event
+	Summary() string
+}
+
+// Harness names.
+const (
+	HarnessGeneric = "generic"
+	HarnessCodex   = "codex"
+	HarnessClaude  = "claude"
+)
+
+// harnesses is the table of supported harnesses.
+var harnesses = map[string]Harness{
+	HarnessGeneric: {
+		Name:      HarnessGeneric,
+		Template:  "base",
+		Argv:      func(r Request) []string { return r.Command },
+		NewParser: func() Parser { return &genericParser{} },
+	},
+	HarnessCodex: {
+		Name:       HarnessCodex,
+		Template:   "harness-codex",
+		Package:    "@openai/codex@0.169.0",
+		KeyEnv:     "OPENAI_API_KEY",
+		BaseURLEnv: "OPENAI_BASE_URL",
+		Hosts:      []string{"api.openai.com"},
+		Argv: func(r Request) []string {
+			// Airlock is the sandbox: codex's own (landlock/seccomp) one
+			// cannot nest in it, and no one is there to approve. "-"
+			// reads the prompt from stdin.
+			argv := []string{"codex", "exec", "--json", "--skip-git-repo-check",
+				"--dangerously-bypass-approvals-and-sandbox"}
+			if r.Model != nil && r.Model.Name != "" {
+				argv = append(argv, "--model", r.Model.Name)
+			}
+			return append(argv, "-")
+		},
+		NewParser: func() Parser { return &codexParser{} },
+	},
+	HarnessClaude: {
+		Name:       HarnessClaude,
+		Template:   "harness-claude",
+		Package:    "@anthropic-ai/claude-code@2.1.328",
+		KeyEnv:     "ANTHROPIC_API_KEY",
+		BaseURLEnv: "ANTHROPIC_BASE_URL",
+		Hosts:      []string{"api.anthropic.com"},
+		Argv: func(r Request) []string {
+			// With -p and no prompt argument, claude reads it from stdin.
+			argv := []string{"claude", "-p", "--output-format", "stream-json", "--verbose",
+				"--dangerously-skip-permissions"}
+			if r.Model != nil && r.Model.Name != "" {
+				argv = append(argv, "--model", r.Model.Name)
+			}
+			return argv
+		},
+		NewParser: func() Parser { return &claudeParser{tools: map[string]string{}} },
+	},
+}
+
+// HarnessNames lists the supported harnesses.
+func HarnessNames() []string { return []string{HarnessGeneric, HarnessCodex, HarnessClaude} }
+
+// Lookup returns the harness with the name.
+func Lookup(name string) (Harness, bool) {
+	h, ok := harnesses[name]
+	return h, ok
+}
+
+// env is what the harness's command gets beyond the request's own env.
+func (h Harness) env(r Request, taskID string) map[string]string {
+	env := map[string]string{}
+	for k, v := range r.Env {
+		env[k] = v
+	}
+	if h.BaseURLEnv != "" && r.Model != nil && r.Model.BaseURL != "" {
+		env[h.BaseURLEnv] = r.Model.BaseURL
+	}
+	env["AIRLOCK_TASK_ID"] = taskID
+	env["AIRLOCK_TASK_PROMPT"] = r.Prompt
+	return env
+}
+
+// genericParser: every stdout line is an assistant message, unless it is
+// a JSON object that already is a normalized event of a type a harness
+// may report.
+type genericParser struct{ last string }
+
+func (p *genericParser) Line(line string) []Event {
+	if strings.TrimSpace(line) == "" {
+		return nil
+	}
+	if strings.HasPrefix(line, "{") {
+		var e Event
+		if json.Unmarshal([]byte(line), &e) == nil && harnessTypes[e.Type] {
+			e.Seq, e.SandboxID = 0, ""
+			if e.Type == EventMessage && e.Role == "" {
+				e.Role = "assistant"
+			}
+			if e.Type == EventMessage && e.Role == "assistant" {
+				p.last = e.Text
+			}
+			return []Event{e}
+		}
+	}
+	p.last = line
+	return []Event{{Type: EventMessage, Role: "assistant", Text: line}}
+}
+
+func (p *genericParser) Summary() string { return p.last }

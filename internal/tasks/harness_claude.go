@@ -1,0 +1,171 @@
+package tasks
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// claudeParser reads `claude -p --output-format stream-json --verbose`:
+// one JSON object a line, typed system (init), assistant (a message whose
+// content blocks are text, thinking or tool_use), user (tool_result
+// blocks) and result (the final answer, usage and is_error). tools maps a
+// tool_use id to its name, so a result names its tool and a Bash call
+// becomes a command event when its result comes.
+type claudeParser struct {
+	tools map[string]string
+	input map[string]json.RawMessage
+	last  string
+}
+
+type claudeLine struct {
+	Type    string `json:"type"`
+	Subtype string `json:"subtype"`
+	Message *struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"message"`
+	Result  string       `json:"result"`
+	IsError bool         `json:"is_error"`
+	Usage   *claudeUsage `json:"usage"`
+}
+
+type claudeUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+}
+
+type claudeBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+func (p *claudeParser) Summary() string { return p.last }
+
+func (p *claudeParser) Line(line string) []Event {
+	var l claudeLine
+	if json.Unmarshal([]byte(line), &l) != nil || l.Type == "" {
+		return rawLine(line)
+	}
+	switch l.Type {
+	case "system":
+		return nil
+	case "assistant", "user":
+		if l.Message == nil {
+			return nil
+		}
+		return p.blocks(l.Type, l.Message.Content)
+	case "result":
+		var evs []Event
+		if l.Result != "" {
+			p.last = l.Result
+		}
+		if l.IsError {
+			evs = append(evs, Event{Type: EventMessage, Role: "error", Text: l.Result})
+		}
+		if l.Usage != nil {
+			// Cached input is input the model read all the same.
+			in := l.Usage.InputTokens + l.Usage.CacheCreationInputTokens + l.Usage.CacheReadInputTokens
+			evs = append(evs, Event{Type: EventUsage, InputTokens: in, OutputTokens: l.Usage.OutputTokens})
+		}
+		return evs
+	}
+	return rawLine(line)
+}
+
+// blocks turns a message's content (a string or a list of blocks) into
+// events.
+func (p *claudeParser) blocks(role string, content json.RawMessage) []Event {
+	var text string
+	if json.Unmarshal(content, &text) == nil {
+		if role == "user" {
+			return nil // the prompt, echoed
+		}
+		p.last = text
+		return []Event{{Type: EventMessage, Role: role, Text: text}}
+	}
+	var blocks []claudeBlock
+	if json.Unmarshal(content, &blocks) != nil {
+		return nil
+	}
+	var evs []Event
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			if role == "assistant" {
+				p.last = b.Text
+				evs = append(evs, Event{Type: EventMessage, Role: "assistant", Text: b.Text})
+			}
+		case "thinking":
+			evs = append(evs, Event{Type: EventMessage, Role: "reasoning", Text: b.Thinking})
+		case "tool_use":
+			p.tools[b.ID] = b.Name
+			if p.input == nil {
+				p.input = map[string]json.RawMessage{}
+			}
+			p.input[b.ID] = b.Input
+			evs = append(evs, Event{Type: EventToolCall, ID: b.ID, Name: b.Name, Input: b.Input})
+		case "tool_result":
+			name := p.tools[b.ToolUseID]
+			out := toolResultText(b.Content)
+			evs = append(evs, Event{Type: EventToolResult, ID: b.ToolUseID, Name: name, Output: out, IsError: b.IsError})
+			if name == "Bash" {
+				var in struct {
+					Command string `json:"command"`
+				}
+				json.Unmarshal(p.input[b.ToolUseID], &in)
+				// Claude reports no exit code; is_error is a failed command.
+				code := 0
+				if b.IsError {
+					code = 1
+				}
+				evs = append(evs, Event{Type: EventCommand, Argv: shellWords(in.Command), ExitCode: intPtr(code), Output: out})
+			}
+			if edit := claudeFileTools[name]; edit != "" {
+				var in struct {
+					Path string `json:"file_path"`
+				}
+				if json.Unmarshal(p.input[b.ToolUseID], &in) == nil && in.Path != "" && !b.IsError {
+					evs = append(evs, Event{Type: EventFileChange, Path: in.Path, Kind: edit})
+				}
+			}
+			delete(p.tools, b.ToolUseID)
+			delete(p.input, b.ToolUseID)
+		}
+	}
+	return evs
+}
+
+// claudeFileTools are Claude Code's tools that change a file, by the kind
+// of change (Write may also create one; the workspace diff tells).
+var claudeFileTools = map[string]string{"Write": "modified", "Edit": "modified", "MultiEdit": "modified"}
+
+// toolResultText is a tool_result's content: a string, or text blocks.
+func toolResultText(c json.RawMessage) string {
+	var s string
+	if json.Unmarshal(c, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(c, &blocks) != nil {
+		return string(c)
+	}
+	var parts []string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}

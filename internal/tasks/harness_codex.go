@@ -1,0 +1,198 @@
+package tasks
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// codexParser reads `codex exec --json`: one JSON object a line, typed
+// thread.*, turn.*, item.* and error. Items carry their own "type"
+// (agent_message, reasoning, command_execution, file_change,
+// mcp_tool_call, web_search, todo_list, error); only completed items
+// become events, except a command's start, so a long command shows while
+// it runs.
+type codexParser struct{ last string }
+
+type codexLine struct {
+	Type  string `json:"type"`
+	Usage *struct {
+		InputTokens       int64 `json:"input_tokens"`
+		CachedInputTokens int64 `json:"cached_input_tokens"`
+		OutputTokens      int64 `json:"output_tokens"`
+	} `json:"usage"`
+	Error   *struct{ Message string } `json:"error"`
+	Message string                    `json:"message"`
+	Item    *codexItem                `json:"item"`
+}
+
+type codexItem struct {
+	ID               string `json:"id"`
+	Type             string `json:"type"`
+	Text             string `json:"text"`
+	Command          string `json:"command"`
+	AggregatedOutput string `json:"aggregated_output"`
+	ExitCode         *int   `json:"exit_code"`
+	Status           string `json:"status"`
+	Changes          []struct {
+		Path string `json:"path"`
+		Kind string `json:"kind"`
+	} `json:"changes"`
+	Server    string          `json:"server"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Result    json.RawMessage `json:"result"`
+	Error     *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+	Query   string `json:"query"`
+	Message string `json:"message"`
+}
+
+func (p *codexParser) Summary() string { return p.last }
+
+func (p *codexParser) Line(line string) []Event {
+	var l codexLine
+	if json.Unmarshal([]byte(line), &l) != nil || l.Type == "" {
+		return rawLine(line)
+	}
+	switch l.Type {
+	case "thread.started", "turn.started":
+		return nil
+	case "turn.completed":
+		if l.Usage == nil {
+			return nil
+		}
+		return []Event{{Type: EventUsage, InputTokens: l.Usage.InputTokens, OutputTokens: l.Usage.OutputTokens}}
+	case "turn.failed":
+		msg := ""
+		if l.Error != nil {
+			msg = l.Error.Message
+		}
+		return []Event{{Type: EventMessage, Role: "error", Text: msg}}
+	case "error":
+		return []Event{{Type: EventMessage, Role: "error", Text: l.Message}}
+	case "item.started":
+		if l.Item != nil && l.Item.Type == "command_execution" {
+			return []Event{{Type: EventToolCall, ID: l.Item.ID, Name: "shell", Input: jsonInput("command", l.Item.Command)}}
+		}
+		return nil
+	case "item.completed":
+		if l.Item != nil {
+			return p.item(*l.Item)
+		}
+	case "item.updated":
+		return nil
+	}
+	return rawLine(line)
+}
+
+func (p *codexParser) item(it codexItem) []Event {
+	switch it.Type {
+	case "agent_message":
+		p.last = it.Text
+		return []Event{{Type: EventMessage, Role: "assistant", Text: it.Text}}
+	case "reasoning":
+		return []Event{{Type: EventMessage, Role: "reasoning", Text: it.Text}}
+	case "command_execution":
+		return []Event{
+			{Type: EventToolResult, ID: it.ID, Name: "shell", Output: it.AggregatedOutput, IsError: it.Status == "failed" || it.Status == "declined"},
+			{Type: EventCommand, Argv: shellWords(it.Command), ExitCode: it.ExitCode, Output: it.AggregatedOutput},
+		}
+	case "file_change":
+		var evs []Event
+		for _, c := range it.Changes {
+			evs = append(evs, Event{Type: EventFileChange, Path: c.Path, Kind: changeKind(c.Kind)})
+		}
+		return evs
+	case "mcp_tool_call":
+		name := it.Tool
+		if it.Server != "" {
+			name = it.Server + "." + it.Tool
+		}
+		res := Event{Type: EventToolResult, ID: it.ID, Name: name, Output: string(it.Result)}
+		if it.Error != nil {
+			res.Output, res.IsError = it.Error.Message, true
+		}
+		return []Event{{Type: EventToolCall, ID: it.ID, Name: name, Input: it.Arguments}, res}
+	case "web_search":
+		return []Event{{Type: EventToolCall, ID: it.ID, Name: "web_search", Input: jsonInput("query", it.Query)}}
+	case "error":
+		return []Event{{Type: EventMessage, Role: "error", Text: it.Message}}
+	}
+	return nil
+}
+
+// changeKind maps a harness's name of a file change onto added, modified
+// or deleted.
+func changeKind(k string) string {
+	switch k {
+	case "add", "added", "create", "created":
+		return "added"
+	case "delete", "deleted", "remove", "removed":
+		return "deleted"
+	}
+	return "modified"
+}
+
+func jsonInput(key, value string) json.RawMessage {
+	b, _ := json.Marshal(map[string]string{key: value})
+	return b
+}
+
+func rawLine(line string) []Event {
+	if strings.TrimSpace(line) == "" {
+		return nil
+	}
+	return []Event{{Type: EventRaw, Stream: "stdout", Line: line}}
+}
+
+// shellWords splits a POSIX shell command line into words (quotes and
+// backslashes; no expansion), for a command event's argv. A line it
+// cannot split (an open quote) is one word.
+func shellWords(s string) []string {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return []string{s}
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+			inWord = true
+		case c == '"':
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`\n", s[i+1]) >= 0 {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return []string{s}
+			}
+			inWord = true
+		case c == '\\' && i+1 < len(s):
+			i++
+			cur.WriteByte(s[i])
+			inWord = true
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words
+}

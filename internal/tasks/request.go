@@ -1,0 +1,149 @@
+package tasks
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/airlockhq/airlock/internal/egress"
+	"github.com/airlockhq/airlock/internal/sandbox"
+)
+
+// Request is POST /v1/tasks: what to run, on what, with what reach.
+type Request struct {
+	Harness string `json:"harness"`
+	Prompt  string `json:"prompt"`
+	// Files are written into the workspace before the harness starts:
+	// relative path -> content. A file whose content starts with "#!" is
+	// made executable.
+	Files map[string]string `json:"files,omitempty"`
+	// Command is the generic harness's argv (refused for the others).
+	Command []string          `json:"command,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	// Allow is the egress allow-list (sandbox network patterns); empty:
+	// no network but the bound secrets' hosts and the harness's model
+	// hosts.
+	Allow []string `json:"allow,omitempty"`
+	// Secrets names tenant secrets bound to the task's sandbox.
+	Secrets   []string `json:"secrets,omitempty"`
+	Model     *Model   `json:"model,omitempty"`
+	Limits    Limits   `json:"limits,omitzero"`
+	TimeoutS  int64    `json:"timeout_s,omitempty"`
+	Artifacts []string `json:"artifacts,omitempty"`
+}
+
+// Model says which model endpoint a harness talks to.
+type Model struct {
+	Provider string `json:"provider,omitempty"`
+	BaseURL  string `json:"base_url,omitempty"`
+	Name     string `json:"name,omitempty"`
+}
+
+// Limits are the task sandbox's resources; zero fields take the sandbox
+// defaults.
+type Limits struct {
+	CPUs     float64 `json:"cpus,omitempty"`
+	MemoryMB int64   `json:"memory_mb,omitempty"`
+	Pids     int64   `json:"pids,omitempty"`
+	DiskMB   int64   `json:"disk_mb,omitempty"`
+}
+
+// Bounds of a request.
+const (
+	DefaultTimeoutS = 600
+	MaxTimeoutS     = 86400
+	// MaxPrompt keeps the prompt under the kernel's 128 KiB bound on one
+	// environment string ($AIRLOCK_TASK_PROMPT).
+	MaxPrompt    = 100 << 10
+	MaxFiles     = 10000
+	MaxArtifacts = 64
+)
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", sandbox.ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// validate checks r and fills its defaults. has says whether the server
+// has a template.
+func (r *Request) validate(has func(template string) bool) error {
+	h, ok := harnesses[r.Harness]
+	if !ok {
+		return invalid("harness %q: want one of %s", r.Harness, strings.Join(HarnessNames(), ", "))
+	}
+	if !has(h.Template) {
+		return invalid("harness %q needs the sandbox template %q (with %s installed), which this server does not have yet",
+			h.Name, h.Template, h.Package)
+	}
+	switch {
+	case len(r.Prompt) > MaxPrompt:
+		return invalid("prompt is %d bytes; at most %d", len(r.Prompt), MaxPrompt)
+	case strings.ContainsRune(r.Prompt, 0):
+		return invalid("prompt holds a NUL byte")
+	case r.Harness != HarnessGeneric && strings.TrimSpace(r.Prompt) == "":
+		return invalid("prompt is empty")
+	case r.Harness == HarnessGeneric && (len(r.Command) == 0 || r.Command[0] == ""):
+		return invalid("harness generic needs a command (argv), e.g. [\"sh\", \"-c\", \"...\"]")
+	case r.Harness != HarnessGeneric && len(r.Command) > 0:
+		return invalid("command is for the generic harness; harness %q has its own", r.Harness)
+	case r.TimeoutS < 0 || r.TimeoutS > MaxTimeoutS:
+		return invalid("timeout_s %d: want 1..%d (default %d)", r.TimeoutS, MaxTimeoutS, DefaultTimeoutS)
+	case len(r.Files) > MaxFiles:
+		return invalid("%d files; at most %d", len(r.Files), MaxFiles)
+	case len(r.Artifacts) > MaxArtifacts:
+		return invalid("%d artifact patterns; at most %d", len(r.Artifacts), MaxArtifacts)
+	}
+	if r.TimeoutS == 0 {
+		r.TimeoutS = DefaultTimeoutS
+	}
+	for _, a := range r.Command {
+		if strings.ContainsRune(a, 0) {
+			return invalid("command holds a NUL byte")
+		}
+	}
+	for k, v := range r.Env {
+		if !envName.MatchString(k) || strings.ContainsRune(v, 0) || strings.HasPrefix(k, "AIRLOCK_") {
+			return invalid("env %.40q: names are [A-Za-z_][A-Za-z0-9_]* and not AIRLOCK_*, values without NUL", k)
+		}
+	}
+	if r.Limits.CPUs < 0 || r.Limits.MemoryMB < 0 || r.Limits.Pids < 0 || r.Limits.DiskMB < 0 {
+		return invalid("limits must not be negative (0 takes the sandbox default)")
+	}
+	if len(r.Allow) > 0 {
+		if _, err := egress.Compile(egress.Policy{Mode: egress.ModeAllowlist, Allow: r.Allow}); err != nil {
+			return invalid("allow: %v", err)
+		}
+	}
+	for _, name := range r.Secrets {
+		if !envName.MatchString(name) {
+			return invalid("secret %.40q: want a secret's name", name)
+		}
+	}
+	for p := range r.Files {
+		if err := validPath(p); err != nil {
+			return err
+		}
+	}
+	for _, g := range r.Artifacts {
+		if err := validGlob(g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validPath accepts a workspace-relative path that stays in the
+// workspace.
+func validPath(p string) error {
+	switch {
+	case p == "" || len(p) > 4096 || strings.ContainsRune(p, 0):
+		return invalid("file path %.60q: want 1..4096 bytes without NUL", p)
+	case strings.HasPrefix(p, "/"):
+		return invalid("file path %.60q: want a path relative to the workspace", p)
+	case path.Clean(p) != p || p == "." || p == ".." || strings.HasPrefix(p, "../"):
+		return invalid("file path %.60q: want a clean path inside the workspace (no ., .. or //)", p)
+	}
+	return nil
+}

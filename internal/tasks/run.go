@@ -1,0 +1,231 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/egress"
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// Where a task's files live in its sandbox. The snapshot's git directory
+// is outside the workspace, so a repository the user sent (its own .git)
+// is never touched.
+const (
+	Workspace = "/home/user/work"
+	stateDir  = "/home/user/.airlock-task"
+)
+
+// setupMargin is how much longer than the harness's timeout the task's
+// sandbox lives: creating it, writing files, snapshots and collecting
+// artifacts.
+const setupMargin = 5 * time.Minute
+
+// run runs the task id to its end.
+func (s *Service) run(ctx context.Context, id string) {
+	bg := context.WithoutCancel(ctx)
+	rec, err := s.st.GetTask(bg, id)
+	if err != nil {
+		s.log.Error("task: read", "task", id, "err", err)
+		return
+	}
+	if rec.State != store.TaskQueued {
+		return // cancelled meanwhile
+	}
+	t, err := decode(rec)
+	if err != nil {
+		s.finish(bg, &rec, store.TaskFailed, err.Error(), "", nil)
+		return
+	}
+	r := &taskRun{s: s, rec: &rec, req: t.Request, h: harnesses[t.Request.Harness],
+		c: sandbox.Caller{TenantID: rec.TenantID, KeyID: rec.KeyID}}
+	r.run(ctx)
+}
+
+// taskRun is one task being run.
+type taskRun struct {
+	s   *Service
+	rec *store.Task
+	req Request
+	h   Harness
+	c   sandbox.Caller
+}
+
+func (r *taskRun) run(ctx context.Context) {
+	bg := context.WithoutCancel(ctx)
+	end := r.runIn(ctx)
+	// The sandbox goes before task.finished, so a client that saw the end
+	// never finds the task's sandbox still there.
+	if r.rec.SandboxID != "" {
+		dctx, cancel := context.WithTimeout(bg, time.Minute)
+		if err := r.s.m.Delete(dctx, r.c, r.rec.SandboxID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+			r.s.log.Error("task: destroy sandbox", "task", r.rec.ID, "sandbox", r.rec.SandboxID, "err", err)
+		}
+		cancel()
+	}
+	r.s.finish(bg, r.rec, end.state, end.reason, end.summary, end.res)
+}
+
+// ending is how a task ended.
+type ending struct {
+	state, reason, summary string
+	res                    *sandbox.ExecResult
+}
+
+// runIn creates the task's sandbox and runs the task in it.
+func (r *taskRun) runIn(ctx context.Context) ending {
+	s, bg := r.s, context.WithoutCancel(ctx)
+	sb, err := r.createSandbox(ctx)
+	if err != nil {
+		return r.cut(ctx, err, "create the task's sandbox")
+	}
+	// Running from here: a task waiting for its tenant's sandbox quota
+	// shows as queued.
+	r.rec.SandboxID, r.rec.State, r.rec.StartedAt = sb.ID, store.TaskRunning, s.opts.Now().UTC()
+	if err := s.st.UpdateTask(bg, *r.rec); err != nil {
+		s.log.Error("task: save", "task", r.rec.ID, "err", err)
+	}
+	s.emit(r.rec.ID, sb.ID, Event{Type: EventStarted, Harness: r.h.Name})
+	if err := r.prepare(ctx, sb.ID); err != nil {
+		return r.cut(ctx, err, "prepare the workspace")
+	}
+	res, parser, err := r.harness(ctx, sb.ID)
+	if err != nil || context.Cause(ctx) != nil {
+		return r.cut(ctx, err, "run the harness")
+	}
+	// Collect even after a timeout: what the harness did so far is
+	// what the user needs to see why.
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	if err := r.collect(cctx, sb.ID); err != nil {
+		s.log.Warn("task: collect", "task", r.rec.ID, "sandbox", sb.ID, "err", err)
+		s.emit(r.rec.ID, sb.ID, Event{Type: EventRaw, Stream: "airlock", Line: "collecting artifacts failed: " + err.Error()})
+	}
+	cancel()
+	if context.Cause(ctx) != nil {
+		return r.cut(ctx, context.Cause(ctx), "collect artifacts")
+	}
+	e := ending{state: store.TaskSucceeded, summary: parser.Summary(), res: &res}
+	switch {
+	case res.TimedOut:
+		e.state, e.reason = store.TaskTimedOut, fmt.Sprintf("the harness ran past timeout_s (%d)", r.req.TimeoutS)
+	case res.OOMKilled:
+		e.state, e.reason = store.TaskFailed, "the harness ran out of memory"
+	case res.ExitCode != 0 || res.Signal != 0:
+		e.state = store.TaskFailed
+		e.reason = fmt.Sprintf("the harness exited %d", res.ExitCode)
+		if res.Signal != 0 {
+			e.reason = fmt.Sprintf("the harness was killed by signal %d", res.Signal)
+		}
+	}
+	return e
+}
+
+// cut is the ending of a task that err cut short: cancelled, stopped
+// with the daemon, or failed doing what.
+func (r *taskRun) cut(ctx context.Context, err error, what string) ending {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errCancelled):
+		return ending{state: store.TaskCancelled, reason: "cancelled"}
+	case errors.Is(cause, errShutdown):
+		return ending{state: store.TaskFailed, reason: "daemon stopped while the task ran"}
+	}
+	return ending{state: store.TaskFailed, reason: fmt.Sprintf("%s: %v", what, err)}
+}
+
+// createSandbox creates the task's sandbox. A tenant at its sandbox quota
+// (its own sandboxes count too) makes the task wait and retry rather than
+// fail.
+func (r *taskRun) createSandbox(ctx context.Context) (store.Sandbox, error) {
+	req := sandbox.CreateRequest{
+		Template: r.h.Template,
+		CPUs:     r.req.Limits.CPUs, MemoryMB: r.req.Limits.MemoryMB,
+		Pids: r.req.Limits.Pids, DiskMB: r.req.Limits.DiskMB,
+		TimeoutS: min(r.req.TimeoutS+int64(setupMargin/time.Second), MaxTimeoutS),
+		Secrets:  r.req.Secrets,
+		Metadata: map[string]string{"airlock.task": r.rec.ID},
+	}
+	if allow := append(append([]string(nil), r.req.Allow...), r.modelHosts()...); len(allow) > 0 {
+		req.Network = &egress.Policy{Mode: egress.ModeAllowlist, Allow: allow}
+	}
+	for {
+		sb, err := r.s.m.Create(ctx, r.c, req)
+		// Only a tenant quota passes ("tenant NAME already has..."); a
+		// request no host could hold never will.
+		if !errors.Is(err, sandbox.ErrLimitExceeded) || !strings.Contains(err.Error(), ": tenant ") {
+			return sb, err
+		}
+		select {
+		case <-ctx.Done():
+			return store.Sandbox{}, err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// modelHosts are the harness's default model hosts, unless the request
+// names its own endpoint (then the caller's allow-list must reach it).
+func (r *taskRun) modelHosts() []string {
+	if r.req.Model != nil && r.req.Model.BaseURL != "" {
+		return nil
+	}
+	return r.h.Hosts
+}
+
+// prepare writes the files into the workspace and snapshots it.
+func (r *taskRun) prepare(ctx context.Context, sbID string) error {
+	if err := r.s.m.Mkdir(ctx, r.c, sbID, Workspace, 0o755); err != nil {
+		return err
+	}
+	for p, content := range r.req.Files {
+		mode := uint32(0o644)
+		if strings.HasPrefix(content, "#!") {
+			mode = 0o755
+		}
+		if _, err := r.s.m.WriteFile(ctx, r.c, sbID, Workspace+"/"+p, strings.NewReader(content), fsMode(mode)); err != nil {
+			return fmt.Errorf("write %s: %w", p, err)
+		}
+	}
+	return r.git(ctx, sbID, snapshotScript)
+}
+
+// harness runs the harness's command in the workspace, its stdout turned
+// into events as it comes.
+func (r *taskRun) harness(ctx context.Context, sbID string) (sandbox.ExecResult, Parser, error) {
+	p := r.h.NewParser()
+	out := newEventStream(r.s, r.rec, sbID, p)
+	// The runtime's timeout kills the harness's tree at timeout_s; the
+	// context is a backstop should the runtime not answer.
+	hctx, cancel := context.WithTimeout(ctx, time.Duration(r.req.TimeoutS)*time.Second+30*time.Second)
+	defer cancel()
+	res, err := r.s.m.ExecStream(hctx, r.c, sbID, sandbox.ExecRequest{
+		Cmd: r.h.Argv(r.req), Cwd: Workspace, Env: r.h.env(r.req, r.rec.ID),
+		Stdin: r.req.Prompt, TimeoutS: r.req.TimeoutS,
+	}, out)
+	out.flush()
+	return res, p, err
+}
+
+// finish saves the task's end and emits task.finished, its last event.
+func (s *Service) finish(ctx context.Context, t *store.Task, state, reason, summary string, res *sandbox.ExecResult) {
+	t.State, t.Reason, t.EndedAt = state, reason, s.opts.Now().UTC()
+	if summary == "" {
+		summary = reason
+	}
+	t.Summary = truncUTF8(summary, 4096)
+	e := Event{Type: EventFinished, Status: state, Summary: t.Summary, Reason: reason}
+	if res != nil {
+		t.HasExit, t.ExitCode = true, res.ExitCode
+		e.ExitCode = intPtr(res.ExitCode)
+	}
+	if t.InputTokens > 0 || t.OutputTokens > 0 {
+		e.InputTokens, e.OutputTokens = t.InputTokens, t.OutputTokens
+	}
+	if err := s.st.UpdateTask(ctx, *t); err != nil {
+		s.log.Error("task: save end", "task", t.ID, "state", state, "err", err)
+	}
+	s.emit(t.ID, t.SandboxID, e)
+}

@@ -1,0 +1,286 @@
+// Package tasks runs agent harnesses (Codex CLI, Claude Code, any command)
+// as tasks: each in a sandbox created for it and destroyed after it, its
+// output turned into one normalized event stream, its workspace changes
+// and artifacts kept. It reaches sandboxes only through sandbox.Manager
+// with the task's own tenant as the caller, so a task can never do what
+// its tenant could not (quotas, secrets, allow-lists, ownership), and it
+// must never answer one tenant with another tenant's task: every lookup
+// treats a foreign task as one that does not exist.
+package tasks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// Options tunes a Service. Zero fields take defaults.
+type Options struct {
+	// Concurrency is how many tasks of one tenant run at once when the
+	// tenant has no sandbox quota (max_sandboxes 0); a tenant with one
+	// runs up to its quota. Default 4.
+	Concurrency int
+	// HasTemplate says whether the server has a sandbox template; default:
+	// only "base".
+	HasTemplate func(name string) bool
+	Logger      *slog.Logger
+	Now         func() time.Time
+}
+
+// Task is a task as the API shows it.
+type Task struct {
+	store.Task
+	Request Request
+}
+
+// Service queues and runs tasks. It owns the goroutines of running tasks
+// (stopped by Close) but neither the store nor the manager.
+type Service struct {
+	st   store.Store
+	m    sandbox.Manager
+	opts Options
+	log  *slog.Logger
+	q    *queue
+
+	mu      sync.Mutex
+	running map[string]*runState // by task id
+	wake    map[string]chan struct{}
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+type runState struct {
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
+// Causes of a task's context ending early.
+var (
+	errCancelled = errors.New("cancelled")
+	errShutdown  = errors.New("daemon stopped")
+)
+
+// New starts the service: tasks left running by an earlier daemon end
+// failed ("daemon restarted": their harness's output stream died with
+// it) and their sandboxes are destroyed; queued tasks queue again, in
+// submission order.
+func New(ctx context.Context, st store.Store, m sandbox.Manager, opts Options) (*Service, error) {
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 4
+	}
+	if opts.HasTemplate == nil {
+		opts.HasTemplate = func(name string) bool { return name == "base" }
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Service{st: st, m: m, opts: opts, log: opts.Logger,
+		running: map[string]*runState{}, wake: map[string]chan struct{}{}}
+	s.q = newQueue(s.limit, s.start)
+	left, err := st.ListTasks(ctx, store.TaskFilter{States: []string{store.TaskQueued, store.TaskRunning}})
+	if err != nil {
+		return nil, fmt.Errorf("recover tasks: %w", err)
+	}
+	var queued []store.Task
+	for _, t := range left {
+		if t.State == store.TaskRunning {
+			s.abandon(ctx, t)
+			continue
+		}
+		queued = append(queued, t)
+	}
+	// ListTasks orders by id; the queue's order is submission order.
+	sortByCreated(queued)
+	for _, t := range queued {
+		s.q.submit(t.TenantID, t.ID)
+	}
+	return s, nil
+}
+
+// abandon ends a task an earlier daemon was running.
+func (s *Service) abandon(ctx context.Context, t store.Task) {
+	if t.SandboxID != "" {
+		c := sandbox.Caller{TenantID: t.TenantID}
+		if err := s.m.Delete(ctx, c, t.SandboxID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+			s.log.Error("task: destroy sandbox of an abandoned task", "task", t.ID, "sandbox", t.SandboxID, "err", err)
+		}
+	}
+	s.finish(ctx, &t, store.TaskFailed, "daemon restarted while the task ran", "", nil)
+}
+
+// limit is how many tasks of the tenant may run at once.
+func (s *Service) limit(tenant string) int {
+	t, err := s.st.GetTenant(context.Background(), tenant)
+	if err == nil && t.MaxSandboxes > 0 {
+		return t.MaxSandboxes
+	}
+	return s.opts.Concurrency
+}
+
+// Close cancels the running tasks (they end failed, "daemon stopped",
+// their sandboxes destroyed) and waits for them. Queued tasks stay
+// queued for the next daemon.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for _, r := range s.running {
+		r.cancel(errShutdown)
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+// Submit validates req, stores the task queued and queues it.
+func (s *Service) Submit(ctx context.Context, c sandbox.Caller, req Request) (Task, error) {
+	if err := req.validate(s.opts.HasTemplate); err != nil {
+		return Task{}, err
+	}
+	spec, err := json.Marshal(req)
+	if err != nil {
+		return Task{}, fmt.Errorf("encode task: %w", err)
+	}
+	b := make([]byte, 12)
+	rand.Read(b)
+	t := store.Task{ID: "tsk_" + hex.EncodeToString(b), TenantID: c.TenantID, KeyID: c.KeyID,
+		Harness: req.Harness, State: store.TaskQueued, Spec: string(spec), CreatedAt: s.opts.Now().UTC()}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return Task{}, fmt.Errorf("%w: the server is shutting down", sandbox.ErrUnavailable)
+	}
+	if err := s.st.CreateTask(ctx, t); err != nil {
+		return Task{}, err
+	}
+	s.q.submit(t.TenantID, t.ID)
+	return Task{Task: t, Request: req}, nil
+}
+
+// Get returns the caller's task.
+func (s *Service) Get(ctx context.Context, c sandbox.Caller, id string) (Task, error) {
+	t, err := s.own(ctx, c, id)
+	if err != nil {
+		return Task{}, err
+	}
+	return decode(t)
+}
+
+// own reads the task, answering ErrNotFound for another tenant's.
+func (s *Service) own(ctx context.Context, c sandbox.Caller, id string) (store.Task, error) {
+	t, err := s.st.GetTask(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || err == nil && t.TenantID != c.TenantID {
+		return store.Task{}, fmt.Errorf("%w: task %q", sandbox.ErrNotFound, id)
+	}
+	return t, err
+}
+
+func decode(t store.Task) (Task, error) {
+	var req Request
+	if err := json.Unmarshal([]byte(t.Spec), &req); err != nil {
+		return Task{}, fmt.Errorf("task %s: decode spec: %w", t.ID, err)
+	}
+	return Task{Task: t, Request: req}, nil
+}
+
+// List returns the caller's tasks f selects (its TenantID is the
+// caller's).
+func (s *Service) List(ctx context.Context, c sandbox.Caller, f store.TaskFilter) ([]Task, error) {
+	f.TenantID = c.TenantID
+	list, err := s.st.ListTasks(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Task, 0, len(list))
+	for _, t := range list {
+		d, err := decode(t)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// Position is how many of the tenant's tasks wait before a queued one
+// (-1 when it does not wait).
+func (s *Service) Position(t Task) int { return s.q.position(t.TenantID, t.ID) }
+
+// Cancel stops the caller's task: a queued one ends at once, a running
+// one is killed and its sandbox destroyed; Cancel waits (at most 10 s)
+// for that. A task that already ended is returned as it is.
+func (s *Service) Cancel(ctx context.Context, c sandbox.Caller, id string) (Task, error) {
+	t, err := s.own(ctx, c, id)
+	if err != nil {
+		return Task{}, err
+	}
+	// A task admitted but not yet registered as running is neither
+	// waiting nor running for a moment: look again.
+	for range 50 {
+		if s.q.remove(t.TenantID, t.ID) {
+			s.finish(ctx, &t, store.TaskCancelled, "cancelled while queued", "", nil)
+			return decode(t)
+		}
+		s.mu.Lock()
+		r := s.running[id]
+		s.mu.Unlock()
+		if r != nil {
+			r.cancel(errCancelled)
+			select {
+			case <-r.done:
+			case <-time.After(10 * time.Second):
+			case <-ctx.Done():
+				return Task{}, ctx.Err()
+			}
+			break
+		}
+		if t, err = s.st.GetTask(ctx, id); err != nil || t.State != store.TaskQueued && t.State != store.TaskRunning {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return s.Get(ctx, c, id)
+}
+
+// start runs an admitted task of the tenant in its own goroutine, which
+// frees the tenant's slot when the task has ended.
+func (s *Service) start(tenant, id string) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	r := &runState{cancel: cancel, done: make(chan struct{})}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		cancel(errShutdown)
+		return
+	}
+	s.running[id] = r
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		s.run(ctx, id)
+		cancel(nil)
+		s.mu.Lock()
+		delete(s.running, id)
+		s.mu.Unlock()
+		close(r.done)
+		s.q.done(tenant)
+	}()
+}
+
+func sortByCreated(ts []store.Task) {
+	slices.SortStableFunc(ts, func(a, b store.Task) int { return a.CreatedAt.Compare(b.CreatedAt) })
+}

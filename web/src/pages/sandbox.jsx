@@ -1,0 +1,253 @@
+// One sandbox: a header that stays while the tabs below change, each tab
+// its own URL (/sandboxes/ID/TAB).
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, sandboxPath } from '../api.js';
+import { Link, navigate } from '../router.jsx';
+import { Empty, ErrorText, Icon, Loading, Pill, usePoll } from '../ui/kit.jsx';
+import { LineChart } from '../ui/chart.jsx';
+import { age, bytes, dateTime, duration, number, percent, timeLeft } from '../format.js';
+import { DestroyDialog, ExtendDialog, Metadata } from './sandboxes.jsx';
+import { Processes } from './processes.jsx';
+
+import { Files } from './files.jsx';
+import { Network } from './network.jsx';
+import { Audit } from './audit.jsx';
+
+// xterm.js and asciinema-player are most of the app's weight: their tabs
+// load on first use.
+const Terminal = lazy(() => import('./terminal.jsx').then((m) => m.Terminal));
+const Replay = lazy(() => import('./replay.jsx').then((m) => m.Replay));
+
+function lazy(load) {
+  let Component = null;
+  let loading = null;
+  return function Lazy(props) {
+    const [, setLoaded] = useState(false);
+    const [err, setErr] = useState(null);
+    useEffect(() => {
+      if (Component) return;
+      loading = loading || load().then((c) => (Component = c));
+      loading.then(() => setLoaded(true), (e) => { loading = null; setErr(e); });
+    }, []);
+    if (Component) return <Component {...props} />;
+    return err ? <ErrorText error={'Could not load this tab: ' + err.message} /> : <Loading />;
+  };
+}
+
+const TABS = [
+  ['overview', 'Overview'],
+  ['processes', 'Processes'],
+  ['terminal', 'Terminal'],
+  ['files', 'Files'],
+  ['network', 'Network'],
+  ['audit', 'Audit'],
+  ['replay', 'Replay'],
+];
+
+export function Sandbox({ id, tab }) {
+  const [sb, setSb] = useState(null);
+  const [err, setErr] = useState(null);
+  const [dialog, setDialog] = useState(null);
+  const refresh = usePoll(
+    async (signal) => {
+      try {
+        setSb(await api(sandboxPath(id), { signal }));
+        setErr(null);
+      } catch (e) {
+        if (e.name !== 'AbortError') setErr(e);
+      }
+    },
+    2000,
+    [id],
+  );
+
+  if (err && err.status === 404) {
+    return (
+      <div class="page">
+        <h1>Sandbox not found</h1>
+        <Empty title={'No sandbox ' + id} icon="alert">
+          <p>Your tenant has no sandbox with this id: it may have been removed, or belong to another tenant.</p>
+          <Link href="/sandboxes" class="button">Back to the sandboxes</Link>
+        </Empty>
+      </div>
+    );
+  }
+  if (!sb) return <div class="page">{err ? <ErrorText error={err} /> : <Loading />}</div>;
+
+  const base = '/sandboxes/' + encodeURIComponent(id);
+  const current = TABS.find((t) => t[0] === tab) ? tab : 'overview';
+  const onKey = (e) => {
+    const i = TABS.findIndex((t) => t[0] === current);
+    let j = -1;
+    if (e.key === 'ArrowRight') j = (i + 1) % TABS.length;
+    if (e.key === 'ArrowLeft') j = (i - 1 + TABS.length) % TABS.length;
+    if (e.key === 'Home') j = 0;
+    if (e.key === 'End') j = TABS.length - 1;
+    if (j < 0) return;
+    e.preventDefault();
+    navigate(base + '/' + TABS[j][0]);
+    requestAnimationFrame(() => document.getElementById('tab-' + TABS[j][0])?.focus());
+  };
+  const running = sb.state === 'running';
+
+  return (
+    <div class="page">
+      <nav class="crumbs" aria-label="Breadcrumb">
+        <Link href="/sandboxes">Sandboxes</Link>
+        <span aria-hidden="true">/</span>
+        <span class="mono">{id}</span>
+      </nav>
+      <div class="page-head">
+        <div>
+          <h1 class="sandbox-title">
+            <span class="mono">{sb.id}</span>
+            <Pill value={sb.state} />
+          </h1>
+          <p class="muted facts">
+            <span>
+              Template <span class="mono">{sb.template}</span>
+            </span>
+            <span>Created {age(sb.created_at)} ago</span>
+            {running && <span>{timeLeft(sb.expires_at)} left</span>}
+            <span>
+              {number(sb.limits.cpus)} CPU · {sb.limits.memory_mb} MiB
+            </span>
+          </p>
+          {sb.reason && <ErrorText error={'Failed: ' + sb.reason} />}
+        </div>
+        <div class="head-actions">
+          <button type="button" class="button" disabled={!running} onClick={() => setDialog('extend')}>
+            Extend
+          </button>
+          <button type="button" class="button danger-outline" disabled={sb.state === 'stopped'} onClick={() => setDialog('destroy')}>
+            Destroy
+          </button>
+        </div>
+      </div>
+
+      <div class="tabs" role="tablist" aria-label="Sandbox views" onKeyDown={onKey}>
+        {TABS.map(([key, name]) => (
+          <Link
+            key={key}
+            id={'tab-' + key}
+            href={base + '/' + key}
+            role="tab"
+            aria-selected={current === key ? 'true' : 'false'}
+            aria-controls="tabpanel"
+            tabIndex={current === key ? 0 : -1}
+            class={'tab' + (current === key ? ' current' : '')}
+          >
+            {name}
+          </Link>
+        ))}
+      </div>
+      <section id="tabpanel" role="tabpanel" aria-labelledby={'tab-' + current} class="tabpanel">
+        {current === 'overview' && <Overview sb={sb} />}
+        {current === 'processes' && <Processes sb={sb} />}
+        {current === 'terminal' && <Terminal sb={sb} />}
+        {current === 'files' && <Files sb={sb} />}
+        {current === 'network' && <Network sb={sb} />}
+        {current === 'audit' && <Audit sb={sb} />}
+        {current === 'replay' && <Replay sb={sb} />}
+      </section>
+
+      {dialog === 'destroy' && <DestroyDialog sandbox={sb} onClose={() => setDialog(null)} onDone={refresh} />}
+      {dialog === 'extend' && <ExtendDialog sandbox={sb} onClose={() => setDialog(null)} onDone={refresh} />}
+    </div>
+  );
+}
+
+const SPAN = 120000; // the charts' window: two minutes
+
+function Overview({ sb }) {
+  const [m, setM] = useState(null);
+  const [err, setErr] = useState(null);
+  const samples = useRef([]);
+  const [, setTick] = useState(0);
+  usePoll(
+    async (signal) => {
+      try {
+        const x = await api(sandboxPath(sb.id, '/metrics'), { signal });
+        const now = Date.now();
+        const s = samples.current;
+        const last = s[s.length - 1];
+        const cpu = last ? Math.max(0, (x.cpu_seconds - last.cpuTotal) / ((now - last.t) / 1000)) : null;
+        s.push({ t: now, cpuTotal: x.cpu_seconds, cpu, mem: x.memory_bytes });
+        while (s.length && s[0].t < now - SPAN) s.shift();
+        setM(x);
+        setErr(null);
+        setTick((t) => t + 1);
+      } catch (e) {
+        if (e.name !== 'AbortError') setErr(e);
+      }
+    },
+    sb.state === 'running' || sb.state === 'creating' ? 2000 : 0,
+    [sb.id, sb.state],
+  );
+  const s = samples.current;
+  const cpuPoints = s.filter((p) => p.cpu !== null).map((p) => ({ t: p.t, v: p.cpu }));
+  const memPoints = s.map((p) => ({ t: p.t, v: p.mem }));
+  const net = sb.network || { mode: 'none' };
+
+  return (
+    <div class="stack-lg">
+      <ErrorText error={err} />
+      <div class="cards">
+        <Stat label="CPU time" value={m ? number(m.cpu_seconds, 2) + ' s' : '—'} sub="CPU-seconds, all processes" />
+        <Stat label="Memory" value={m ? bytes(m.final ? m.memory_peak_bytes : m.memory_bytes) : '—'} sub={m ? (m.final ? 'peak · ' : `peak ${bytes(m.memory_peak_bytes)} · `) + 'of ' + sb.limits.memory_mb + ' MiB' : 'of ' + sb.limits.memory_mb + ' MiB'} />
+        <Stat label="Egress" value={m ? bytes(m.egress_bytes_out + m.egress_bytes_in) : '—'} sub={m ? `${bytes(m.egress_bytes_out)} out · ${bytes(m.egress_bytes_in)} in` : ''} />
+        <Stat label="Commands" value={m ? number(m.exec_count, 0) : '—'} sub={m ? 'over ' + duration(m.wall_seconds) : ''} />
+      </div>
+      {sb.state === 'running' || sb.state === 'creating' ? (
+        <div class="charts2">
+          <LineChart label="CPU" series={[{ name: 'CPU', points: cpuPoints }]} format={(v) => percent(v)} window={SPAN} />
+          <LineChart label="Memory in use" series={[{ name: 'Memory', points: memPoints }]} format={bytes} window={SPAN} binary />
+        </div>
+      ) : (
+        <p class="muted">The sandbox has ended: the numbers above are final{m && m.ended_at ? ` (ended ${dateTime(m.ended_at)})` : ''}.</p>
+      )}
+      <div class="panel">
+        <h2>Details</h2>
+        <dl class="details">
+          <dt>Created</dt>
+          <dd>{dateTime(sb.created_at)}</dd>
+          <dt>Expires</dt>
+          <dd>{dateTime(sb.expires_at)}</dd>
+          <dt>Idle timeout</dt>
+          <dd>{sb.idle_timeout_s ? duration(sb.idle_timeout_s) : 'none'}</dd>
+          <dt>Limits</dt>
+          <dd>
+            {number(sb.limits.cpus)} CPU · {sb.limits.memory_mb} MiB memory · {sb.limits.disk_mb} MiB disk · {sb.limits.pids} processes
+          </dd>
+          <dt>Working directory</dt>
+          <dd class="mono">{sb.workdir || '/home/user'}</dd>
+          <dt>Network</dt>
+          <dd>
+            {net.mode === 'none' ? 'No network' : 'Allow-list'}
+            {net.allow && net.allow.length > 0 && (
+              <span class="chips">
+                {net.allow.map((h) => (
+                  <span class="chip mono" key={h}>{h}</span>
+                ))}
+              </span>
+            )}
+          </dd>
+          <dt>Metadata</dt>
+          <dd>
+            <Metadata m={sb.metadata} />
+          </dd>
+        </dl>
+      </div>
+    </div>
+  );
+}
+
+function Stat({ label, value, sub }) {
+  return (
+    <div class="card stat">
+      <div class="stat-label">{label}</div>
+      <div class="stat-value">{value}</div>
+      <div class="stat-sub">{sub}</div>
+    </div>
+  );
+}
