@@ -31,6 +31,9 @@ type SQLite struct {
 	// (parsing and planning) is over half the cost of a point query.
 	stmts sync.Map // string -> *sql.Stmt
 
+	// sandboxes caches sandbox records (sqlite_sbcache.go).
+	sandboxes sandboxCache
+
 	writes    atomic.Int64 // bumped by every write; the checkpointer polls it
 	stopCkpt  chan struct{}
 	ckptDone  chan struct{}
@@ -158,6 +161,12 @@ func (s *SQLite) writeTx(ctx context.Context, what string, fn func(tx *sql.Tx) e
 // exec runs one write statement and returns the rows it changed. Like
 // queryRow, it runs without the caller's cancellation (see pointCtx).
 func (s *SQLite) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	return s.execThen(ctx, nil, query, args...)
+}
+
+// execThen is exec that calls then, if not nil, with the outcome while it
+// still holds the write lock: what then records follows the write order.
+func (s *SQLite) execThen(ctx context.Context, then func(n int64, err error), query string, args ...any) (int64, error) {
 	ctx = pointCtx(ctx)
 	st, err := s.prepared(ctx, query)
 	if err != nil {
@@ -167,10 +176,15 @@ func (s *SQLite) exec(ctx context.Context, query string, args ...any) (int64, er
 	defer s.wmu.Unlock()
 	res, err := st.ExecContext(ctx, args...)
 	s.writes.Add(1)
-	if err != nil {
-		return 0, mapErr(err)
+	var n int64
+	if err == nil {
+		n, err = res.RowsAffected()
 	}
-	return res.RowsAffected()
+	err = mapErr(err)
+	if then != nil {
+		then(n, err)
+	}
+	return n, err
 }
 
 // queryRow runs a fixed single-row query, without the caller's

@@ -16,7 +16,8 @@ const sandboxCols = `id, tenant_id, state, reason, template, cpus, memory_mb, pi
 func (s *SQLite) CreateSandbox(ctx context.Context, sb Sandbox) error {
 	args, err := sandboxArgs(sb)
 	if err == nil {
-		_, err = s.exec(ctx, `INSERT INTO sandboxes (`+sandboxCols+`)
+		_, err = s.execThen(ctx, func(_ int64, err error) { s.sandboxes.wrote(sb.ID, stored(sb), err == nil) },
+			`INSERT INTO sandboxes (`+sandboxCols+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
 	}
 	if err != nil {
@@ -27,10 +28,15 @@ func (s *SQLite) CreateSandbox(ctx context.Context, sb Sandbox) error {
 
 // GetSandbox returns the sandbox with the id.
 func (s *SQLite) GetSandbox(ctx context.Context, id string) (Sandbox, error) {
+	sb, ok, gen := s.sandboxes.get(id)
+	if ok {
+		return sb, nil
+	}
 	sb, err := scanSandbox(s.queryRow(ctx, `SELECT `+sandboxCols+` FROM sandboxes WHERE id = ?`, id))
 	if err != nil {
 		return Sandbox{}, fmt.Errorf("get sandbox %s: %w", id, err)
 	}
+	s.sandboxes.fill(sb, gen)
 	return sb, nil
 }
 
@@ -39,7 +45,7 @@ func (s *SQLite) UpdateSandbox(ctx context.Context, sb Sandbox) error {
 	args, err := sandboxArgs(sb)
 	if err == nil {
 		var n int64
-		n, err = s.exec(ctx, `UPDATE sandboxes SET
+		n, err = s.execThen(ctx, func(n int64, err error) { s.sandboxes.wrote(sb.ID, stored(sb), err == nil && n == 1) }, `UPDATE sandboxes SET
 			tenant_id = ?, state = ?, reason = ?, template = ?, cpus = ?, memory_mb = ?,
 			pids = ?, disk_mb = ?, env = ?, metadata = ?, workdir = ?,
 			created_at = ?, expires_at = ?, ended_at = ?, network = ?, secrets = ?, idle_timeout_s = ?
