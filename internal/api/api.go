@@ -104,6 +104,7 @@ var routes = []route{
 	{"GET", "/v1/sandboxes/{id}/sessions/{sid}/cast", sandboxKeyOnly, (*server).sessionCast},
 
 	{"GET", "/v1/audit/key", anyKey, (*server).auditKey},
+	{"GET", "/v1/templates", anyKey, (*server).listTemplates},
 
 	// The browser console's sign-in (console.go): they check the cookie
 	// and the browser headers themselves.

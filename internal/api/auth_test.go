@@ -68,6 +68,8 @@ func TestAuth(t *testing.T) {
 		{name: "token lists", method: "GET", path: "/v1/sandboxes", cred: tok, status: 403, code: "forbidden"},
 		{name: "token creates", method: "POST", path: "/v1/sandboxes", cred: tok, body: `{}`, status: 403, code: "forbidden"},
 		{name: "token keys", method: "GET", path: "/v1/keys", cred: tok, status: 403, code: "forbidden"},
+		{name: "templates", method: "GET", path: "/v1/templates", cred: e.alice, status: 200},
+		{name: "token templates", method: "GET", path: "/v1/templates", cred: tok, status: 403, code: "forbidden"},
 		{name: "token tenants", method: "GET", path: "/v1/tenants", cred: tok, status: 403, code: "forbidden"},
 
 		{name: "other tenant", method: "GET", path: "/v1/sandboxes/" + bobSB, cred: e.alice, status: 404, code: "not_found"},

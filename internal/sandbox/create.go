@@ -122,10 +122,32 @@ func (s *Service) admit(ctx context.Context, rec store.Sandbox) error {
 	return nil
 }
 
+// Template is a root file system sandboxes can be created from.
+type Template struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// Templates lists the templates this server has: for now the base
+// template only, built from the host's own /usr.
+func Templates() []Template {
+	return []Template{{Name: "base", Description: "the host's /usr, read-only, with a writable /home/user"}}
+}
+
+// HasTemplate says whether the server has the template called name.
+func HasTemplate(name string) bool {
+	for _, t := range Templates() {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // newRecord validates req and builds the record with every default filled
 // in, so what the API shows is what the sandbox gets.
 func (s *Service) newRecord(ctx context.Context, c Caller, req CreateRequest) (store.Sandbox, error) {
-	if req.Template != "" && req.Template != "base" {
+	if req.Template != "" && !HasTemplate(req.Template) {
 		return store.Sandbox{}, fmt.Errorf("%w: template %q", ErrNotFound, req.Template)
 	}
 	lim, err := s.limits(req)

@@ -79,7 +79,7 @@ func New(ctx context.Context, st store.Store, m sandbox.Manager, opts Options) (
 		opts.Concurrency = 4
 	}
 	if opts.HasTemplate == nil {
-		opts.HasTemplate = func(name string) bool { return name == "base" }
+		opts.HasTemplate = sandbox.HasTemplate
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

@@ -1,6 +1,6 @@
 // The sandboxes list: polled every 2 s with each running sandbox's
 // metrics, so CPU is a rate between two samples.
-import { useRef, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, sandboxPath } from '../api.js';
 import { Link, navigate } from '../router.jsx';
 import { Confirm, Dialog, Empty, ErrorText, Field, Icon, Loading, Pill, usePoll } from '../ui/kit.jsx';
@@ -304,6 +304,14 @@ function NewSandbox({ onClose }) {
   });
   const [busy, setBusy] = useState(false);
   const [err, setErr] = useState(null);
+  const [templates, setTemplates] = useState([]);
+  useEffect(() => {
+    const ctl = new AbortController();
+    api('/v1/templates', { signal: ctl.signal })
+      .then((r) => setTemplates(r.templates || []))
+      .catch((x) => x.name !== 'AbortError' && setErr(x));
+    return () => ctl.abort();
+  }, []);
   const set = (k) => (e) => {
     const v = e.currentTarget.value;
     setF((o) => ({ ...o, [k]: v, ...(k === 'hosts' && v.trim() ? { network: 'allowlist' } : {}) }));
@@ -347,8 +355,12 @@ function NewSandbox({ onClose }) {
     <Dialog title="New sandbox" onClose={onClose} wide>
       <form aria-label="New sandbox" onSubmit={submit} class="form-grid">
         <div class="row2">
-          <Field label="Template" hint="The root file system, e.g. base.">
-            <input class="input mono" value={f.template} onInput={set('template')} autofocus />
+          <Field label="Template" hint={(templates.find((t) => t.name === f.template) || {}).description || 'The root file system.'}>
+            <select class="input mono" value={f.template} onChange={set('template')} autofocus>
+              {(templates.length ? templates : [{ name: f.template }]).map((t) => (
+                <option key={t.name} value={t.name}>{t.name}</option>
+              ))}
+            </select>
           </Field>
           <Field label="Network" hint="Allowed hosts switch the proxy on.">
             <select class="input wide-select" value={f.network} onChange={set('network')}>
