@@ -38,12 +38,7 @@ type auditRun struct {
 }
 
 func runScripted(t *testing.T) *auditRun {
-	n := fakenet.Start(t)
-	caFile := filepath.Join(t.TempDir(), "upstream-ca.pem")
-	if err := os.WriteFile(caFile, n.CAPEM, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s := startServer(t, "", "--egress-dns", n.DNS, "--egress-ca-file", caFile)
+	_, s := startTrusting(t)
 	c := s.admin()
 	r := &auditRun{s: s, c: c, secret: "sk-REAL-" + randHex(16), file: "FILE-CONTENTS-" + randHex(16)}
 	must[client.Secret](t)(c.CreateSecret(ctx, client.SecretRequest{Name: "OPENAI_API_KEY", Value: r.secret, Hosts: []string{fakenet.AllowedName}}))

@@ -23,13 +23,19 @@ type secretsEnv struct {
 	placeholder string
 }
 
-func startSecrets(t *testing.T) *secretsEnv {
+// startTrusting starts a fake internet and a server whose egress proxy
+// resolves names in it and trusts its CA (for the hosts it intercepts).
+func startTrusting(t *testing.T) (*fakenet.Net, *server) {
 	n := fakenet.Start(t)
 	caFile := filepath.Join(t.TempDir(), "upstream-ca.pem")
 	if err := os.WriteFile(caFile, n.CAPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, "", "--egress-dns", n.DNS, "--egress-ca-file", caFile)
+	return n, startServer(t, "", "--egress-dns", n.DNS, "--egress-ca-file", caFile)
+}
+
+func startSecrets(t *testing.T) *secretsEnv {
+	n, s := startTrusting(t)
 	c := s.admin()
 	b := make([]byte, 16)
 	rand.Read(b)
