@@ -78,25 +78,12 @@ retried with backoff for 24 hours. "add" prints the secret once; without
 --secret-stdin the server makes one.`
 
 func webhooksCmd(args []string) error {
-	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, webhooksUsage)
-		return exitError(2)
-	}
-	switch args[0] {
-	case "add":
-		return webhooksAdd(args[1:])
-	case "ls":
-		return webhooksLs(args[1:])
-	case "rm":
-		return webhooksRm(args[1:])
-	case "deliveries":
-		return webhooksDeliveries(args[1:])
-	case "-h", "--help", "help":
-		fmt.Println(webhooksUsage)
-		return nil
-	}
-	fmt.Fprintf(os.Stderr, "airlock: unknown webhooks command %q\n%s\n", args[0], webhooksUsage)
-	return exitError(2)
+	return subcommand("webhooks", webhooksUsage, args,
+		verb{"add", webhooksAdd},
+		verb{"ls", webhooksLs},
+		verb{"rm", webhooksRm},
+		verb{"deliveries", webhooksDeliveries},
+	)
 }
 
 func webhooksAdd(args []string) error {

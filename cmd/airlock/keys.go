@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
 )
 
 const keysUsage = `Usage: airlock keys create --tenant NAME [--name N]
@@ -13,23 +12,11 @@ const keysUsage = `Usage: airlock keys create --tenant NAME [--name N]
 Manage API keys (admin key only, but for ls). A new key is shown once.`
 
 func keysCmd(args []string) error {
-	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, keysUsage)
-		return exitError(2)
-	}
-	switch args[0] {
-	case "create":
-		return keysCreate(args[1:])
-	case "ls":
-		return keysLs(args[1:])
-	case "rm":
-		return keysRm(args[1:])
-	case "-h", "--help", "help":
-		fmt.Println(keysUsage)
-		return nil
-	}
-	fmt.Fprintf(os.Stderr, "airlock: unknown keys command %q\n%s\n", args[0], keysUsage)
-	return exitError(2)
+	return subcommand("keys", keysUsage, args,
+		verb{"create", keysCreate},
+		verb{"ls", keysLs},
+		verb{"rm", keysRm},
+	)
 }
 
 func keysCreate(args []string) error {

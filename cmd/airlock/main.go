@@ -139,3 +139,31 @@ func defaultStateDir() string {
 	home, _ := os.UserHomeDir()
 	return filepath.Join(home, ".local", "share", "airlock")
 }
+
+// verb is one subcommand of a command group (airlock keys create ...).
+type verb struct {
+	name string
+	run  func(args []string) error
+}
+
+// subcommand runs the verb that args name within group: no verb prints
+// usage and exits 2, help prints it and succeeds, an unknown verb says so
+// and exits 2.
+func subcommand(group, usage string, args []string, verbs ...verb) error {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, usage)
+		return exitError(2)
+	}
+	for _, v := range verbs {
+		if v.name == args[0] {
+			return v.run(args[1:])
+		}
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Println(usage)
+		return nil
+	}
+	fmt.Fprintf(os.Stderr, "airlock: unknown %s command %q\n%s\n", group, args[0], usage)
+	return exitError(2)
+}

@@ -25,23 +25,11 @@ existing name rotates it.`
 const maxSecretBytes = 16 << 10
 
 func secretsCmd(args []string) error {
-	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, secretsUsage)
-		return exitError(2)
-	}
-	switch args[0] {
-	case "set":
-		return secretsSet(args[1:])
-	case "ls":
-		return secretsLs(args[1:])
-	case "rm":
-		return secretsRm(args[1:])
-	case "-h", "--help", "help":
-		fmt.Println(secretsUsage)
-		return nil
-	}
-	fmt.Fprintf(os.Stderr, "airlock: unknown secrets command %q\n%s\n", args[0], secretsUsage)
-	return exitError(2)
+	return subcommand("secrets", secretsUsage, args,
+		verb{"set", secretsSet},
+		verb{"ls", secretsLs},
+		verb{"rm", secretsRm},
+	)
 }
 
 func secretsSet(args []string) error {

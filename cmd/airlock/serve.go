@@ -71,13 +71,14 @@ func serveCmd(args []string) error {
 	}
 	mcpDone, endMCP := context.WithCancel(context.Background())
 	defer endMCP()
-	srv := &http.Server{Handler: withConsole(withE2B(withMCP(d.handler, ln.Addr(), mcpDone), ln.Addr(), mcpDone)), ReadHeaderTimeout: 10 * time.Second}
+	con := console.New()
+	srv := &http.Server{Handler: withConsole(con, withE2B(withMCP(d.handler, ln.Addr(), mcpDone), ln.Addr(), mcpDone)), ReadHeaderTimeout: 10 * time.Second}
 	// Event streams, MCP and E2B streams never go idle: end them, or Shutdown
 	// waits it out.
 	srv.RegisterOnShutdown(d.events.EndStreams)
 	srv.RegisterOnShutdown(endMCP)
 	fmt.Printf("airlock: serving on http://%s (data in %s)\n", ln.Addr(), *dataDir)
-	if console.New().Built() {
+	if con.Built() {
 		fmt.Printf("airlock: console at http://%s/ (sign in with an API key)\n", loopbackAddr(ln.Addr()))
 	} else {
 		fmt.Println("airlock: console not built into this binary (npm ci --prefix web && npm run build --prefix web, then go build)")

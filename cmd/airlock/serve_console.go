@@ -6,10 +6,9 @@ import (
 	"github.com/airlockhq/airlock/internal/console"
 )
 
-// withConsole serves the browser console's pages and assets (GET and HEAD
-// of its own paths) beside everything else, which keeps its answers.
-func withConsole(next http.Handler) http.Handler {
-	c := console.New()
+// withConsole serves the browser console c's pages and assets (GET and
+// HEAD of its own paths) beside everything else, which keeps its answers.
+func withConsole(c *console.Handler, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if c.Match(r) {
 			c.ServeHTTP(w, r)

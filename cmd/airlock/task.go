@@ -33,25 +33,12 @@ command line) with the prompt on stdin and in $AIRLOCK_TASK_PROMPT.`
 const maxUpload = 24 << 20
 
 func taskCmd(args []string) error {
-	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, taskUsage)
-		return exitError(2)
-	}
-	switch args[0] {
-	case "run":
-		return taskRun(args[1:])
-	case "ls":
-		return taskLs(args[1:])
-	case "get":
-		return taskGet(args[1:])
-	case "cancel":
-		return taskCancel(args[1:])
-	case "-h", "--help", "help":
-		fmt.Println(taskUsage)
-		return nil
-	}
-	fmt.Fprintf(os.Stderr, "airlock: unknown task command %q\n%s\n", args[0], taskUsage)
-	return exitError(2)
+	return subcommand("task", taskUsage, args,
+		verb{"run", taskRun},
+		verb{"ls", taskLs},
+		verb{"get", taskGet},
+		verb{"cancel", taskCancel},
+	)
 }
 
 func taskRun(args []string) error {

@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
 
 	"github.com/airlockhq/airlock/client"
 )
@@ -14,21 +13,10 @@ const tenantsUsage = `Usage: airlock tenants create NAME [--max-sandboxes N] [--
 Manage tenants (admin key only).`
 
 func tenantsCmd(args []string) error {
-	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, tenantsUsage)
-		return exitError(2)
-	}
-	switch args[0] {
-	case "create":
-		return tenantsCreate(args[1:])
-	case "ls":
-		return tenantsLs(args[1:])
-	case "-h", "--help", "help":
-		fmt.Println(tenantsUsage)
-		return nil
-	}
-	fmt.Fprintf(os.Stderr, "airlock: unknown tenants command %q\n%s\n", args[0], tenantsUsage)
-	return exitError(2)
+	return subcommand("tenants", tenantsUsage, args,
+		verb{"create", tenantsCreate},
+		verb{"ls", tenantsLs},
+	)
 }
 
 func tenantsCreate(args []string) error {

@@ -58,8 +58,11 @@ func (h *Handler) Match(r *http.Request) bool {
 		return false
 	}
 	p := r.URL.Path
-	if p == "/" || p == "/index.html" {
+	switch {
+	case p == "/" || p == "/index.html":
 		return true
+	case strings.HasPrefix(p, "/v1/"):
+		return false // the API's, without a look into the build
 	}
 	first, _, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
 	if routes[first] {

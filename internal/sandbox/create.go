@@ -109,11 +109,11 @@ func (s *Service) admit(ctx context.Context, rec store.Sandbox) error {
 			return fmt.Errorf("tenant %s usage: %w", rec.TenantID, err)
 		}
 		if t.MaxSandboxes > 0 && n+1 > t.MaxSandboxes {
-			return fmt.Errorf("%w: tenant %s already has %d of %d sandboxes", ErrLimitExceeded, t.Name, n, t.MaxSandboxes)
+			return quotaError(fmt.Sprintf("tenant %s already has %d of %d sandboxes", t.Name, n, t.MaxSandboxes))
 		}
 		if t.MaxMemoryMB > 0 && mem+rec.MemoryMB > t.MaxMemoryMB {
-			return fmt.Errorf("%w: tenant %s uses %d MiB of %d MiB memory, %d MiB more requested",
-				ErrLimitExceeded, t.Name, mem, t.MaxMemoryMB, rec.MemoryMB)
+			return quotaError(fmt.Sprintf("tenant %s uses %d MiB of %d MiB memory, %d MiB more requested",
+				t.Name, mem, t.MaxMemoryMB, rec.MemoryMB))
 		}
 	}
 	if err := s.st.CreateSandbox(ctx, rec); err != nil {

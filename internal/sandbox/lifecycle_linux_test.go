@@ -77,6 +77,7 @@ func TestQuota(t *testing.T) {
 	create(t, svc, c, sandbox.CreateRequest{MemoryMB: 64})
 	_, err := svc.Create(ctx, c, sandbox.CreateRequest{MemoryMB: 64})
 	wantKind(t, "third sandbox of two", err, sandbox.ErrLimitExceeded)
+	wantKind(t, "third sandbox of two", err, sandbox.ErrTenantQuota)
 	if err := svc.Delete(ctx, c, first.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +87,7 @@ func TestQuota(t *testing.T) {
 	create(t, svc, m, sandbox.CreateRequest{}) // 512 MiB by default
 	_, err = svc.Create(ctx, m, sandbox.CreateRequest{MemoryMB: 128})
 	wantKind(t, "512+128 MiB of 600", err, sandbox.ErrLimitExceeded)
+	wantKind(t, "512+128 MiB of 600", err, sandbox.ErrTenantQuota)
 	create(t, svc, m, sandbox.CreateRequest{MemoryMB: 64})
 }
 

@@ -27,7 +27,20 @@ var (
 	ErrConflict      = errors.New("conflict")
 	ErrLimitExceeded = errors.New("limit exceeded")
 	ErrUnavailable   = errors.New("unavailable")
+	// ErrTenantQuota is the ErrLimitExceeded of a tenant's quota, which
+	// passes once the tenant's other sandboxes end (unlike a request no
+	// host could hold).
+	ErrTenantQuota = errors.New("tenant quota")
 )
+
+// quotaError is a tenant quota refusal: ErrLimitExceeded and
+// ErrTenantQuota both match it; its message is ErrLimitExceeded's.
+type quotaError string
+
+func (e quotaError) Error() string { return ErrLimitExceeded.Error() + ": " + string(e) }
+func (e quotaError) Is(target error) bool {
+	return target == ErrLimitExceeded || target == ErrTenantQuota
+}
 
 // Defaults and bounds for a create request.
 const (

@@ -153,9 +153,9 @@ func (r *taskRun) createSandbox(ctx context.Context) (store.Sandbox, error) {
 	}
 	for {
 		sb, err := r.s.m.Create(ctx, r.c, req)
-		// Only a tenant quota passes ("tenant NAME already has..."); a
-		// request no host could hold never will.
-		if !errors.Is(err, sandbox.ErrLimitExceeded) || !strings.Contains(err.Error(), ": tenant ") {
+		// Only a tenant quota passes; a request no host could hold never
+		// will.
+		if !errors.Is(err, sandbox.ErrTenantQuota) {
 			return sb, err
 		}
 		select {
