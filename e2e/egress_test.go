@@ -76,6 +76,21 @@ func (e *egressEnv) logged(id, host string) []client.NetEvent {
 	return out
 }
 
+// loggedAtLeast is logged once it has n entries, or after 10 s: the proxy
+// logs a connection when it closes, which may come just after the client
+// process has exited.
+func (e *egressEnv) loggedAtLeast(id, host string, n int) []client.NetEvent {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l := e.logged(id, host)
+		if len(l) >= n || time.Now().After(deadline) {
+			return l
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // assertDenied checks the newest log entry about host is a denial.
 func (e *egressEnv) assertDenied(id, host string) {
 	e.t.Helper()
@@ -338,9 +353,13 @@ func TestEgressSurvivesRestart(t *testing.T) {
 	if out, _ := e.sh(e.sb.ID, curl+"http://allowed.test/"); out != "200" {
 		t.Fatalf("before the crash: %s", out)
 	}
-	// Read back (which flushes the log writer): events still queued when
-	// the daemon dies are lost, and this test is about the proxy.
-	e.logged(e.sb.ID, fakenet.AllowedName)
+	// Read back (which flushes the log writer) until the connection is
+	// logged: the proxy records it when it closes, which may come just
+	// after curl's exit; events still queued when the daemon dies are
+	// lost, and this test is about the proxy.
+	if len(e.loggedAtLeast(e.sb.ID, fakenet.AllowedName, 1)) == 0 {
+		t.Fatal("the connection before the crash was never logged")
+	}
 	e.s.cmd.Process.Kill()
 	e.s.cmd.Wait()
 	e.s.cmd = nil
@@ -352,7 +371,7 @@ func TestEgressSurvivesRestart(t *testing.T) {
 	if out, _ := e.sh(e.sb.ID, curl+"http://denied.test/"); out != "403" {
 		t.Errorf("after the restart, denied.test: %s", out)
 	}
-	if n := len(e.logged(e.sb.ID, fakenet.AllowedName)); n != 2 {
+	if n := len(e.loggedAtLeast(e.sb.ID, fakenet.AllowedName, 2)); n != 2 {
 		t.Errorf("%d log entries for allowed.test across the restart, want 2", n)
 	}
 }
