@@ -57,6 +57,8 @@ type CreateRequest struct {
 	// IdleTimeoutS destroys the sandbox after that many seconds without
 	// use (calls, running commands, open streams); 0: none.
 	IdleTimeoutS int64 `json:"idle_timeout_s,omitempty"`
+	// Build makes /usr/local writable, to build a template (BuildTemplate).
+	Build bool `json:"build,omitempty"`
 }
 
 func (r CreateRequest) MarshalJSON() ([]byte, error) {

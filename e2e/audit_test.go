@@ -11,7 +11,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -350,19 +349,7 @@ func tamperStore(t *testing.T, r *auditRun, events []client.AuditEvent) {
 // auditCLI reads, verifies and exports the log with the airlock binary,
 // then checks the export offline, intact and tampered with.
 func auditCLI(t *testing.T, r *auditRun, events []client.AuditEvent) {
-	cli := func(args ...string) (string, int) {
-		t.Helper()
-		cmd := exec.Command(r.s.bin, args...)
-		cmd.Env = append(os.Environ(), "AIRLOCK_URL="+r.s.url, "AIRLOCK_API_KEY="+r.s.adminKey)
-		out, err := cmd.CombinedOutput()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return string(out), code
-	}
+	cli := func(args ...string) (string, int) { return r.s.cli(r.s.adminKey, args...) }
 	if out, code := cli("audit", r.id, "--type", "file.written"); code != 0 || strings.Count(out, "file.written") != 1 || !strings.Contains(out, "notes.txt") {
 		t.Errorf("airlock audit --type file.written: exit %d\n%s", code, out)
 	}

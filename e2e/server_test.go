@@ -5,6 +5,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -111,6 +112,22 @@ func (s *server) stop() {
 }
 
 func (s *server) admin() *client.Client { return client.New(s.url, s.adminKey) }
+
+// cli runs the airlock binary against the server with key and returns
+// its combined output and exit code.
+func (s *server) cli(key string, args ...string) (string, int) {
+	s.t.Helper()
+	cmd := exec.Command(s.bin, args...)
+	cmd.Env = append(os.Environ(), "AIRLOCK_URL="+s.url, "AIRLOCK_API_KEY="+key)
+	b, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return string(b), ee.ExitCode()
+	} else if err != nil {
+		s.t.Fatal(err)
+	}
+	return string(b), 0
+}
 
 var ctx = context.Background()
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -145,16 +144,7 @@ func TestTaskCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(args ...string) (string, int) {
-		cmd := exec.Command(s.bin, append([]string{"task", "run"}, args...)...)
-		cmd.Env = append(os.Environ(), "AIRLOCK_URL="+s.url, "AIRLOCK_API_KEY="+s.adminKey)
-		b, err := cmd.CombinedOutput()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return string(b), ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return string(b), 0
+		return s.cli(s.adminKey, append([]string{"task", "run"}, args...)...)
 	}
 	text, code := run("--harness", "generic", "--prompt", "hi", "--artifact", "answer.txt", "--out", out,
 		"--command", `cat input.txt > answer.txt; echo "$AIRLOCK_TASK_PROMPT" >> answer.txt; echo ok`, dir)

@@ -65,14 +65,11 @@ func keysLs(args []string) error {
 func keysRm(args []string) error {
 	fs := flag.NewFlagSet("keys rm", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprintln(fs.Output(), "Usage: airlock keys rm ID") }
-	pos, _, err := parseArgs(fs, args, -1)
+	arg, err := oneArg(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usageError(fs)
-	}
 	ctx, stop := remoteContext()
 	defer stop()
-	return remote().DeleteKey(ctx, pos[0])
+	return remote().DeleteKey(ctx, arg)
 }

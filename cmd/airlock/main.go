@@ -43,6 +43,7 @@ $AIRLOCK_API_KEY, else the admin.key in the data dir:
   airlock usage [--from T] [--to T] [--tenant ID] [--json]
                                          usage per tenant over sandboxes created in [from, to)
   airlock task run|ls|get|cancel         run an agent harness on a folder in a sandbox of its own
+  airlock template build|ls|rm           build templates (a /usr/local layer on base), list them
 
 Run 'airlock COMMAND -h' for a command's flags.
 `
@@ -102,6 +103,8 @@ func main() {
 		err = usageCmd(os.Args[2:])
 	case "task":
 		err = taskCmd(os.Args[2:])
+	case "template":
+		err = templateCmd(os.Args[2:])
 	case "mcp":
 		err = mcpCmd(os.Args[2:])
 	case "-h", "--help", "help":

@@ -69,6 +69,19 @@ func usageError(fs *flag.FlagSet) error {
 	return exitError(2)
 }
 
+// oneArg parses the flags of a command that takes one positional
+// argument, and returns it.
+func oneArg(fs *flag.FlagSet, args []string) (string, error) {
+	pos, _, err := parseArgs(fs, args, -1)
+	if err != nil {
+		return "", err
+	}
+	if len(pos) != 1 {
+		return "", usageError(fs)
+	}
+	return pos[0], nil
+}
+
 // noArgs parses the flags of a command that takes no positional argument.
 func noArgs(fs *flag.FlagSet, args []string) error {
 	pos, _, err := parseArgs(fs, args, -1)

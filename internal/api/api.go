@@ -105,6 +105,9 @@ var routes = []route{
 
 	{"GET", "/v1/audit/key", anyKey, (*server).auditKey},
 	{"GET", "/v1/templates", anyKey, (*server).listTemplates},
+	{"GET", "/v1/templates/{name}", anyKey, (*server).getTemplate},
+	{"POST", "/v1/templates", adminKey, (*server).commitTemplate},
+	{"DELETE", "/v1/templates/{name}", adminKey, (*server).deleteTemplate},
 
 	// The browser console's sign-in (console.go): they check the cookie
 	// and the browser headers themselves.

@@ -228,8 +228,3 @@ func recordNetwork(sb store.Sandbox) networkJSON {
 	}
 	return policyJSON(p)
 }
-
-// listTemplates answers the templates a sandbox can be created from.
-func (s *server) listTemplates(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"templates": sandbox.Templates()})
-}

@@ -83,6 +83,33 @@ type Spec struct {
 	Env      map[string]string // added to every process's environment
 	Hostname string            // defaults to the ID
 	Workdir  string            // default working directory, /home/user unless set
+	// Build makes /usr/local writable (over the template's), for a
+	// template build: Templater.CommitTemplate keeps what was put there.
+	Build bool
+}
+
+// TemplateInfo describes a template sandboxes can be created from.
+type TemplateInfo struct {
+	Name        string            `json:"name"`
+	From        string            `json:"from,omitempty"` // the template it was built on
+	Description string            `json:"description,omitempty"`
+	CreatedAt   time.Time         `json:"created_at,omitzero"`
+	SizeBytes   int64             `json:"size_bytes"` // what it adds to its base
+	Labels      map[string]string `json:"labels,omitempty"`
+}
+
+// Templater is implemented by runtimes that can keep templates built in a
+// sandbox created with Spec.Build.
+type Templater interface {
+	// Templates lists the templates, base first.
+	Templates(ctx context.Context) ([]TemplateInfo, error)
+	// CommitTemplate saves what the build sandbox put in /usr/local as the
+	// template t.Name (replacing one of that name: sandboxes already
+	// running on the old one keep it). The sandbox is left as it is.
+	CommitTemplate(ctx context.Context, sandboxID string, t TemplateInfo) (TemplateInfo, error)
+	// DeleteTemplate removes a built template; running sandboxes keep it
+	// until they end.
+	DeleteTemplate(ctx context.Context, name string) error
 }
 
 // ExecRequest starts one process inside a sandbox.

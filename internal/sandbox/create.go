@@ -45,7 +45,7 @@ func (s *Service) create(ctx context.Context, c Caller, req CreateRequest) (stor
 	// not be left in creating.
 	ctx = context.WithoutCancel(ctx)
 	sb, err := s.rt.Create(ctx, runtime.Spec{
-		ID: rec.ID, Template: rec.Template, Env: rec.Env, Workdir: rec.Workdir,
+		ID: rec.ID, Template: rec.Template, Env: rec.Env, Workdir: rec.Workdir, Build: req.Build,
 		Limits: runtime.Limits{CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Pids: rec.Pids, DiskMB: rec.DiskMB},
 	})
 	if err != nil {
@@ -122,32 +122,10 @@ func (s *Service) admit(ctx context.Context, rec store.Sandbox) error {
 	return nil
 }
 
-// Template is a root file system sandboxes can be created from.
-type Template struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
-}
-
-// Templates lists the templates this server has: for now the base
-// template only, built from the host's own /usr.
-func Templates() []Template {
-	return []Template{{Name: "base", Description: "the host's /usr, read-only, with a writable /home/user"}}
-}
-
-// HasTemplate says whether the server has the template called name.
-func HasTemplate(name string) bool {
-	for _, t := range Templates() {
-		if t.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
 // newRecord validates req and builds the record with every default filled
 // in, so what the API shows is what the sandbox gets.
 func (s *Service) newRecord(ctx context.Context, c Caller, req CreateRequest) (store.Sandbox, error) {
-	if req.Template != "" && !HasTemplate(req.Template) {
+	if req.Template != "" && !s.HasTemplate(ctx, req.Template) {
 		return store.Sandbox{}, fmt.Errorf("%w: template %q", ErrNotFound, req.Template)
 	}
 	lim, err := s.limits(req)
@@ -190,8 +168,12 @@ func (s *Service) newRecord(ctx context.Context, c Caller, req CreateRequest) (s
 		return store.Sandbox{}, err
 	}
 	now := s.now()
+	template := req.Template
+	if template == "" {
+		template = "base"
+	}
 	return store.Sandbox{
-		ID: id, TenantID: c.TenantID, State: store.StateCreating, Template: "base",
+		ID: id, TenantID: c.TenantID, State: store.StateCreating, Template: template,
 		CPUs: lim.CPUs, MemoryMB: lim.MemoryMB, Pids: lim.Pids, DiskMB: lim.DiskMB,
 		Env: maps.Clone(req.Env), Metadata: maps.Clone(req.Metadata), Workdir: req.Workdir,
 		CreatedAt: now, ExpiresAt: now.Add(timeout), Network: network, Secrets: bound,

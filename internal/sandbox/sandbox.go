@@ -71,6 +71,9 @@ type CreateRequest struct {
 	// IdleTimeoutS destroys the sandbox after that many seconds without
 	// use (calls, running commands, open streams); 0: no idle timeout.
 	IdleTimeoutS int64 `json:"idle_timeout_s,omitempty"`
+	// Build makes /usr/local writable, for building a template: an admin
+	// then commits what was put there with CommitTemplate.
+	Build bool `json:"build,omitempty"`
 }
 
 // ExecRequest is POST /v1/sandboxes/{id}/exec: exactly one of Cmd (argv)
@@ -124,6 +127,13 @@ type Caller struct {
 // a sandbox that does not exist.
 type Manager interface {
 	Create(ctx context.Context, c Caller, req CreateRequest) (store.Sandbox, error)
+	// Templates are the server's: every tenant can list and use them;
+	// only an admin can commit (from one of its own build sandboxes) or
+	// delete one.
+	Templates(ctx context.Context) ([]runtime.TemplateInfo, error)
+	Template(ctx context.Context, name string) (runtime.TemplateInfo, error)
+	CommitTemplate(ctx context.Context, c Caller, req CommitTemplateRequest) (runtime.TemplateInfo, error)
+	DeleteTemplate(ctx context.Context, c Caller, name string) error
 	Get(ctx context.Context, c Caller, id string) (store.Sandbox, error)
 	List(ctx context.Context, c Caller, f store.SandboxFilter) ([]store.Sandbox, error)
 	Delete(ctx context.Context, c Caller, id string) error

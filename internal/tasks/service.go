@@ -31,7 +31,7 @@ type Options struct {
 	// runs up to its quota. Default 4.
 	Concurrency int
 	// HasTemplate says whether the server has a sandbox template; default:
-	// only "base".
+	// the manager's Template.
 	HasTemplate func(name string) bool
 	Logger      *slog.Logger
 	Now         func() time.Time
@@ -79,7 +79,10 @@ func New(ctx context.Context, st store.Store, m sandbox.Manager, opts Options) (
 		opts.Concurrency = 4
 	}
 	if opts.HasTemplate == nil {
-		opts.HasTemplate = sandbox.HasTemplate
+		opts.HasTemplate = func(name string) bool {
+			_, err := m.Template(context.Background(), name)
+			return err == nil
+		}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

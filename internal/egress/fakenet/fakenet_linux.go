@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -101,6 +102,19 @@ func (n *Net) Hits(addr string) int {
 		panic(fmt.Sprintf("fakenet: nothing serves %q", addr))
 	}
 	return int(h.Load())
+}
+
+// Handle serves requests whose path starts with prefix ("/v1/") with h, on
+// every fake host's HTTP and HTTPS ports, from now on: a test brings its
+// own server (a model API, a package registry) to the fake internet. Those
+// requests are h's to record; Seen does not list them.
+func (n *Net) Handle(prefix string, h http.Handler) {
+	n.servers.routesMu.Lock()
+	defer n.servers.routesMu.Unlock()
+	if n.servers.routes == nil {
+		n.servers.routes = map[string]http.Handler{}
+	}
+	n.servers.routes[prefix] = h
 }
 
 // Seen returns every HTTP request the fake servers received, in order.

@@ -157,6 +157,14 @@ func TestHTTPS(t *testing.T) {
 	if got := n.Hits(AllowedIP + ":443"); got != 2 {
 		t.Errorf("Hits = %d, want 2", got)
 	}
+	// A test's own handler serves its prefix; the rest stays as it was.
+	n.Handle("/api/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "api "+r.URL.Path) }))
+	if body, _ := get(t, c, "https://"+AllowedName+"/api/x", AllowedName); body != "api /api/x" {
+		t.Errorf("handled path answered %q", body)
+	}
+	if body, _ := get(t, c, "https://"+AllowedName+"/apix", AllowedName); body != "hello from allowed.test\n" {
+		t.Errorf("other path answered %q", body)
+	}
 }
 
 func TestEchoAndUpgrade(t *testing.T) {

@@ -34,6 +34,9 @@ type servers struct {
 
 	seenMu sync.Mutex
 	seen   []Seen
+
+	routesMu sync.RWMutex
+	routes   map[string]http.Handler // path prefix -> handler (Net.Handle)
 }
 
 // Seen is one HTTP request a fake server received, as it arrived.
@@ -63,7 +66,7 @@ var quiet = log.New(io.Discard, "", 0)
 // serveTarget starts HTTP on :80 and :8080, HTTPS on :443 and echo on :7
 // for one fake host.
 func (s *servers) serveTarget(t target, cert tls.Certificate) error {
-	h := handler(t.names[0], s.record)
+	h := s.routed(handler(t.names[0], s.record))
 	for _, port := range []int{PortHTTP, PortAltHTTP} {
 		l, err := s.listen(t.ip, port)
 		if err != nil {
@@ -82,6 +85,27 @@ func (s *servers) serveTarget(t target, cert tls.Certificate) error {
 	}
 	s.accept(l, func(c net.Conn) { io.Copy(c, c) })
 	return nil
+}
+
+// routed sends requests under a path prefix given to Net.Handle to its
+// handler (the longest prefix wins), and the rest to h.
+func (s *servers) routed(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.routesMu.RLock()
+		var best string
+		for p := range s.routes {
+			if strings.HasPrefix(r.URL.Path, p) && len(p) > len(best) {
+				best = p
+			}
+		}
+		route := s.routes[best]
+		s.routesMu.RUnlock()
+		if route != nil {
+			route.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // serveDNS starts d on UDP and TCP port 53 of DNSIP.

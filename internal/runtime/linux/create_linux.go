@@ -36,7 +36,15 @@ var defaultEnv = map[string]string{
 // boot creates a sandbox named name (its directory and cgroup) that no
 // public id points at yet: the cold path binds it at once, the warm pool
 // later.
-func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, host string) (_ *sandbox, err error) {
+// layering is what a sandbox adds to the base template: a built
+// template's layer, or a writable /usr/local for a template build.
+type layering struct {
+	Template     string // the template's build directory under templates/, "" for base
+	TemplateName string // its name
+	Build        bool
+}
+
+func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, host string, lay layering) (_ *sandbox, err error) {
 	dir := filepath.Join(r.sandboxesDir(), name)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		if errors.Is(err, os.ErrExist) {
@@ -44,7 +52,7 @@ func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, hos
 		}
 		return nil, fmt.Errorf("create sandbox dir: %w", err)
 	}
-	p := persisted{Name: name, Slot: -1, Limits: lim}
+	p := persisted{Name: name, Slot: -1, Limits: lim, Template: lay.Template, TemplateName: lay.TemplateName, Build: lay.Build}
 	sb := newSandbox(r, p, dir)
 	defer func() {
 		if err != nil {
@@ -79,6 +87,9 @@ func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, hos
 	}
 	end := r.phase("create: writable layer")
 	err = r.layout(dir, host, hostUID)
+	if err == nil {
+		err = r.layoutLayers(dir, lay, hostUID)
+	}
 	end()
 	if err != nil {
 		return nil, err
@@ -87,12 +98,41 @@ func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, hos
 		ID: name, Hostname: host, Lower: r.tmpl.rootfs, Binds: r.tmpl.binds,
 		Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work"), Rootfs: filepath.Join(dir, "rootfs"),
 		TmpMB: lim.TmpMB, Env: mergeEnv(defaultEnv, nil), Workdir: defaultWorkdir,
-		UID: uid, GID: gid, Rootless: r.rootless, Trace: r.cfg.Trace != nil,
+		UID: uid, GID: gid, Rootless: r.rootless, Trace: r.cfg.Trace != nil, Build: lay.Build,
+	}
+	if lay.Template != "" {
+		cfg.Layer = filepath.Join(r.templatesDir(), lay.Template, "layer")
 	}
 	if err := r.start(ctx, sb, cfg, hostUID); err != nil {
 		return nil, err
 	}
 	return sb, sb.save()
+}
+
+// layoutLayers adds a template's mount point and a build's writable
+// /usr/local to a sandbox's directory.
+func (r *Runtime) layoutLayers(dir string, lay layering, hostUID int) error {
+	if lay.Template != "" {
+		if err := os.Mkdir(filepath.Join(dir, "layer"), 0o755); err != nil {
+			return err
+		}
+	}
+	if !lay.Build {
+		return nil
+	}
+	var lowers []string
+	if lay.Template != "" {
+		lowers = append(lowers, filepath.Join(r.templatesDir(), lay.Template, layerUsrLocal))
+	}
+	lowers = append(lowers, usrLocal)
+	if err := buildSkeleton(filepath.Join(dir, buildUpper), lowers, hostUID+sandboxUID); err != nil {
+		return fmt.Errorf("build layer: %w", err)
+	}
+	work := filepath.Join(dir, buildWork)
+	if err := os.Mkdir(work, 0o755); err != nil {
+		return err
+	}
+	return os.Lchown(work, hostUID, hostUID)
 }
 
 // bind gives a booted sandbox its public id, limits, environment and

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	goruntime "runtime"
+	"slices"
 	"syscall"
 	"time"
 	"unsafe"
@@ -47,8 +48,10 @@ type initConfig struct {
 	UID      int      `json:"uid"`
 	GID      int      `json:"gid"`
 	Rootless bool     `json:"rootless"`
-	Trace    bool     `json:"trace"`   // report phase times on the status pipe
-	SentAt   int64    `json:"sent_at"` // host clock (ns) just before the clone, when tracing
+	Layer    string   `json:"layer,omitempty"` // a built template's layer directory (host path)
+	Build    bool     `json:"build,omitempty"` // a template build: /usr/local is writable
+	Trace    bool     `json:"trace"`           // report phase times on the status pipe
+	SentAt   int64    `json:"sent_at"`         // host clock (ns) just before the clone, when tracing
 
 	status *os.File
 	placed func() error // blocks until the host has placed the init in its cgroups
@@ -168,7 +171,11 @@ func prepare(c *initConfig) error {
 		return err
 	}
 	c.forker = f
-	if _, err := landlock.Restrict([]string{"/"}, writableDirs); err != nil && !errors.Is(err, landlock.ErrUnsupported) {
+	writable := writableDirs
+	if c.Build {
+		writable = append(slices.Clone(writableDirs), usrLocal)
+	}
+	if _, err := landlock.Restrict([]string{"/"}, writable); err != nil && !errors.Is(err, landlock.ErrUnsupported) {
 		return fmt.Errorf("landlock: %w", err)
 	}
 	step("landlock")

@@ -48,7 +48,7 @@ func newPool(r *Runtime, size int) *pool {
 // boots one cold). Only limits a live sandbox can take are adjusted: the
 // /tmp size and, with disk images, the disk size are fixed at boot.
 func (p *pool) take(spec runtime.Spec, lim runtime.Limits) *sandbox {
-	if p == nil || spec.Hostname != "" || lim.TmpMB != p.lim.TmpMB {
+	if p == nil || spec.Hostname != "" || lim.TmpMB != p.lim.TmpMB || spec.Build || (spec.Template != "" && spec.Template != "base") {
 		return nil
 	}
 	if p.r.quota != nil && p.r.quota.Mode() == "image" && lim.DiskMB != p.lim.DiskMB {
@@ -89,7 +89,7 @@ func (p *pool) fill() {
 			}
 			continue
 		}
-		sb, err := p.r.boot(context.Background(), poolName(), p.lim, defaultHostname)
+		sb, err := p.r.boot(context.Background(), poolName(), p.lim, defaultHostname, layering{})
 		if err != nil {
 			// The host may be out of uid ranges, memory or disk: retry
 			// slowly rather than spin; Create still works cold.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -60,6 +61,11 @@ func setupRootfs(c *initConfig) error {
 			return err
 		}
 	}
+	if c.Layer != "" || c.Build {
+		if err := mountUsrLocal(c, dir, r(usrLocal)); err != nil {
+			return err
+		}
+	}
 	if err := setupDev(r("/dev"), c.TmpMB, !c.Rootless); err != nil {
 		return err
 	}
@@ -78,6 +84,41 @@ func setupRootfs(c *initConfig) error {
 		return err
 	}
 	return pivot(c.Rootfs)
+}
+
+// mountUsrLocal puts a built template's layer over the host's /usr/local,
+// read-only, or for a build a writable layer over both. Layers are named
+// relative to the sandbox dir (the working directory) so the mount's
+// options do not show the host's paths.
+func mountUsrLocal(c *initConfig, dir, target string) error {
+	var lowers []string
+	if c.Layer != "" {
+		if err := unix.Mount(c.Layer, filepath.Join(dir, "layer"), "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind template layer: %w", err)
+		}
+		lowers = append(lowers, layerUsrLocal)
+	}
+	if fi, err := os.Stat(usrLocal); err == nil && fi.IsDir() {
+		lowers = append(lowers, usrLocal)
+	}
+	if _, err := os.Stat(target); err != nil {
+		return fmt.Errorf("template layer: the host has no %s to put it on", usrLocal)
+	}
+	lower := "lowerdir=" + strings.Join(lowers, ":")
+	switch {
+	case c.Build:
+		opts := lower + ",upperdir=" + buildUpper + ",workdir=" + buildWork + ",userxattr"
+		if err := unix.Mount("overlay", target, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return fmt.Errorf("mount build layer: %w", err)
+		}
+	case len(lowers) > 1:
+		if err := unix.Mount("overlay", target, "overlay", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, lower+",userxattr"); err != nil {
+			return fmt.Errorf("mount template layer: %w", err)
+		}
+	default:
+		return bindReadOnly(filepath.Join(dir, lowers[0]), target)
+	}
+	return nil
 }
 
 func setupDev(dev string, shmMB int64, ttyGroup bool) error {

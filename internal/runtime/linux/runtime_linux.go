@@ -128,6 +128,7 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	r.tmpl = tmpl
+	r.collectTemplates()
 	sbDir := r.sandboxesDir()
 	for _, d := range []string{sbDir, r.idsDir()} {
 		if err := os.MkdirAll(d, 0o711); err != nil {
@@ -248,8 +249,12 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Sandbo
 	if !validID(spec.ID) {
 		return nil, fmt.Errorf("%w: sandbox id %q must be 1-63 of [a-z0-9-]", runtime.ErrInvalid, spec.ID)
 	}
-	if spec.Template != "" && spec.Template != "base" {
-		return nil, fmt.Errorf("%w: template %q", runtime.ErrNotFound, spec.Template)
+	tmplDir, err := r.resolveTemplate(spec.Template)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Build && r.rootless {
+		return nil, fmt.Errorf("%w: template builds need the server to run as root", runtime.ErrInvalid)
 	}
 	lim := spec.Limits.WithDefaults()
 	if err := lim.Validate(); err != nil {
@@ -283,7 +288,11 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Sandbo
 	if host == "" {
 		host = defaultHostname
 	}
-	sb, err := r.boot(ctx, spec.ID, lim, host)
+	lay := layering{Template: tmplDir, Build: spec.Build}
+	if tmplDir != "" {
+		lay.TemplateName = spec.Template
+	}
+	sb, err := r.boot(ctx, spec.ID, lim, host, lay)
 	if err != nil {
 		return nil, err
 	}
@@ -373,6 +382,11 @@ type persisted struct {
 	Cgroup  bool              `json:"cgroup"`
 	Env     map[string]string `json:"env,omitempty"`
 	Workdir string            `json:"workdir,omitempty"`
+	// Template is the built template's directory under templates/ ("" for
+	// base), TemplateName its name; Build marks a template build.
+	Template     string `json:"template,omitempty"`
+	TemplateName string `json:"template_name,omitempty"`
+	Build        bool   `json:"build,omitempty"`
 }
 
 // attach loads a sandbox from its directory.

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/airlockhq/airlock/client"
+)
+
+const templateUsage = `Usage: airlock template build NAME [--from T] [--run CMD | --copy SRC:DST]... [flags]
+       airlock template ls
+       airlock template rm NAME
+
+Templates are what sandboxes start from: base (the host's /usr), or one
+built on it. A build runs its steps, in the order given, in a sandbox whose
+/usr/local is writable, then saves /usr/local as the template (everything
+else the build writes is dropped). A name built before from the same recipe
+is not built again (--force rebuilds). Building and removing need an admin
+key; every key can use them (airlock create --template NAME).`
+
+func templateCmd(args []string) error {
+	return subcommand("template", templateUsage, args,
+		verb{"build", templateBuild},
+		verb{"ls", templateLs},
+		verb{"rm", templateRm},
+	)
+}
+
+// stepsFlag collects --run and --copy in command-line order.
+type stepsFlag struct {
+	steps *[]client.BuildStep
+	copy  bool
+}
+
+func (s stepsFlag) String() string { return "" }
+func (s stepsFlag) Set(v string) error {
+	if !s.copy {
+		if strings.TrimSpace(v) == "" {
+			return errors.New("empty command")
+		}
+		*s.steps = append(*s.steps, client.BuildStep{Run: v})
+		return nil
+	}
+	src, dst, ok := strings.Cut(v, ":")
+	if !ok || src == "" || !path.IsAbs(dst) {
+		return errors.New("want LOCAL:/absolute/path/in/sandbox")
+	}
+	if _, err := os.Lstat(src); err != nil {
+		return err
+	}
+	*s.steps = append(*s.steps, client.BuildStep{Copy: &client.CopyStep{Src: src, Dst: dst}})
+	return nil
+}
+
+func templateBuild(args []string) error {
+	fs := flag.NewFlagSet("template build", flag.ContinueOnError)
+	var steps []client.BuildStep
+	fs.Var(stepsFlag{steps: &steps}, "run", "shell command to run as the sandbox user (repeatable)")
+	fs.Var(stepsFlag{steps: &steps, copy: true}, "copy", "copy a local file or directory in: SRC:/path (repeatable)")
+	from := fs.String("from", "base", "template to build on")
+	desc := fs.String("description", "", "what the template is for")
+	force := fs.Bool("force", false, "build even if the recipe has not changed")
+	env := envFlags{}
+	fs.Var(env, "env", "environment variable KEY=VALUE for the build (repeatable)")
+	var mem, disk sizeFlag
+	fs.Var(&mem, "memory", "the build's memory limit (default 2G)")
+	fs.Var(&disk, "disk", "the build's disk limit (default 4G)")
+	cpus := fs.Float64("cpus", 0, "the build's CPU quota in cores (default 1)")
+	timeout := fs.Duration("timeout", 0, "give up on the build after this long (default 30m)")
+	var network networkFlags
+	network.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: airlock template build NAME [--from T] [--run CMD | --copy SRC:DST]... [flags]\n\n"+
+			"Build a template: the steps run in order in a build sandbox, then its /usr/local is saved as NAME.\n"+
+			"Example: airlock template build harness-codex --allow registry.npmjs.org --run 'npm install -g @openai/codex@0.169.0'")
+		fs.PrintDefaults()
+	}
+	pos, _, err := parseArgs(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || len(steps) == 0 {
+		return usageError(fs)
+	}
+	if len(network.secrets) > 0 {
+		return errors.New("--secret: a build cannot bind secrets (the template would not keep them anyway)")
+	}
+	if *timeout < 0 {
+		return errors.New("--timeout must not be negative")
+	}
+	np, err := network.clientPolicy()
+	if err != nil {
+		return err
+	}
+	ctx, stop := remoteContext()
+	defer stop()
+	t, cached, err := remote().BuildTemplate(ctx, client.TemplateBuild{
+		Name: pos[0], From: *from, Description: *desc, Steps: steps, Env: env, Network: np,
+		CPUs: *cpus, MemoryMB: mem.mb, DiskMB: disk.mb, Timeout: *timeout, Force: *force,
+	}, os.Stderr)
+	if err != nil {
+		return err
+	}
+	if cached {
+		fmt.Fprintf(os.Stderr, "template %s is up to date (same recipe; --force rebuilds)\n", t.Name)
+	} else {
+		fmt.Fprintf(os.Stderr, "template %s saved: %s on %s\n", t.Name, bytesCell(t.SizeBytes), t.From)
+	}
+	fmt.Println(t.Name)
+	return nil
+}
+
+func templateLs(args []string) error {
+	fs := flag.NewFlagSet("template ls", flag.ContinueOnError)
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	ctx, stop := remoteContext()
+	defer stop()
+	ts, err := remote().Templates(ctx)
+	if err != nil {
+		return err
+	}
+	tw := table("NAME\tFROM\tSIZE\tCREATED\tDESCRIPTION")
+	for _, t := range ts {
+		size, created := "-", "-"
+		if t.Name != "base" {
+			size, created = bytesCell(t.SizeBytes), timeCell(t.CreatedAt)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.From, size, created, t.Description)
+	}
+	return tw.Flush()
+}
+
+func templateRm(args []string) error {
+	fs := flag.NewFlagSet("template rm", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprintln(fs.Output(), "Usage: airlock template rm NAME") }
+	arg, err := oneArg(fs, args)
+	if err != nil {
+		return err
+	}
+	ctx, stop := remoteContext()
+	defer stop()
+	return remote().DeleteTemplate(ctx, arg)
+}
