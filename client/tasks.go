@@ -19,6 +19,8 @@ type TaskRequest struct {
 	// Files are written into the workspace (/home/user/work) first:
 	// relative path -> content.
 	Files map[string]string `json:"files,omitempty"`
+	// Repo is what the workspace starts from, before Files.
+	Repo *TaskRepo `json:"repo,omitempty"`
 	// Command is the generic harness's argv.
 	Command   []string          `json:"command,omitempty"`
 	Env       map[string]string `json:"env,omitempty"`
@@ -28,6 +30,21 @@ type TaskRequest struct {
 	Limits    *TaskLimits       `json:"limits,omitempty"`
 	TimeoutS  int64             `json:"timeout_s,omitempty"`
 	Artifacts []string          `json:"artifacts,omitempty"`
+}
+
+// TaskRepo is exactly one of a tar archive (plain or gzip-compressed, at
+// most 32 MiB) unpacked into the workspace, and a git repository the
+// task's sandbox clones through its proxy (its host must be in Allow).
+type TaskRepo struct {
+	Tarball []byte   `json:"tarball,omitempty"`
+	Git     *GitRepo `json:"git,omitempty"`
+}
+
+// GitRepo is an http(s) URL without credentials and a branch, tag or
+// commit (default: the remote's HEAD).
+type GitRepo struct {
+	URL string `json:"url"`
+	Ref string `json:"ref,omitempty"`
 }
 
 // TaskModel names the model endpoint a harness talks to.
@@ -57,13 +74,18 @@ const (
 
 // Task is a task as the server shows it.
 type Task struct {
-	ID            string     `json:"id"`
-	State         string     `json:"state"`
-	Reason        string     `json:"reason,omitempty"`
-	Harness       string     `json:"harness"`
-	Prompt        string     `json:"prompt"`
-	Command       []string   `json:"command,omitempty"`
-	Files         []string   `json:"files"`
+	ID      string   `json:"id"`
+	State   string   `json:"state"`
+	Reason  string   `json:"reason,omitempty"`
+	Harness string   `json:"harness"`
+	Prompt  string   `json:"prompt"`
+	Command []string `json:"command,omitempty"`
+	Files   []string `json:"files"`
+	// Repo is the repo the task started from: a tarball by its size.
+	Repo *struct {
+		TarballBytes int      `json:"tarball_bytes,omitempty"`
+		Git          *GitRepo `json:"git,omitempty"`
+	} `json:"repo,omitempty"`
 	Env           []string   `json:"env,omitempty"`
 	Allow         []string   `json:"allow,omitempty"`
 	Secrets       []string   `json:"secrets,omitempty"`

@@ -135,7 +135,8 @@ func TestTaskAPI(t *testing.T) {
 	}
 }
 
-// TestTaskCLI: `airlock task run` uploads a folder, streams the events,
+// TestTaskCLI: `airlock task run` uploads a folder (binary files and
+// modes too), streams the events,
 // writes the artifacts and the diff, and exits with the task's status.
 func TestTaskCLI(t *testing.T) {
 	s := startServer(t, "")
@@ -143,16 +144,24 @@ func TestTaskCLI(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "input.txt"), []byte("question\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	blob := []byte{0, 1, 2, 0xff, 0xfe, '\n', 0x80}
+	os.MkdirAll(filepath.Join(dir, "bin"), 0o755)
+	if os.WriteFile(filepath.Join(dir, "bin", "blob.bin"), blob, 0o644) != nil || os.WriteFile(filepath.Join(dir, "bin", "tool"), []byte("#!/bin/sh\necho tool ran\n"), 0o755) != nil {
+		t.Fatal("write dir")
+	}
 	run := func(args ...string) (string, int) {
 		return s.cli(s.adminKey, append([]string{"task", "run"}, args...)...)
 	}
-	text, code := run("--harness", "generic", "--prompt", "hi", "--artifact", "answer.txt", "--out", out,
-		"--command", `cat input.txt > answer.txt; echo "$AIRLOCK_TASK_PROMPT" >> answer.txt; echo ok`, dir)
-	if code != 0 || !strings.Contains(text, "[assistant] ok") || !strings.Contains(text, "added answer.txt") {
+	text, code := run("--harness", "generic", "--prompt", "hi", "--artifact", "answer.txt", "--artifact", "copy.bin", "--out", out,
+		"--command", `cat input.txt > answer.txt; echo "$AIRLOCK_TASK_PROMPT" >> answer.txt; bin/tool; cp bin/blob.bin copy.bin; echo ok`, dir)
+	if code != 0 || !strings.Contains(text, "[assistant] ok") || !strings.Contains(text, "[assistant] tool ran") || !strings.Contains(text, "added answer.txt") {
 		t.Fatalf("task run exited %d:\n%s", code, text)
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "answer.txt")); err != nil || string(b) != "question\nhi\n" {
 		t.Errorf("answer.txt: %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "copy.bin")); err != nil || !bytes.Equal(b, blob) {
+		t.Errorf("copy.bin: %q, %v", b, err)
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "workspace.diff")); err != nil || !strings.Contains(string(b), "+hi") {
 		t.Errorf("workspace.diff: %q, %v", b, err)

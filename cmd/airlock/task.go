@@ -1,36 +1,40 @@
 package main
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/airlockhq/airlock/client"
 )
 
 const taskUsage = `Usage: airlock task run --harness H [--command CMD] [--prompt P] [--allow HOST]... [--secret NAME]...
-                        [--artifact GLOB]... [--timeout 10m] [--out DIR] [--json] [DIR]
+                        [--artifact GLOB]... [--timeout 10m] [--out DIR] [--json] [DIR | --git URL [--ref REF]]
        airlock task ls [--state S] [--harness H]
        airlock task get ID
        airlock task cancel ID...
 
-run submits a task (the files of DIR, .git left out, become its workspace),
+run submits a task (DIR, .git left out, packed as a tar archive, or the
+repository --git names, cloned in the sandbox, becomes its workspace),
 streams its events, writes its artifacts and workspace.diff to --out, and
 exits 0 if it succeeded, 1 if it failed, 124 if it timed out, 130 if it was
 cancelled (Ctrl-C cancels it). Harness generic runs --command (a shell
 command line) with the prompt on stdin and in $AIRLOCK_TASK_PROMPT.`
 
-// maxUpload bounds what task run sends of a directory (the server takes
-// 32 MiB of JSON).
-const maxUpload = 24 << 20
+// maxUpload bounds the packed directory task run sends (the server takes
+// a 32 MiB tarball).
+const maxUpload = 32 << 20
 
 func taskCmd(args []string) error {
 	return subcommand("task", taskUsage, args,
@@ -49,6 +53,8 @@ func taskRun(args []string) error {
 	timeout := f.Duration("timeout", 10*time.Minute, "how long the harness may run")
 	out := f.String("out", "", "write the artifacts and workspace.diff into this directory")
 	asJSON := f.Bool("json", false, "print the events as JSON lines")
+	gitURL := f.String("git", "", "clone this http(s) repository into the workspace (its host must be allowed)")
+	gitRef := f.String("ref", "", "with --git: the branch, tag or commit to check out")
 	var allow, secrets, artifacts listFlag
 	f.Var(&allow, "allow", "egress allow-list pattern (repeatable)")
 	f.Var(&secrets, "secret", "tenant secret to bind (repeatable)")
@@ -69,10 +75,19 @@ func taskRun(args []string) error {
 	if *command != "" {
 		req.Command = []string{"sh", "-c", *command}
 	}
-	if len(pos) == 1 {
-		if req.Files, err = readTree(pos[0]); err != nil {
+	switch {
+	case len(pos) == 1 && *gitURL != "":
+		return errors.New("give a directory or --git, not both")
+	case len(pos) == 1:
+		tarball, err := tarTree(pos[0])
+		if err != nil {
 			return err
 		}
+		req.Repo = &client.TaskRepo{Tarball: tarball}
+	case *gitURL != "":
+		req.Repo = &client.TaskRepo{Git: &client.GitRepo{URL: *gitURL, Ref: *gitRef}}
+	case *gitRef != "":
+		return errors.New("--ref needs --git")
 	}
 	ctx, stop := remoteContext()
 	defer stop()
@@ -126,12 +141,13 @@ func taskExit(t client.Task) error {
 	return exitError(1)
 }
 
-// readTree reads the regular files under dir (no .git, no symlinks) as
-// workspace files. Files must be UTF-8 text: the request carries them as
-// JSON strings.
-func readTree(dir string) (map[string]string, error) {
-	files := map[string]string{}
-	var total int
+// tarTree packs dir (its .git directories left out) as a gzip-compressed
+// tar archive for the task's workspace: files with their modes, and
+// symlinks as they are.
+func tarTree(dir string) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -139,31 +155,61 @@ func readTree(dir string) (map[string]string, error) {
 		if d.IsDir() && d.Name() == ".git" {
 			return filepath.SkipDir
 		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
 		rel, err := filepath.Rel(dir, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		info, err := d.Info()
 		if err != nil {
 			return err
 		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if !utf8.Valid(b) {
-			fmt.Fprintf(os.Stderr, "airlock: %s left out: not UTF-8 text\n", rel)
+		link := ""
+		switch {
+		case info.Mode()&fs.ModeSymlink != 0:
+			if link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		case !info.Mode().IsRegular() && !info.IsDir():
+			fmt.Fprintf(os.Stderr, "airlock: %s left out: not a file, directory or symlink\n", rel)
 			return nil
 		}
-		if total += len(b); total > maxUpload {
-			return fmt.Errorf("%s holds over %d MiB of files", dir, maxUpload>>20)
+		h, err := tar.FileInfoHeader(info, link)
+		if err != nil {
+			return err
 		}
-		files[filepath.ToSlash(rel)] = string(b)
+		h.Name = filepath.ToSlash(rel)
+		h.Uid, h.Gid, h.Uname, h.Gname = 0, 0, "", ""
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if info.Mode().IsRegular() {
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if _, err := io.Copy(tw, f); err != nil {
+				return err
+			}
+		}
+		if buf.Len() > maxUpload {
+			return fmt.Errorf("%s packs to over %d MiB", dir, maxUpload>>20)
+		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", dir, err)
+	if err == nil {
+		err = tw.Close()
 	}
-	return files, nil
+	if err == nil {
+		err = zw.Close()
+	}
+	if err == nil && buf.Len() > maxUpload {
+		err = fmt.Errorf("%s packs to over %d MiB", dir, maxUpload>>20)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pack %s: %w", dir, err)
+	}
+	return buf.Bytes(), nil
 }
 
 // writeArtifacts saves the task's artifacts under dir (by their

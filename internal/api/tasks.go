@@ -15,8 +15,9 @@ import (
 
 var errNoTasks = errf(http.StatusServiceUnavailable, codeUnavailable, "this server does not run tasks")
 
-// maxTaskBody bounds POST /v1/tasks: its files travel in the body.
-const maxTaskBody = 32 << 20
+// maxTaskBody bounds POST /v1/tasks: its files and repo tarball (base64)
+// travel in the body.
+const maxTaskBody = tasks.MaxTarball*4/3 + 16<<20
 
 // taskJSON is a task as the API shows it: the request but its files
 // (listed by path) and env (names only: values may be credentials).
@@ -28,6 +29,7 @@ type taskJSON struct {
 	Prompt    string        `json:"prompt"`
 	Command   []string      `json:"command,omitempty"`
 	Files     []string      `json:"files"`
+	Repo      *taskRepoJSON `json:"repo,omitempty"`
 	Env       []string      `json:"env,omitempty"`
 	Allow     []string      `json:"allow,omitempty"`
 	Secrets   []string      `json:"secrets,omitempty"`
@@ -43,6 +45,12 @@ type taskJSON struct {
 	CreatedAt time.Time     `json:"created_at"`
 	StartedAt time.Time     `json:"started_at,omitzero"`
 	EndedAt   time.Time     `json:"ended_at,omitzero"`
+}
+
+// taskRepoJSON is the repo a task started from: a tarball by its size.
+type taskRepoJSON struct {
+	TarballBytes int            `json:"tarball_bytes,omitempty"`
+	Git          *tasks.GitRepo `json:"git,omitempty"`
 }
 
 type taskUsageJSON struct {
@@ -74,6 +82,9 @@ func (s *server) taskToJSON(t tasks.Task) taskJSON {
 		if p := s.tasks.Position(t); p >= 0 {
 			out.Position = &p
 		}
+	}
+	if r.Repo != nil {
+		out.Repo = &taskRepoJSON{TarballBytes: len(r.Repo.Tarball), Git: r.Repo.Git}
 	}
 	return out
 }

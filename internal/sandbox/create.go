@@ -167,6 +167,15 @@ func (s *Service) newRecord(ctx context.Context, c Caller, req CreateRequest) (s
 	if err != nil {
 		return store.Sandbox{}, err
 	}
+	env := maps.Clone(req.Env)
+	if req.Build && env["NPM_CONFIG_PREFIX"] == "" {
+		// npm's global prefix is /usr on Debian and others: a build
+		// installs where the template keeps what it adds.
+		if env == nil {
+			env = map[string]string{}
+		}
+		env["NPM_CONFIG_PREFIX"] = "/usr/local"
+	}
 	now := s.now()
 	template := req.Template
 	if template == "" {
@@ -175,7 +184,7 @@ func (s *Service) newRecord(ctx context.Context, c Caller, req CreateRequest) (s
 	return store.Sandbox{
 		ID: id, TenantID: c.TenantID, State: store.StateCreating, Template: template,
 		CPUs: lim.CPUs, MemoryMB: lim.MemoryMB, Pids: lim.Pids, DiskMB: lim.DiskMB,
-		Env: maps.Clone(req.Env), Metadata: maps.Clone(req.Metadata), Workdir: req.Workdir,
+		Env: env, Metadata: maps.Clone(req.Metadata), Workdir: req.Workdir,
 		CreatedAt: now, ExpiresAt: now.Add(timeout), Network: network, Secrets: bound,
 		IdleTimeoutS: req.IdleTimeoutS,
 	}, nil

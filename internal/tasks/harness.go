@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 )
 
@@ -89,6 +90,26 @@ var harnesses = map[string]Harness{
 		},
 		NewParser: func() Parser { return &claudeParser{tools: map[string]string{}} },
 	},
+}
+
+// Registry is where harness templates install their package from.
+const Registry = "registry.npmjs.org"
+
+// Install is the shell command that installs the harness's package into
+// a template build (its /usr/local; a build sandbox's npm prefix), "" for
+// a harness that needs none. The package's install script is allowed by
+// name: Claude Code's puts its native binary in place.
+func (h Harness) Install() string {
+	if h.Package == "" {
+		return ""
+	}
+	name := h.Package[:strings.LastIndex(h.Package, "@")]
+	return "npm install -g --no-audit --no-fund --no-update-notifier --allow-scripts=" + name + " " + h.Package
+}
+
+// BuildHint is the command that builds the harness's template.
+func (h Harness) BuildHint() string {
+	return fmt.Sprintf("airlock template build %s --allow %s --run '%s'", h.Template, Registry, h.Install())
 }
 
 // HarnessNames lists the supported harnesses.

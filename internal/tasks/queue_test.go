@@ -93,12 +93,30 @@ func TestValidate(t *testing.T) {
 		{"allow", Request{Harness: "generic", Command: []string{"true"}, Allow: []string{"example.com", "*.example.org"}}, true},
 		{"negative limits", Request{Harness: "generic", Command: []string{"true"}, Limits: Limits{MemoryMB: -1}}, false},
 		{"timeout", Request{Harness: "generic", Command: []string{"true"}, TimeoutS: MaxTimeoutS + 1}, false},
+		{"tarball", gitTask(&Repo{Tarball: []byte("x")}), true},
+		{"big tarball", gitTask(&Repo{Tarball: make([]byte, MaxTarball+1)}), false},
+		{"empty repo", gitTask(&Repo{}), false},
+		{"both", gitTask(&Repo{Tarball: []byte("x"), Git: &GitRepo{URL: "https://git.example.com/r.git"}}), false},
+		{"git", gitTask(&Repo{Git: &GitRepo{URL: "https://git.example.com/r.git", Ref: "v1.2/x"}}), true},
+		{"git on a port", gitTask(&Repo{Git: &GitRepo{URL: "http://git.example.com:8080/r.git"}}), false},
+		{"git off the allow-list", gitTask(&Repo{Git: &GitRepo{URL: "https://evil.example.net/r.git"}}), false},
+		{"git credentials", gitTask(&Repo{Git: &GitRepo{URL: "https://u:p@git.example.com/r.git"}}), false},
+		{"git ssh", gitTask(&Repo{Git: &GitRepo{URL: "ssh://git.example.com/r.git"}}), false},
+		{"git ext", gitTask(&Repo{Git: &GitRepo{URL: "ext::sh -c id"}}), false},
+		{"git option ref", gitTask(&Repo{Git: &GitRepo{URL: "https://git.example.com/r.git", Ref: "-x"}}), false},
+		{"git dotdot ref", gitTask(&Repo{Git: &GitRepo{URL: "https://git.example.com/r.git", Ref: "a..b"}}), false},
 	} {
 		err := tt.req.validate(base)
 		if (err == nil) != tt.ok {
 			t.Errorf("%s: validate = %v, want ok=%v", tt.name, err, tt.ok)
 		}
 	}
+}
+
+// gitTask is a generic task allowed to reach git.example.com (ports 80
+// and 443) with repo.
+func gitTask(repo *Repo) Request {
+	return Request{Harness: "generic", Command: []string{"true"}, Allow: []string{"git.example.com"}, Repo: repo}
 }
 
 func FuzzGlob(f *testing.F) {

@@ -2,8 +2,11 @@ package tasks
 
 import (
 	"fmt"
+	"net/netip"
+	"net/url"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/airlockhq/airlock/internal/egress"
@@ -18,6 +21,8 @@ type Request struct {
 	// relative path -> content. A file whose content starts with "#!" is
 	// made executable.
 	Files map[string]string `json:"files,omitempty"`
+	// Repo fills the workspace before Files are written.
+	Repo *Repo `json:"repo,omitempty"`
 	// Command is the generic harness's argv (refused for the others).
 	Command []string          `json:"command,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
@@ -31,6 +36,22 @@ type Request struct {
 	Limits    Limits   `json:"limits,omitzero"`
 	TimeoutS  int64    `json:"timeout_s,omitempty"`
 	Artifacts []string `json:"artifacts,omitempty"`
+}
+
+// Repo is what the workspace starts from: exactly one of a tar archive
+// (plain or gzip-compressed; base64 in JSON) and a git repository that the
+// sandbox clones through its egress proxy, so its host must be allowed.
+type Repo struct {
+	Tarball []byte   `json:"tarball,omitempty"`
+	Git     *GitRepo `json:"git,omitempty"`
+}
+
+// GitRepo is a repository to clone: an http(s) URL without credentials
+// (bind a secret for a private host instead) and a branch, tag or commit
+// (default: the remote's HEAD).
+type GitRepo struct {
+	URL string `json:"url"`
+	Ref string `json:"ref,omitempty"`
 }
 
 // Model says which model endpoint a harness talks to.
@@ -57,6 +78,7 @@ const (
 	// environment string ($AIRLOCK_TASK_PROMPT).
 	MaxPrompt    = 100 << 10
 	MaxFiles     = 10000
+	MaxTarball   = 32 << 20
 	MaxArtifacts = 64
 )
 
@@ -74,8 +96,8 @@ func (r *Request) validate(has func(template string) bool) error {
 		return invalid("harness %q: want one of %s", r.Harness, strings.Join(HarnessNames(), ", "))
 	}
 	if !has(h.Template) {
-		return invalid("harness %q needs the sandbox template %q (with %s installed), which this server does not have yet",
-			h.Name, h.Template, h.Package)
+		return invalid("harness %q needs the sandbox template %q (with %s installed), which this server does not have yet; an admin builds it with: %s",
+			h.Name, h.Template, h.Package, h.BuildHint())
 	}
 	switch {
 	case len(r.Prompt) > MaxPrompt:
@@ -130,6 +152,53 @@ func (r *Request) validate(has func(template string) bool) error {
 		if err := validGlob(g); err != nil {
 			return err
 		}
+	}
+	if r.Repo != nil {
+		return r.validRepo()
+	}
+	return nil
+}
+
+var gitRef = regexp.MustCompile(`^[A-Za-z0-9._/][A-Za-z0-9._/-]{0,199}$`)
+
+// validRepo checks the repo source; a git URL's host must be on the
+// allow-list (the clone goes through the task sandbox's proxy).
+func (r *Request) validRepo() error {
+	switch g := r.Repo.Git; {
+	case (len(r.Repo.Tarball) == 0) == (g == nil):
+		return invalid("repo: give exactly one of tarball and git")
+	case len(r.Repo.Tarball) > MaxTarball:
+		return invalid("repo: tarball is %d bytes; at most %d", len(r.Repo.Tarball), MaxTarball)
+	case g == nil:
+		return nil
+	case g.Ref != "" && (!gitRef.MatchString(g.Ref) || strings.Contains(g.Ref, "..")):
+		return invalid("repo: git ref %.60q: want a branch, tag or commit name", g.Ref)
+	}
+	u, err := url.Parse(r.Repo.Git.URL)
+	switch {
+	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Opaque != "":
+		return invalid("repo: git url %.100q: want an http(s) URL", r.Repo.Git.URL)
+	case u.User != nil:
+		return invalid("repo: git url holds credentials: bind a secret for the host instead")
+	case strings.ContainsAny(r.Repo.Git.URL, " \t\n\x00"):
+		return invalid("repo: git url %.100q holds whitespace", r.Repo.Git.URL)
+	}
+	port := 443
+	if u.Scheme == "http" {
+		port = 80
+	}
+	if p := u.Port(); p != "" {
+		if port, err = strconv.Atoi(p); err != nil {
+			return invalid("repo: git url port %q", p)
+		}
+	}
+	rules, err := egress.Compile(egress.Policy{Mode: egress.ModeAllowlist, Allow: r.Allow})
+	if err != nil {
+		return invalid("allow: %v", err)
+	}
+	ip, _ := netip.ParseAddr(u.Hostname())
+	if d := rules.Match(u.Hostname(), ip, port); !d.Allowed {
+		return invalid("repo: git url's host %s is not on the allow-list (%s): add it to allow", u.Host, d.Reason)
 	}
 	return nil
 }

@@ -1,9 +1,11 @@
 package tasks
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -180,6 +182,9 @@ func (r *taskRun) prepare(ctx context.Context, sbID string) error {
 	if err := r.s.m.Mkdir(ctx, r.c, sbID, Workspace, 0o755); err != nil {
 		return err
 	}
+	if err := r.fill(ctx, sbID); err != nil {
+		return err
+	}
 	for p, content := range r.req.Files {
 		mode := uint32(0o644)
 		if strings.HasPrefix(content, "#!") {
@@ -191,6 +196,48 @@ func (r *taskRun) prepare(ctx context.Context, sbID string) error {
 	}
 	return r.git(ctx, sbID, snapshotScript)
 }
+
+// fill unpacks or clones the request's repo into the empty workspace, as
+// the sandbox user (a hostile archive can only write where that user
+// can, inside the sandbox).
+func (r *taskRun) fill(ctx context.Context, sbID string) error {
+	repo := r.req.Repo
+	if repo == nil {
+		return nil
+	}
+	what, argv := "unpack the tarball", []string{"sh", "-c", `tar -xf "$1" -C "$2" && rm -f "$1"`, "sh", stateDir + "/repo.tar", Workspace}
+	if g := repo.Git; g != nil {
+		what = "git clone " + g.URL
+		switch {
+		case g.Ref == "":
+			argv = []string{"git", "clone", "--quiet", "--depth", "1", "--", g.URL, Workspace}
+		case commitish.MatchString(g.Ref):
+			argv = []string{"sh", "-c", `git clone --quiet -- "$1" "$2" && git -C "$2" checkout --quiet --detach "$3"`, "sh", g.URL, Workspace, g.Ref}
+		default:
+			argv = []string{"git", "clone", "--quiet", "--depth", "1", "--branch", g.Ref, "--", g.URL, Workspace}
+		}
+	} else {
+		if err := r.s.m.Mkdir(ctx, r.c, sbID, stateDir, 0o700); err != nil {
+			return err
+		}
+		if _, err := r.s.m.WriteFile(ctx, r.c, sbID, stateDir+"/repo.tar", bytes.NewReader(repo.Tarball), 0o600); err != nil {
+			return fmt.Errorf("repo: %w", err)
+		}
+	}
+	// No timeout of its own: the sandbox's (the task's) bounds it.
+	res, err := r.s.m.Exec(ctx, r.c, sbID, sandbox.ExecRequest{Cmd: argv,
+		Env: map[string]string{"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1"}})
+	if err != nil {
+		return fmt.Errorf("repo: %w", err)
+	}
+	if res.ExitCode != 0 || res.TimedOut {
+		return fmt.Errorf("repo: %s exited %d: %s", what, res.ExitCode, strings.TrimSpace(truncUTF8(res.Stderr+res.Stdout, 2048)))
+	}
+	return nil
+}
+
+// commitish is a ref that names a commit: cloned whole, then checked out.
+var commitish = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
 
 // harness runs the harness's command in the workspace, its stdout turned
 // into events as it comes.
