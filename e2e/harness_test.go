@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/e2e/modelmock"
 	"github.com/airlockhq/airlock/e2e/npmreg"
 	"github.com/airlockhq/airlock/internal/egress/fakenet"
 	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
@@ -73,19 +77,104 @@ func (e *harnessEnv) buildHarness(t *testing.T, name string) client.Template {
 	return tmpl
 }
 
-// TestHarnessTemplates builds the Codex and Claude Code templates with npm
-// in build sandboxes, and checks that each CLI runs in a sandbox of its
-// template (with no network at all).
-func TestHarnessTemplates(t *testing.T) {
+// TestHarnesses: the Codex and Claude Code templates are built with npm in
+// build sandboxes; then each real CLI completes a task against a scripted
+// model API in the fake internet (its key a tenant secret the egress proxy
+// puts in): the mock's tool call runs `echo fixed > answer.txt`, which
+// comes back as an artifact and in the diff, and the normalized events show
+// the tool call and the command.
+func TestHarnesses(t *testing.T) {
 	e := startHarnessEnv(t)
-	for _, name := range []string{tasks.HarnessCodex, tasks.HarnessClaude} {
-		h, _ := tasks.Lookup(name)
-		e.buildHarness(t, name)
-		sb := must[client.Sandbox](t)(e.s.admin().CreateSandbox(ctx, client.CreateRequest{Template: h.Template}))
-		res := must[client.ExecResult](t)(e.s.admin().Exec(ctx, sb.ID, client.ExecRequest{Command: h.Argv(tasks.Request{})[0] + " --version", Timeout: time.Minute}))
-		version := h.Package[strings.LastIndex(h.Package, "@")+1:]
-		if res.ExitCode != 0 || !strings.Contains(res.Stdout, version) {
-			t.Errorf("%s --version in a %s sandbox: %+v", name, h.Template, res)
-		}
+	mock := modelmock.New(modelmock.Script{})
+	e.n.Handle("/v1/", mock)
+	c := e.s.admin()
+	for _, tc := range []struct {
+		harness string
+		model   client.TaskModel
+		// key is the header the API's key travels in.
+		key func(http.Header) string
+	}{
+		{tasks.HarnessCodex, client.TaskModel{BaseURL: "https://" + fakenet.AllowedName + "/v1"},
+			func(h http.Header) string { return strings.TrimPrefix(h.Get("Authorization"), "Bearer ") }},
+		{tasks.HarnessClaude, client.TaskModel{BaseURL: "https://" + fakenet.AllowedName, Name: "claude-sonnet-4-5"},
+			func(h http.Header) string { return h.Get("X-Api-Key") }},
+	} {
+		t.Run(tc.harness, func(t *testing.T) {
+			h, _ := tasks.Lookup(tc.harness)
+			e.buildHarness(t, tc.harness)
+			sb := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{Template: h.Template}))
+			res := must[client.ExecResult](t)(c.Exec(ctx, sb.ID, client.ExecRequest{Command: h.Argv(tasks.Request{})[0] + " --version", Timeout: time.Minute}))
+			if version := h.Package[strings.LastIndex(h.Package, "@")+1:]; res.ExitCode != 0 || !strings.Contains(res.Stdout, version) {
+				t.Errorf("%s --version in a %s sandbox: %+v", tc.harness, h.Template, res)
+			}
+			c.DeleteSandbox(ctx, sb.ID)
+
+			real := "sk-REAL-" + randHex(16)
+			must[client.Secret](t)(c.CreateSecret(ctx, client.SecretRequest{Name: h.KeyEnv, Value: real, Hosts: []string{fakenet.AllowedName}}))
+			before := len(mock.Requests())
+			model := tc.model
+			task := must[client.Task](t)(c.CreateTask(ctx, client.TaskRequest{
+				Harness: tc.harness, Prompt: "The test fails: make answer.txt say fixed.",
+				Files: map[string]string{"README.md": "a project\n"},
+				Model: &model, Secrets: []string{h.KeyEnv}, Artifacts: []string{"answer.txt"},
+				TimeoutS: 300,
+			}))
+			var evs []client.TaskEvent
+			must[int64](t)(c.FollowTask(ctx, task.ID, 0, func(ev client.TaskEvent) error {
+				evs = append(evs, ev)
+				return nil
+			}))
+			got := must[client.Task](t)(c.GetTask(ctx, task.ID))
+			var lines []string
+			for _, ev := range evs {
+				b, _ := json.Marshal(ev)
+				lines = append(lines, string(b))
+			}
+			if got.State != client.TaskSucceeded || got.Summary != modelmock.DefaultFinal {
+				t.Fatalf("task %+v\nevents:\n%s", got, strings.Join(lines, "\n"))
+			}
+			var toolCall, command bool
+			for _, ev := range evs {
+				toolCall = toolCall || ev.Type == "tool_call" && strings.Contains(string(ev.Input), "answer.txt")
+				command = command || ev.Type == "command" && strings.Contains(strings.Join(ev.Argv, " "), "echo fixed > answer.txt") && ev.ExitCode != nil && *ev.ExitCode == 0
+			}
+			if !toolCall || !command {
+				t.Errorf("events lack the tool call (%v) or the command (%v):\n%s", toolCall, command, strings.Join(lines, "\n"))
+			}
+			if got.Usage.InputTokens == 0 || got.Usage.OutputTokens == 0 {
+				t.Errorf("token usage %+v", got.Usage)
+			}
+			arts := must[client.TaskArtifacts](t)(c.TaskArtifacts(ctx, task.ID))
+			var buf bytes.Buffer
+			must[int64](t)(c.ReadTaskArtifact(ctx, task.ID, "answer.txt", &buf))
+			if buf.String() != "fixed\n" || arts.Diff == nil || !strings.Contains(arts.Diff.Text, "+fixed") {
+				t.Errorf("answer.txt %q, diff %+v", buf.String(), arts.Diff)
+			}
+			// The model API got the real key on every call, and the task's
+			// sandbox only ever held the placeholder: nothing it recorded
+			// (commands, output, files) holds the key.
+			reqs := mock.Requests()[before:]
+			if len(reqs) < 2 {
+				t.Fatalf("the mock got %d requests", len(reqs))
+			}
+			for _, r := range reqs {
+				if k := tc.key(r.Header); k != real {
+					t.Errorf("%s %s reached the mock with key %q, want the real one", r.Method, r.Path, k)
+				}
+			}
+			var injected int
+			c.AuditLog(ctx, got.SandboxID, client.AuditQuery{}, func(ev client.AuditEvent) error {
+				if strings.Contains(string(ev.Data), real) {
+					t.Errorf("the sandbox's audit log holds the key: %s %s", ev.Type, ev.Data)
+				}
+				if ev.Type == "secret.injected" {
+					injected++
+				}
+				return nil
+			})
+			if injected == 0 {
+				t.Error("no secret.injected event")
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -77,6 +79,30 @@ func TestTaskAPI(t *testing.T) {
 	must[int64](t)(a.ReadTaskArtifact(ctx, task.ID, "answer.txt", &buf))
 	if buf.String() != "fixed\n" {
 		t.Errorf("answer.txt = %q", buf.String())
+	}
+	// The task's start and end are in its sandbox's audit log, chained,
+	// and in the tenant's event stream.
+	evs := must[[]client.AuditEvent](t)(a.AuditEvents(ctx, got.SandboxID, client.AuditQuery{Types: []string{"task.started", "task.finished"}}))
+	if len(evs) != 2 || !strings.Contains(string(evs[0].Data), task.ID) || !strings.Contains(string(evs[1].Data), `"state":"succeeded"`) {
+		t.Errorf("task events in the audit log: %+v", evs)
+	}
+	if v := must[client.AuditVerify](t)(a.VerifyAudit(ctx, got.SandboxID)); !v.OK {
+		t.Errorf("audit chain: %+v", v)
+	}
+	var stream []string
+	sctx, stop := context.WithTimeout(ctx, 10*time.Second)
+	a.Events(sctx, client.EventsOptions{FromStart: true, Types: []string{"task.started", "task.finished"}}, func(e client.Event) error {
+		if e.SandboxID == got.SandboxID {
+			stream = append(stream, e.Type)
+		}
+		if len(stream) == 2 {
+			stop()
+		}
+		return nil
+	})
+	stop()
+	if strings.Join(stream, " ") != "task.started task.finished" {
+		t.Errorf("tenant stream: %v", stream)
 	}
 	if sb, err := a.GetSandbox(ctx, got.SandboxID); err != nil || sb.State != "stopped" {
 		t.Errorf("the task's sandbox: %+v, %v; want stopped", sb, err)

@@ -330,3 +330,6 @@ func (m *fakeManager) VerifyAudit(ctx context.Context, c sandbox.Caller, id stri
 
 func (m *fakeManager) RecordRequest(ctx context.Context, c sandbox.Caller, id, method, route string, status int, d time.Duration) {
 }
+
+func (m *fakeManager) RecordTask(ctx context.Context, c sandbox.Caller, id, typ string, data map[string]any) {
+}

@@ -40,6 +40,8 @@ const (
 	SecretInjected   = "secret.injected"     // name, host
 	SecretMisdirect  = "secret.misdirected"  // name, host
 	OutputCapped     = "audit.output_capped" // limit_bytes
+	TaskStarted      = "task.started"        // task_id, harness
+	TaskFinished     = "task.finished"       // task_id, harness, state, reason, exit_code, input_tokens, output_tokens
 )
 
 // ActorSystem is the actor of events no API call caused (expiry, the

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"github.com/airlockhq/airlock/internal/batch"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,17 +31,10 @@ import (
 // Types are the audit event types a tenant's stream carries.
 var Types = []string{
 	audit.SandboxCreated, audit.SandboxExpired, audit.SandboxDestroyed, audit.SandboxFailed,
-	audit.ExecExited, audit.SessionEnded,
+	audit.ExecExited, audit.SessionEnded, audit.TaskStarted, audit.TaskFinished,
 }
 
-func published(typ string) bool {
-	switch typ {
-	case audit.SandboxCreated, audit.SandboxExpired, audit.SandboxDestroyed, audit.SandboxFailed,
-		audit.ExecExited, audit.SessionEnded:
-		return true
-	}
-	return false
-}
+func published(typ string) bool { return slices.Contains(Types, typ) }
 
 // Event is one entry of a tenant's stream as clients see it. Data is the
 // audit event's data.

@@ -538,6 +538,17 @@ func (s *Service) RecordRequest(ctx context.Context, c Caller, id, method, route
 		"method": method, "route": route, "status": status, "duration_ms": float64(d.Microseconds()) / 1000})
 }
 
+func (s *Service) RecordTask(ctx context.Context, c Caller, id, typ string, data map[string]any) {
+	if typ != audit.TaskStarted && typ != audit.TaskFinished {
+		return
+	}
+	rec, err := s.resolve(context.WithoutCancel(ctx), c, id)
+	if err != nil {
+		return
+	}
+	s.auditor(c, id, rec.TenantID).record(typ, data)
+}
+
 // pruneAudit deletes the logs whose newest event is older than the
 // retention, at most once per auditPruneEvery. The reaper calls it.
 func (s *Service) pruneAudit(ctx context.Context) {

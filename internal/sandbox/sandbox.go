@@ -194,6 +194,11 @@ type Manager interface {
 	// sandbox: the route's pattern, never its query or body. A sandbox c
 	// may not see records nothing.
 	RecordRequest(ctx context.Context, c Caller, id, method, route string, status int, d time.Duration)
+	// RecordTask adds a task.started or task.finished event (the task that
+	// runs in the sandbox) to the sandbox's log, the tenant's event stream
+	// and its webhooks. Other types, or a sandbox c may not see, record
+	// nothing.
+	RecordTask(ctx context.Context, c Caller, id, typ string, data map[string]any)
 
 	// Metering: what a sandbox used (live while it runs, final after it
 	// ended, kept across restarts), and usage summed per tenant.

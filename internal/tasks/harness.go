@@ -22,6 +22,9 @@ type Harness struct {
 	KeyEnv string
 	// BaseURLEnv carries Model.BaseURL to the harness.
 	BaseURLEnv string
+	// Env is fixed environment the harness runs with (its nonessential
+	// traffic off and the like); the request's own env overrides it.
+	Env map[string]string
 	// Hosts are the model API hosts added to the allow-list by default.
 	Hosts []string
 	// Argv is the non-interactive command line; the prompt is on stdin.
@@ -53,23 +56,12 @@ var harnesses = map[string]Harness{
 		NewParser: func() Parser { return &genericParser{} },
 	},
 	HarnessCodex: {
-		Name:       HarnessCodex,
-		Template:   "harness-codex",
-		Package:    "@openai/codex@0.169.0",
-		KeyEnv:     "OPENAI_API_KEY",
-		BaseURLEnv: "OPENAI_BASE_URL",
-		Hosts:      []string{"api.openai.com"},
-		Argv: func(r Request) []string {
-			// Airlock is the sandbox: codex's own (landlock/seccomp) one
-			// cannot nest in it, and no one is there to approve. "-"
-			// reads the prompt from stdin.
-			argv := []string{"codex", "exec", "--json", "--skip-git-repo-check",
-				"--dangerously-bypass-approvals-and-sandbox"}
-			if r.Model != nil && r.Model.Name != "" {
-				argv = append(argv, "--model", r.Model.Name)
-			}
-			return append(argv, "-")
-		},
+		Name:      HarnessCodex,
+		Template:  "harness-codex",
+		Package:   "@openai/codex@0.169.0",
+		KeyEnv:    "OPENAI_API_KEY",
+		Hosts:     []string{"api.openai.com"},
+		Argv:      codexArgv,
 		NewParser: func() Parser { return &codexParser{} },
 	},
 	HarnessClaude: {
@@ -79,16 +71,9 @@ var harnesses = map[string]Harness{
 		KeyEnv:     "ANTHROPIC_API_KEY",
 		BaseURLEnv: "ANTHROPIC_BASE_URL",
 		Hosts:      []string{"api.anthropic.com"},
-		Argv: func(r Request) []string {
-			// With -p and no prompt argument, claude reads it from stdin.
-			argv := []string{"claude", "-p", "--output-format", "stream-json", "--verbose",
-				"--dangerously-skip-permissions"}
-			if r.Model != nil && r.Model.Name != "" {
-				argv = append(argv, "--model", r.Model.Name)
-			}
-			return argv
-		},
-		NewParser: func() Parser { return &claudeParser{tools: map[string]string{}} },
+		Env:        claudeEnv(),
+		Argv:       claudeArgv,
+		NewParser:  func() Parser { return &claudeParser{tools: map[string]string{}} },
 	},
 }
 
@@ -124,6 +109,9 @@ func Lookup(name string) (Harness, bool) {
 // env is what the harness's command gets beyond the request's own env.
 func (h Harness) env(r Request, taskID string) map[string]string {
 	env := map[string]string{}
+	for k, v := range h.Env {
+		env[k] = v
+	}
 	for k, v := range r.Env {
 		env[k] = v
 	}

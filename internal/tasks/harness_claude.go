@@ -2,8 +2,35 @@ package tasks
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 )
+
+// claudeArgv is Claude Code's non-interactive command line: with -p and
+// no prompt argument, claude reads the prompt from stdin. It refuses
+// --dangerously-skip-permissions as root (unless IS_SANDBOX=1); the
+// harness runs as the sandbox's user. It reads ANTHROPIC_API_KEY and
+// ANTHROPIC_BASE_URL, and trusts the egress proxy's CA from either
+// SSL_CERT_FILE or NODE_EXTRA_CA_CERTS.
+func claudeArgv(r Request) []string {
+	argv := []string{"claude", "-p", "--output-format", "stream-json", "--verbose",
+		"--dangerously-skip-permissions"}
+	if r.Model != nil && r.Model.Name != "" {
+		argv = append(argv, "--model", r.Model.Name)
+	}
+	return argv
+}
+
+// claudeEnv is the fixed environment Claude Code runs with. Without it,
+// a -p run also sends event logs, feature-flag and metrics-setting
+// requests to api.anthropic.com (/api/event_logging/v2/batch,
+// /api/eval/..., /api/claude_cli/bootstrap, ...): with the tenant's key
+// put in by the egress proxy, since it is the model host. What remains is
+// the managed-settings pair (/api/claude_code/settings and
+// /api/claude_code/policy_limits), which tolerates a 404.
+func claudeEnv() map[string]string {
+	return map[string]string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+}
 
 // claudeParser reads `claude -p --output-format stream-json --verbose`:
 // one JSON object a line, typed system (init), assistant (a message whose
@@ -27,6 +54,10 @@ type claudeLine struct {
 	Result  string       `json:"result"`
 	IsError bool         `json:"is_error"`
 	Usage   *claudeUsage `json:"usage"`
+	// ToolUseResult is the structured result of the line's tool call:
+	// for Bash, {"stdout","stderr",...} when it succeeded, an
+	// "Error: ..." string when it failed.
+	ToolUseResult json.RawMessage `json:"tool_use_result"`
 }
 
 type claudeUsage struct {
@@ -62,7 +93,7 @@ func (p *claudeParser) Line(line string) []Event {
 		if l.Message == nil {
 			return nil
 		}
-		return p.blocks(l.Type, l.Message.Content)
+		return p.blocks(l.Type, l.Message.Content, l.ToolUseResult)
 	case "result":
 		var evs []Event
 		if l.Result != "" {
@@ -82,8 +113,8 @@ func (p *claudeParser) Line(line string) []Event {
 }
 
 // blocks turns a message's content (a string or a list of blocks) into
-// events.
-func (p *claudeParser) blocks(role string, content json.RawMessage) []Event {
+// events; toolResult is the line's tool_use_result, if any.
+func (p *claudeParser) blocks(role string, content, toolResult json.RawMessage) []Event {
 	var text string
 	if json.Unmarshal(content, &text) == nil {
 		if role == "user" {
@@ -95,6 +126,17 @@ func (p *claudeParser) blocks(role string, content json.RawMessage) []Event {
 	var blocks []claudeBlock
 	if json.Unmarshal(content, &blocks) != nil {
 		return nil
+	}
+	// tool_use_result belongs to a line's one tool result; a line with
+	// several results cannot say whose it is.
+	results := 0
+	for _, b := range blocks {
+		if b.Type == "tool_result" {
+			results++
+		}
+	}
+	if results != 1 {
+		toolResult = nil
 	}
 	var evs []Event
 	for _, b := range blocks {
@@ -122,12 +164,8 @@ func (p *claudeParser) blocks(role string, content json.RawMessage) []Event {
 					Command string `json:"command"`
 				}
 				json.Unmarshal(p.input[b.ToolUseID], &in)
-				// Claude reports no exit code; is_error is a failed command.
-				code := 0
-				if b.IsError {
-					code = 1
-				}
-				evs = append(evs, Event{Type: EventCommand, Argv: shellWords(in.Command), ExitCode: intPtr(code), Output: out})
+				code, cmdOut := bashOutcome(out, b.IsError, toolResult)
+				evs = append(evs, Event{Type: EventCommand, Argv: []string{"bash", "-c", in.Command}, ExitCode: intPtr(code), Output: cmdOut})
 			}
 			if edit := claudeFileTools[name]; edit != "" {
 				var in struct {
@@ -142,6 +180,39 @@ func (p *claudeParser) blocks(role string, content json.RawMessage) []Event {
 		}
 	}
 	return evs
+}
+
+// bashOutcome is a Bash call's exit code and output. Claude Code reports
+// a failed command as an is_error result whose text starts "Exit code N"
+// (other failures, a timeout or an interruption, are exit code 1); a
+// command that succeeded has exit code 0, and its stdout and stderr are
+// in the line's tool_use_result, where the result text would say
+// "(Bash completed with no output)".
+func bashOutcome(text string, isError bool, toolResult json.RawMessage) (int, string) {
+	if isError {
+		first, rest, _ := strings.Cut(text, "\n")
+		if n, ok := strings.CutPrefix(first, "Exit code "); ok {
+			if code, err := strconv.Atoi(n); err == nil {
+				return code, rest
+			}
+		}
+		return 1, text
+	}
+	var r struct {
+		Stdout *string `json:"stdout"`
+		Stderr string  `json:"stderr"`
+	}
+	if json.Unmarshal(toolResult, &r) != nil || r.Stdout == nil {
+		return 0, text
+	}
+	out := *r.Stdout
+	if r.Stderr != "" {
+		if out != "" && !strings.HasSuffix(out, "\n") {
+			out += "\n"
+		}
+		out += r.Stderr
+	}
+	return 0, out
 }
 
 // claudeFileTools are Claude Code's tools that change a file, by the kind

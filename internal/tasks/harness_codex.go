@@ -5,6 +5,55 @@ import (
 	"strings"
 )
 
+// codexAPI is the OpenAI API codex calls when the request names no base
+// URL.
+const codexAPI = "https://api.openai.com/v1"
+
+// codexArgv is codex's non-interactive command line. Airlock is the
+// sandbox: codex's own (landlock/seccomp) one cannot nest in it, and no
+// one is there to approve. "-" reads the prompt from stdin.
+//
+// Codex 0.169's built-in "openai" provider does not fit a sandbox: it
+// ignores OPENAI_BASE_URL, sends no key from OPENAI_API_KEY (only from
+// CODEX_API_KEY or a login) and first tries a WebSocket to
+// wss://api.openai.com/v1/responses, falling back to HTTPS only after five
+// failed attempts. So the command line defines a provider of its own:
+// plain HTTPS to the base URL, key from OPENAI_API_KEY (the placeholder
+// the egress proxy replaces). It also turns off the plugin catalog sync
+// (api.github.com, github.com by git, chatgpt.com) and analytics
+// (ab.chatgpt.com): traffic the task does not need, carrying data out.
+func codexArgv(r Request) []string {
+	base := codexAPI
+	if r.Model != nil && r.Model.BaseURL != "" {
+		base = r.Model.BaseURL
+	}
+	argv := []string{"codex", "exec", "--json", "--skip-git-repo-check",
+		"--dangerously-bypass-approvals-and-sandbox"}
+	for _, kv := range []string{
+		"model_provider=" + tomlString("airlock"),
+		"model_providers.airlock.name=" + tomlString("Airlock"),
+		"model_providers.airlock.base_url=" + tomlString(base),
+		"model_providers.airlock.env_key=" + tomlString("OPENAI_API_KEY"),
+		"model_providers.airlock.wire_api=" + tomlString("responses"),
+		"model_providers.airlock.supports_websockets=false",
+		"features.plugins=false",
+		"analytics.enabled=false",
+	} {
+		argv = append(argv, "-c", kv)
+	}
+	if r.Model != nil && r.Model.Name != "" {
+		argv = append(argv, "--model", r.Model.Name)
+	}
+	return append(argv, "-")
+}
+
+// tomlString quotes s as a TOML basic string, the value syntax of codex's
+// -c key=value: JSON's string escapes are all valid TOML.
+func tomlString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
 // codexParser reads `codex exec --json`: one JSON object a line, typed
 // thread.*, turn.*, item.* and error. Items carry their own "type"
 // (agent_message, reasoning, command_execution, file_change,

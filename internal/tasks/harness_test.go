@@ -2,6 +2,10 @@ package tasks
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -90,7 +94,7 @@ func TestParsers(t *testing.T) {
 				{Type: EventMessage, Role: "assistant", Text: "I'll write it."},
 				{Type: EventToolCall, ID: "toolu_01", Name: "Bash", Input: json.RawMessage(`{"command":"echo fixed > answer.txt"}`)},
 				{Type: EventToolResult, ID: "toolu_01", Name: "Bash"},
-				{Type: EventCommand, Argv: []string{"echo", "fixed", ">", "answer.txt"}, ExitCode: intPtr(0)},
+				{Type: EventCommand, Argv: []string{"bash", "-c", "echo fixed > answer.txt"}, ExitCode: intPtr(0)},
 				{Type: EventToolCall, ID: "toolu_02", Name: "Write", Input: json.RawMessage(`{"file_path":"/home/user/work/notes.md","content":"x"}`)},
 				{Type: EventToolResult, ID: "toolu_02", Name: "Write", Output: "File created"},
 				{Type: EventFileChange, Path: "/home/user/work/notes.md", Kind: "modified"},
@@ -150,10 +154,21 @@ func TestCommandLines(t *testing.T) {
 		argv    []string
 		env     map[string]string
 	}{
-		{HarnessCodex, []string{"codex", "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--model", "m1", "-"},
-			map[string]string{"A": "1", "OPENAI_BASE_URL": "https://model.test/v1", "AIRLOCK_TASK_ID": "tsk_1", "AIRLOCK_TASK_PROMPT": "p"}},
+		{HarnessCodex, []string{"codex", "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+			"-c", `model_provider="airlock"`,
+			"-c", `model_providers.airlock.name="Airlock"`,
+			"-c", `model_providers.airlock.base_url="https://model.test/v1"`,
+			"-c", `model_providers.airlock.env_key="OPENAI_API_KEY"`,
+			"-c", `model_providers.airlock.wire_api="responses"`,
+			"-c", "model_providers.airlock.supports_websockets=false",
+			"-c", "features.plugins=false",
+			"-c", "analytics.enabled=false",
+			"--model", "m1", "-"},
+			// Codex ignores OPENAI_BASE_URL: the base URL is on the command line.
+			map[string]string{"A": "1", "AIRLOCK_TASK_ID": "tsk_1", "AIRLOCK_TASK_PROMPT": "p"}},
 		{HarnessClaude, []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions", "--model", "m1"},
-			map[string]string{"A": "1", "ANTHROPIC_BASE_URL": "https://model.test/v1", "AIRLOCK_TASK_ID": "tsk_1", "AIRLOCK_TASK_PROMPT": "p"}},
+			map[string]string{"A": "1", "ANTHROPIC_BASE_URL": "https://model.test/v1", "AIRLOCK_TASK_ID": "tsk_1", "AIRLOCK_TASK_PROMPT": "p",
+				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}},
 	} {
 		h := harnesses[tt.harness]
 		if d := cmp.Diff(tt.argv, h.Argv(req)); d != "" {
@@ -161,6 +176,127 @@ func TestCommandLines(t *testing.T) {
 		}
 		if d := cmp.Diff(tt.env, h.env(req, "tsk_1")); d != "" {
 			t.Errorf("%s env (-want +got):\n%s", tt.harness, d)
+		}
+	}
+}
+
+// Codex must read its key from the variable the tenant's secret is bound
+// to, or the egress proxy's key never reaches the model.
+func TestCodexKeyEnv(t *testing.T) {
+	h := harnesses[HarnessCodex]
+	want := `model_providers.airlock.env_key="` + h.KeyEnv + `"`
+	argv := codexArgv(Request{})
+	if !slices.Contains(argv, want) {
+		t.Errorf("codex argv %q lacks %s", argv, want)
+	}
+	if !slices.Contains(argv, `model_providers.airlock.base_url="https://api.openai.com/v1"`) {
+		t.Errorf("codex argv %q: no default base URL", argv)
+	}
+}
+
+func TestTOMLString(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://model.test/v1":       `"https://model.test/v1"`,
+		`https://x.test/"a"\b`:        `"https://x.test/\"a\"\\b"`,
+		"https://x.test/?a=1&b=<2>\n": `"https://x.test/?a=1\u0026b=\u003c2\u003e\n"`,
+	} {
+		if got := tomlString(in); got != want {
+			t.Errorf("tomlString(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// The fixtures are the stdout of real runs (codex 0.169.0, Claude Code
+// 2.1.328) against e2e/modelmock, whose script runs one shell command and
+// then answers "done"; the -fail runs' command was
+// `echo out; echo err >&2; exit 3`. codex-exec ran codex's default model
+// (code mode: the shell through a JavaScript exec tool), codex-exec-fail
+// a model codex has no metadata for (a warning, then plain tools).
+func TestParsersOnCapturedRuns(t *testing.T) {
+	const (
+		codexOK   = `/bin/bash -lc 'echo fixed > answer.txt'`
+		codexFail = `/bin/bash -lc 'echo out; echo err >&2; exit 3'`
+		claudeID  = "toolu_000000000000000000000001"
+		metaWarn  = "Model metadata for `gpt-5` not found. Defaulting to fallback metadata; this can degrade performance and cause issues."
+	)
+	tests := []struct {
+		file, harness string
+		want          []Event
+	}{
+		{"codex-exec.jsonl", HarnessCodex, []Event{
+			{Type: EventToolCall, ID: "item_0", Name: "shell", Input: jsonInput("command", codexOK)},
+			{Type: EventToolResult, ID: "item_0", Name: "shell"},
+			{Type: EventCommand, Argv: []string{"/bin/bash", "-lc", "echo fixed > answer.txt"}, ExitCode: intPtr(0)},
+			{Type: EventMessage, Role: "assistant", Text: "done"},
+			{Type: EventUsage, InputTokens: 27806, OutputTokens: 25},
+		}},
+		{"codex-exec-fail.jsonl", HarnessCodex, []Event{
+			{Type: EventMessage, Role: "error", Text: metaWarn},
+			{Type: EventToolCall, ID: "item_1", Name: "shell", Input: jsonInput("command", codexFail)},
+			{Type: EventToolResult, ID: "item_1", Name: "shell", Output: "out\nerr\n", IsError: true},
+			{Type: EventCommand, Argv: []string{"/bin/bash", "-lc", "echo out; echo err >&2; exit 3"}, ExitCode: intPtr(3), Output: "out\nerr\n"},
+			{Type: EventMessage, Role: "assistant", Text: "done"},
+			{Type: EventUsage, InputTokens: 19889, OutputTokens: 25},
+		}},
+		{"claude-stream.jsonl", HarnessClaude, []Event{
+			{Type: EventToolCall, ID: claudeID, Name: "Bash", Input: json.RawMessage(`{"command":"echo fixed > answer.txt"}`)},
+			{Type: EventToolResult, ID: claudeID, Name: "Bash", Output: "(Bash completed with no output)"},
+			{Type: EventCommand, Argv: []string{"bash", "-c", "echo fixed > answer.txt"}, ExitCode: intPtr(0)},
+			{Type: EventMessage, Role: "assistant", Text: "done"},
+			{Type: EventUsage, InputTokens: 43931, OutputTokens: 25},
+		}},
+		{"claude-stream-fail.jsonl", HarnessClaude, []Event{
+			{Type: EventToolCall, ID: claudeID, Name: "Bash", Input: json.RawMessage(`{"command":"echo out; echo err >&2; exit 3"}`)},
+			{Type: EventToolResult, ID: claudeID, Name: "Bash", Output: "Exit code 3\nout\nerr", IsError: true},
+			{Type: EventCommand, Argv: []string{"bash", "-c", "echo out; echo err >&2; exit 3"}, ExitCode: intPtr(3), Output: "out\nerr"},
+			{Type: EventMessage, Role: "assistant", Text: "done"},
+			{Type: EventUsage, InputTokens: 43930, OutputTokens: 25},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("testdata", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := harnesses[tt.harness].NewParser()
+			var got []Event
+			for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+				got = append(got, p.Line(l)...)
+			}
+			// Inputs compare as JSON values, not bytes: the CLIs escape
+			// differently from encoding/json.
+			if d := cmp.Diff(tt.want, got, cmp.Transformer("json", func(m json.RawMessage) any {
+				var v any
+				json.Unmarshal(m, &v)
+				return v
+			})); d != "" {
+				t.Errorf("events (-want +got):\n%s", d)
+			}
+			if s := p.Summary(); s != "done" {
+				t.Errorf("summary %q, want done", s)
+			}
+		})
+	}
+}
+
+func TestBashOutcome(t *testing.T) {
+	for _, tt := range []struct {
+		text       string
+		isError    bool
+		toolResult string
+		code       int
+		out        string
+	}{
+		{"(Bash completed with no output)", false, `{"stdout":"","stderr":"","interrupted":false}`, 0, ""},
+		{"a\nb", false, `{"stdout":"a","stderr":"b"}`, 0, "a\nb"},
+		{"a", false, ``, 0, "a"},
+		{"Exit code 2\nno such file", true, `"Error: Exit code 2\nno such file"`, 2, "no such file"},
+		{"Command timed out", true, ``, 1, "Command timed out"},
+	} {
+		code, out := bashOutcome(tt.text, tt.isError, json.RawMessage(tt.toolResult))
+		if code != tt.code || out != tt.out {
+			t.Errorf("bashOutcome(%q, %v, %s) = %d, %q; want %d, %q", tt.text, tt.isError, tt.toolResult, code, out, tt.code, tt.out)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
@@ -63,6 +64,17 @@ func (r *taskRun) run(ctx context.Context) {
 	// The sandbox goes before task.finished, so a client that saw the end
 	// never finds the task's sandbox still there.
 	if r.rec.SandboxID != "" {
+		// The sandbox's audit log (and the tenant's event stream) gets the
+		// end while the sandbox still exists.
+		data := map[string]any{"task_id": r.rec.ID, "harness": r.h.Name, "state": end.state,
+			"input_tokens": r.rec.InputTokens, "output_tokens": r.rec.OutputTokens}
+		if end.reason != "" {
+			data["reason"] = end.reason
+		}
+		if end.res != nil {
+			data["exit_code"] = end.res.ExitCode
+		}
+		r.s.m.RecordTask(bg, r.c, r.rec.SandboxID, audit.TaskFinished, data)
 		dctx, cancel := context.WithTimeout(bg, time.Minute)
 		if err := r.s.m.Delete(dctx, r.c, r.rec.SandboxID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 			r.s.log.Error("task: destroy sandbox", "task", r.rec.ID, "sandbox", r.rec.SandboxID, "err", err)
@@ -92,6 +104,7 @@ func (r *taskRun) runIn(ctx context.Context) ending {
 		s.log.Error("task: save", "task", r.rec.ID, "err", err)
 	}
 	s.emit(r.rec.ID, sb.ID, Event{Type: EventStarted, Harness: r.h.Name})
+	s.m.RecordTask(bg, r.c, sb.ID, audit.TaskStarted, map[string]any{"task_id": r.rec.ID, "harness": r.h.Name})
 	if err := r.prepare(ctx, sb.ID); err != nil {
 		return r.cut(ctx, err, "prepare the workspace")
 	}
