@@ -60,7 +60,9 @@ func (s *Service) create(ctx context.Context, c Caller, req CreateRequest) (stor
 	}
 	rec.State = store.StateRunning
 	s.idle.watch(rec.ID, time.Duration(rec.IdleTimeoutS)*time.Second, s.now())
-	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
+	// Deferred: after a crash, reconcile finds the runtime's sandbox and
+	// marks a record left creating running.
+	if err := s.st.UpdateSandboxSoon(ctx, rec); err != nil {
 		s.detach(rec.ID)
 		s.meterStats(ctx, rec.ID, sb)
 		if derr := sb.Destroy(ctx); derr != nil {

@@ -31,8 +31,10 @@ type SQLite struct {
 	// (parsing and planning) is over half the cost of a point query.
 	stmts sync.Map // string -> *sql.Stmt
 
-	// sandboxes caches sandbox records (sqlite_sbcache.go).
+	// sandboxes caches sandbox records (sqlite_sbcache.go); deferred
+	// holds updates on their way to the database (sqlite_sbdefer.go).
 	sandboxes sandboxCache
+	deferred  deferredSandboxes
 
 	writes    atomic.Int64 // bumped by every write; the checkpointer polls it
 	stopCkpt  chan struct{}
@@ -110,6 +112,7 @@ func (s *SQLite) checkpointLoop() {
 
 // Close checkpoints the WAL into the database and closes it.
 func (s *SQLite) Close() error {
+	s.flushSandboxes(context.Background())
 	s.closeOnce.Do(func() { close(s.stopCkpt) })
 	<-s.ckptDone
 	s.db.ExecContext(context.Background(), `PRAGMA wal_checkpoint(TRUNCATE)`)

@@ -32,6 +32,9 @@ func (s *SQLite) GetSandbox(ctx context.Context, id string) (Sandbox, error) {
 	if ok {
 		return sb, nil
 	}
+	if err := s.flushSandboxes(ctx); err != nil {
+		return Sandbox{}, err
+	}
 	sb, err := scanSandbox(s.queryRow(ctx, `SELECT `+sandboxCols+` FROM sandboxes WHERE id = ?`, id))
 	if err != nil {
 		return Sandbox{}, fmt.Errorf("get sandbox %s: %w", id, err)
@@ -42,26 +45,51 @@ func (s *SQLite) GetSandbox(ctx context.Context, id string) (Sandbox, error) {
 
 // UpdateSandbox replaces every column of the sandbox with sb.ID.
 func (s *SQLite) UpdateSandbox(ctx context.Context, sb Sandbox) error {
-	args, err := sandboxArgs(sb)
-	if err == nil {
-		var n int64
-		n, err = s.execThen(ctx, func(n int64, err error) { s.sandboxes.wrote(sb.ID, stored(sb), err == nil && n == 1) }, `UPDATE sandboxes SET
-			tenant_id = ?, state = ?, reason = ?, template = ?, cpus = ?, memory_mb = ?,
-			pids = ?, disk_mb = ?, env = ?, metadata = ?, workdir = ?,
-			created_at = ?, expires_at = ?, ended_at = ?, network = ?, secrets = ?, idle_timeout_s = ?
-			WHERE id = ?`, append(args[1:], sb.ID)...)
-		if err == nil && n == 0 {
-			err = ErrNotFound
-		}
-	}
-	if err != nil {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	// This write carries the whole record: a pending one of it is older.
+	s.dropPending(sb.ID)
+	if _, err := s.updateSandboxLocked(ctx, sb); err != nil {
 		return fmt.Errorf("update sandbox %s: %w", sb.ID, err)
 	}
 	return nil
 }
 
+// updateSandboxLocked writes sb's row, the write lock held, and updates
+// the cache.
+func (s *SQLite) updateSandboxLocked(ctx context.Context, sb Sandbox) (int64, error) {
+	args, err := sandboxArgs(sb)
+	if err != nil {
+		return 0, err
+	}
+	ctx = pointCtx(ctx)
+	st, err := s.prepared(ctx, `UPDATE sandboxes SET
+			tenant_id = ?, state = ?, reason = ?, template = ?, cpus = ?, memory_mb = ?,
+			pids = ?, disk_mb = ?, env = ?, metadata = ?, workdir = ?,
+			created_at = ?, expires_at = ?, ended_at = ?, network = ?, secrets = ?, idle_timeout_s = ?
+			WHERE id = ?`)
+	if err != nil {
+		return 0, err
+	}
+	res, err := st.ExecContext(ctx, append(args[1:], sb.ID)...)
+	s.writes.Add(1)
+	var n int64
+	if err == nil {
+		n, err = res.RowsAffected()
+	}
+	err = mapErr(err)
+	if err == nil && n == 0 {
+		err = ErrNotFound
+	}
+	s.sandboxes.wrote(sb.ID, stored(sb), err == nil)
+	return n, err
+}
+
 // ListSandboxes returns the sandboxes f selects, ordered by id.
 func (s *SQLite) ListSandboxes(ctx context.Context, f SandboxFilter) ([]Sandbox, error) {
+	if err := s.flushSandboxes(ctx); err != nil {
+		return nil, err
+	}
 	var where []string
 	var args []any
 	if f.TenantID != "" {
@@ -98,6 +126,9 @@ func (s *SQLite) ListSandboxes(ctx context.Context, f SandboxFilter) ([]Sandbox,
 // Usage counts the tenant's creating and running sandboxes and sums their
 // memory.
 func (s *SQLite) Usage(ctx context.Context, tenantID string) (int, int64, error) {
+	if err := s.flushSandboxes(ctx); err != nil {
+		return 0, 0, err
+	}
 	var n int
 	var mem int64
 	err := s.queryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(memory_mb), 0) FROM sandboxes
@@ -111,6 +142,9 @@ func (s *SQLite) Usage(ctx context.Context, tenantID string) (int, int64, error)
 // NextExpiry is the earliest expiry after after of a running sandbox,
 // zero if none.
 func (s *SQLite) NextExpiry(ctx context.Context, after time.Time) (time.Time, error) {
+	if err := s.flushSandboxes(ctx); err != nil {
+		return time.Time{}, err
+	}
 	var next sql.NullInt64
 	err := s.queryRow(ctx, `SELECT MIN(expires_at) FROM sandboxes WHERE state = ? AND expires_at > ?`,
 		StateRunning, toNanos(after)).Scan(&next)

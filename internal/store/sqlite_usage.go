@@ -121,6 +121,9 @@ func (s *SQLite) UsageByTenant(ctx context.Context, f UsageFilter) ([]TenantUsag
 // CountSandboxes counts records by state (the sandboxes_state_expires
 // index covers it).
 func (s *SQLite) CountSandboxes(ctx context.Context) (map[string]int, error) {
+	if err := s.flushSandboxes(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := s.query(ctx, `SELECT state, COUNT(*) FROM sandboxes GROUP BY state`)
 	if err != nil {
 		return nil, fmt.Errorf("count sandboxes: %w", err)

@@ -184,6 +184,10 @@ type Store interface {
 	// UpdateSandbox replaces the record with the same ID. A record saved
 	// as stopped or failed loses its tokens in the same write.
 	UpdateSandbox(ctx context.Context, s Sandbox) error
+	// UpdateSandboxSoon is UpdateSandbox for a change a crash may lose
+	// because the next start reconciles it (creating to running): reads
+	// through the store see it at once, the database within milliseconds.
+	UpdateSandboxSoon(ctx context.Context, s Sandbox) error
 	ListSandboxes(ctx context.Context, f SandboxFilter) ([]Sandbox, error)
 	// Usage counts a tenant's live (creating or running) sandboxes and
 	// their memory, for quotas.

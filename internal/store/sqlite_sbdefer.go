@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Deferred sandbox writes (UpdateSandboxSoon): the record changes in the
+// cache at once and reaches the database within deferFor, off the
+// request's path. Whatever reads the sandboxes table from the database
+// (lists, counts, a lookup the cache misses) writes what is pending
+// first, as does every write of the same record, so no reader through
+// this store ever sees the older row and no later write is overtaken.
+type deferredSandboxes struct {
+	mu      sync.Mutex
+	pending map[string]Sandbox
+	timer   *time.Timer
+}
+
+// deferFor is how long a deferred write may wait: long enough to leave the
+// request that made it, short enough that a crash loses little.
+const deferFor = 2 * time.Millisecond
+
+// UpdateSandboxSoon is UpdateSandbox for a change a crash may lose
+// because a restart reconciles it anyway (creating to running: reconcile
+// finds the runtime's sandbox and marks it running). The record must
+// exist.
+func (s *SQLite) UpdateSandboxSoon(ctx context.Context, sb Sandbox) error {
+	if _, err := s.GetSandbox(ctx, sb.ID); err != nil {
+		return fmt.Errorf("update sandbox %s: %w", sb.ID, err)
+	}
+	if _, err := sandboxArgs(sb); err != nil {
+		return fmt.Errorf("update sandbox %s: %w", sb.ID, err)
+	}
+	sb = stored(sb)
+	d := &s.deferred
+	d.mu.Lock()
+	if d.pending == nil {
+		d.pending = map[string]Sandbox{}
+	}
+	d.pending[sb.ID] = sb
+	if d.timer == nil {
+		d.timer = time.AfterFunc(deferFor, func() { s.flushSandboxes(context.Background()) })
+	} else if len(d.pending) == 1 {
+		d.timer.Reset(deferFor)
+	}
+	// Under d.mu: a flush that takes the pending write after this point
+	// also finds the cache updated, so the two never disagree for long.
+	s.sandboxes.wrote(sb.ID, sb, true)
+	d.mu.Unlock()
+	return nil
+}
+
+// flushSandboxes writes the pending records. It holds the write lock
+// while it takes them, so a write of the same record cannot slip between
+// taking and writing.
+func (s *SQLite) flushSandboxes(ctx context.Context) error {
+	d := &s.deferred
+	d.mu.Lock()
+	empty := len(d.pending) == 0
+	d.mu.Unlock()
+	if empty {
+		return nil
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.flushSandboxesLocked(ctx)
+}
+
+// flushSandboxesLocked is flushSandboxes with the write lock held.
+func (s *SQLite) flushSandboxesLocked(ctx context.Context) error {
+	d := &s.deferred
+	d.mu.Lock()
+	pending := d.pending
+	d.pending = nil
+	d.mu.Unlock()
+	var first error
+	for _, sb := range pending {
+		if _, err := s.updateSandboxLocked(ctx, sb); err != nil && first == nil {
+			first = fmt.Errorf("deferred update of sandbox %s: %w", sb.ID, err)
+		}
+	}
+	return first
+}
+
+// dropPending forgets a pending write of id: the caller is about to write
+// a newer record, with the write lock held.
+func (s *SQLite) dropPending(id string) {
+	d := &s.deferred
+	d.mu.Lock()
+	delete(d.pending, id)
+	d.mu.Unlock()
+}

@@ -1,0 +1,107 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestUpdateSandboxSoon: a deferred update shows at once through the store,
+// reaches the database by itself, is written before any read of the table
+// and on Close, and never overtakes a later write of the same record.
+func TestUpdateSandboxSoon(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "airlock.db")
+	s, err := OpenSQLite(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateTenant(ctx, Tenant{ID: "ten_a", Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	// dbState reads the record with another connection, as a second
+	// process would: what the database holds.
+	dbState := func(id string) string {
+		t.Helper()
+		other, err := OpenSQLite(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		sb, err := other.GetSandbox(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sb.State
+	}
+	mk := func(id string) Sandbox {
+		sb := Sandbox{ID: id, TenantID: "ten_a", State: StateCreating, Template: "base", CPUs: 1, MemoryMB: 64, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
+		if err := s.CreateSandbox(ctx, sb); err != nil {
+			t.Fatal(err)
+		}
+		return sb
+	}
+
+	sb := mk("sb-soon")
+	sb.State = StateRunning
+	if err := s.UpdateSandboxSoon(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.GetSandbox(ctx, sb.ID); got.State != StateRunning {
+		t.Errorf("through the store: %s", got.State)
+	}
+	// It reaches the database on its own.
+	deadline := time.Now().Add(5 * time.Second)
+	for dbState(sb.ID) != StateRunning {
+		if time.Now().After(deadline) {
+			t.Fatal("the deferred write never reached the database")
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	// A read of the table writes what is pending first.
+	sb2 := mk("sb-list")
+	sb2.State = StateRunning
+	s.UpdateSandboxSoon(ctx, sb2)
+	if n, _, err := s.Usage(ctx, "ten_a"); err != nil || n != 2 {
+		t.Errorf("usage %d %v", n, err)
+	}
+	list, err := s.ListSandboxes(ctx, SandboxFilter{State: StateRunning})
+	if err != nil || len(list) != 2 {
+		t.Errorf("list of running: %d %v", len(list), err)
+	}
+
+	// A later write wins, however the deferred one is timed.
+	for i := 0; i < 50; i++ {
+		sb2.State = StateRunning
+		s.UpdateSandboxSoon(ctx, sb2)
+		sb2.State, sb2.Reason = StateStopped, "deleted"
+		if err := s.UpdateSandbox(ctx, sb2); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(i%5) * time.Millisecond)
+		if got := dbState(sb2.ID); got != StateStopped {
+			t.Fatalf("round %d: a deferred write overtook a later one: %s", i, got)
+		}
+	}
+
+	// Close writes what is pending.
+	sb3 := mk("sb-close")
+	sb3.State = StateRunning
+	s.UpdateSandboxSoon(ctx, sb3)
+	s.Close()
+	if got := dbState(sb3.ID); got != StateRunning {
+		t.Errorf("after close: %s", got)
+	}
+
+	s2, err := OpenSQLite(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if err := s2.UpdateSandboxSoon(ctx, Sandbox{ID: "sb-none", TenantID: "ten_a", State: StateRunning}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("deferred update of a missing record: %v", err)
+	}
+}
