@@ -99,7 +99,10 @@ func (s *Service) stopLocked(ctx context.Context, c Caller, rec store.Sandbox, r
 		rec.EndedAt = s.now()
 	}
 	// Saving it stopped or failed deletes its tokens in the same write.
-	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
+	// Deferred: every read through the store sees it stopped at once
+	// (a token lookup writes it first), and after a crash before the write, reconcile finds the runtime's
+	// sandbox gone and marks the record failed, lost on restart.
+	if err := s.st.UpdateSandboxSoon(ctx, rec); err != nil {
 		return fmt.Errorf("save sandbox %s: %w", rec.ID, err)
 	}
 	s.recordStopped(c, rec)

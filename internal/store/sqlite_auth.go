@@ -135,6 +135,10 @@ func (s *SQLite) CreateToken(ctx context.Context, t Token) error {
 // TokenByHash returns the token whose hash is hash, expired or not: the
 // caller checks ExpiresAt.
 func (s *SQLite) TokenByHash(ctx context.Context, hash []byte) (Token, error) {
+	// A pending stop deletes the sandbox's tokens when it is written.
+	if err := s.flushSandboxes(ctx); err != nil {
+		return Token{}, err
+	}
 	var t Token
 	var expires sql.NullInt64
 	err := s.queryRow(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = ?`, hash).

@@ -24,9 +24,8 @@ type deferredSandboxes struct {
 const deferFor = 2 * time.Millisecond
 
 // UpdateSandboxSoon is UpdateSandbox for a change a crash may lose
-// because a restart reconciles it anyway (creating to running: reconcile
-// finds the runtime's sandbox and marks it running). The record must
-// exist.
+// because a restart reconciles it with the runtime anyway (see Store).
+// The record must exist.
 func (s *SQLite) UpdateSandboxSoon(ctx context.Context, sb Sandbox) error {
 	if _, err := s.GetSandbox(ctx, sb.ID); err != nil {
 		return fmt.Errorf("update sandbox %s: %w", sb.ID, err)

@@ -87,6 +87,19 @@ func TestUpdateSandboxSoon(t *testing.T) {
 		}
 	}
 
+	// A deferred stop deletes the sandbox's tokens before any token lookup.
+	sb4 := mk("sb-token")
+	sb4.State = StateRunning
+	s.UpdateSandbox(ctx, sb4)
+	if err := s.CreateToken(ctx, Token{ID: "tok_x", SandboxID: sb4.ID, TenantID: "ten_a", Hash: []byte("h"), ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	sb4.State = StateStopped
+	s.UpdateSandboxSoon(ctx, sb4)
+	if _, err := s.TokenByHash(ctx, []byte("h")); !errors.Is(err, ErrNotFound) {
+		t.Errorf("token of a stopped sandbox: %v", err)
+	}
+
 	// Close writes what is pending.
 	sb3 := mk("sb-close")
 	sb3.State = StateRunning

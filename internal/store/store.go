@@ -185,8 +185,10 @@ type Store interface {
 	// as stopped or failed loses its tokens in the same write.
 	UpdateSandbox(ctx context.Context, s Sandbox) error
 	// UpdateSandboxSoon is UpdateSandbox for a change a crash may lose
-	// because the next start reconciles it (creating to running): reads
-	// through the store see it at once, the database within milliseconds.
+	// because the next start reconciles it with the runtime (creating to
+	// running; running to stopped, which a restart then reports as failed,
+	// lost): reads through the store see it at once, the database within
+	// milliseconds.
 	UpdateSandboxSoon(ctx context.Context, s Sandbox) error
 	ListSandboxes(ctx context.Context, f SandboxFilter) ([]Sandbox, error)
 	// Usage counts a tenant's live (creating or running) sandboxes and
