@@ -174,6 +174,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		fail(w, 400, "invalid_argument", "timeout_s must be between 0 and 86400, limits not negative")
 		return
 	}
+	if req.Template != "" && req.Template != "base" {
+		fail(w, 404, "not_found", fmt.Sprintf("template %q", req.Template))
+		return
+	}
 	now := time.Now().UTC().Truncate(time.Second)
 	sb := client.Sandbox{
 		State:     client.StateRunning,

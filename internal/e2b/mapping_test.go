@@ -33,7 +33,7 @@ func TestCreateRequest(t *testing.T) {
 		{name: "no internet is Airlock's default", body: createBody{AllowInternetAccess: &no}, want: client.CreateRequest{Template: "base"}},
 		{name: "allowOut and denyOut", body: createBody{Network: &network{AllowOut: []string{"pypi.org", "1.2.3.4"}, DenyOut: []string{"bad.example"}}},
 			want: client.CreateRequest{Template: "base", Network: &client.NetworkPolicy{Mode: "allowlist", Allow: []string{"pypi.org", "1.2.3.4"}, Deny: []string{"bad.example"}}}},
-		{name: "unknown template", body: createBody{TemplateID: "code-interpreter-v1"}, err: "template 'code-interpreter-v1' not found"},
+		{name: "built template", body: createBody{TemplateID: "harness-codex"}, want: client.CreateRequest{Template: "harness-codex"}},
 		{name: "all traffic", body: createBody{Network: &network{AllowOut: []string{"0.0.0.0/0"}}}, err: `allowOut "0.0.0.0/0" is not supported`},
 		{name: "open internet", body: createBody{AllowInternetAccess: &yes}, err: "allow_internet_access is not supported"},
 		{name: "auto pause", body: createBody{AutoPause: &yes}, err: "autoPause is not supported"},

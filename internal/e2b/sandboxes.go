@@ -48,12 +48,11 @@ type createBody struct {
 
 // createRequest maps E2B's body onto Airlock's, or says what is refused.
 func (b createBody) createRequest() (client.CreateRequest, error) {
-	var req client.CreateRequest
-	switch b.TemplateID {
-	case "", "base":
+	// A template is Airlock's own (base, or one built with airlock
+	// template build); the server answers 404 for one it lacks.
+	req := client.CreateRequest{Template: b.TemplateID}
+	if req.Template == "" {
 		req.Template = "base"
-	default:
-		return req, errNotFound{fmt.Sprintf("template '%s' not found: Airlock has the template 'base' only", b.TemplateID)}
 	}
 	if b.Timeout != nil {
 		if *b.Timeout <= 0 {
@@ -181,7 +180,12 @@ func (h *Handler) createSandbox(w http.ResponseWriter, r *http.Request) {
 	c := h.clientOf(apiKey(r))
 	sb, err := c.CreateSandbox(r.Context(), req)
 	if err != nil {
-		writeAPIError(w, statusOf(err), err.Error())
+		msg := err.Error()
+		if statusOf(err) == http.StatusNotFound {
+			// The one thing a create can miss: E2B's own words for it.
+			msg = fmt.Sprintf("template '%s' not found (build it with airlock template build)", req.Template)
+		}
+		writeAPIError(w, statusOf(err), msg)
 		return
 	}
 	tok, err := c.CreateToken(r.Context(), sb.ID, tokenTTL)
@@ -345,7 +349,7 @@ func (h *Handler) listSandboxes(w http.ResponseWriter, r *http.Request) {
 		}
 		after = t
 	}
-	if st := q.Get("state"); st != "" && !containsRunning(st) || q.Get("template") != "" && q.Get("template") != "base" {
+	if st := q.Get("state"); st != "" && !containsRunning(st) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte("[]\n"))
 		return
@@ -364,7 +368,7 @@ func (h *Handler) listSandboxes(w http.ResponseWriter, r *http.Request) {
 	out := make([]sandboxBody, 0, len(page.Sandboxes))
 	for _, sb := range page.Sandboxes {
 		// Filtered here, page by page: a page may come out short.
-		if sb.CreatedAt.After(after) {
+		if tmpl := q.Get("template"); sb.CreatedAt.After(after) && (tmpl == "" || tmpl == sb.Template) {
 			out = append(out, detail(sb))
 		}
 	}
