@@ -85,7 +85,9 @@ func (e *harnessEnv) buildHarness(t *testing.T, name string) client.Template {
 // the tool call and the command.
 func TestHarnesses(t *testing.T) {
 	e := startHarnessEnv(t)
-	mock := modelmock.New(modelmock.Script{})
+	// The harness's shell also saves its environment, to show what the
+	// sandbox held.
+	mock := modelmock.New(modelmock.Script{Command: modelmock.DefaultCommand + "; env > env.txt"})
 	e.n.Handle("/v1/", mock)
 	c := e.s.admin()
 	for _, tc := range []struct {
@@ -116,7 +118,7 @@ func TestHarnesses(t *testing.T) {
 			task := must[client.Task](t)(c.CreateTask(ctx, client.TaskRequest{
 				Harness: tc.harness, Prompt: "The test fails: make answer.txt say fixed.",
 				Files: map[string]string{"README.md": "a project\n"},
-				Model: &model, Secrets: []string{h.KeyEnv}, Artifacts: []string{"answer.txt"},
+				Model: &model, Secrets: []string{h.KeyEnv}, Artifacts: []string{"answer.txt", "env.txt"},
 				TimeoutS: 300,
 			}))
 			var evs []client.TaskEvent
@@ -161,6 +163,11 @@ func TestHarnesses(t *testing.T) {
 				if k := tc.key(r.Header); k != real {
 					t.Errorf("%s %s reached the mock with key %q, want the real one", r.Method, r.Path, k)
 				}
+			}
+			buf.Reset()
+			must[int64](t)(c.ReadTaskArtifact(ctx, task.ID, "env.txt", &buf))
+			if env := buf.String(); strings.Contains(env, real) || !strings.Contains(env, h.KeyEnv+"=") {
+				t.Errorf("the harness's environment holds the key, or no placeholder:\n%s", env)
 			}
 			var injected int
 			c.AuditLog(ctx, got.SandboxID, client.AuditQuery{}, func(ev client.AuditEvent) error {
