@@ -54,8 +54,8 @@ type CommitTemplateRequest struct {
 	Labels      map[string]string `json:"labels,omitempty"`
 }
 
-// CommitTemplate saves a build sandbox as a template; the sandbox keeps
-// running.
+// CommitTemplate saves a build sandbox as a template and deletes the
+// sandbox (its processes end before its files are read).
 func (c *Client) CommitTemplate(ctx context.Context, req CommitTemplateRequest) (Template, error) {
 	var t Template
 	err := c.doJSON(ctx, http.MethodPost, "/v1/templates", nil, req, &t)
@@ -162,7 +162,9 @@ func (c *Client) BuildTemplate(ctx context.Context, b TemplateBuild, log io.Writ
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
-		if derr := c.DeleteSandbox(dctx, sb.ID); derr != nil && err == nil {
+		// A commit deleted it already.
+		var ae *Error
+		if derr := c.DeleteSandbox(dctx, sb.ID); derr != nil && err == nil && !(errors.As(derr, &ae) && ae.Status == http.StatusNotFound) {
 			err = fmt.Errorf("build template: delete build sandbox: %w", derr)
 		}
 	}()

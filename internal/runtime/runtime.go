@@ -105,7 +105,9 @@ type Templater interface {
 	Templates(ctx context.Context) ([]TemplateInfo, error)
 	// CommitTemplate saves what the build sandbox put in /usr/local as the
 	// template t.Name (replacing one of that name: sandboxes already
-	// running on the old one keep it). The sandbox is left as it is.
+	// running on the old one keep it). Unless it refuses the request
+	// (ErrInvalid, ErrNotFound), it first ends the sandbox's processes:
+	// the caller destroys the sandbox after.
 	CommitTemplate(ctx context.Context, sandboxID string, t TemplateInfo) (TemplateInfo, error)
 	// DeleteTemplate removes a built template; running sandboxes keep it
 	// until they end.

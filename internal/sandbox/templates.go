@@ -53,8 +53,9 @@ func (s *Service) HasTemplate(ctx context.Context, name string) bool {
 	return err == nil
 }
 
-// CommitTemplate saves an admin's build sandbox as a template; the sandbox
-// keeps running (the caller deletes it).
+// CommitTemplate saves an admin's build sandbox as a template. The
+// sandbox's processes end before its files are read, so the sandbox is
+// deleted whatever the outcome, unless the request was refused first.
 func (s *Service) CommitTemplate(ctx context.Context, c Caller, req CommitTemplateRequest) (runtime.TemplateInfo, error) {
 	if !c.Admin {
 		return runtime.TemplateInfo{}, fmt.Errorf("%w: only an admin key can save templates", ErrInvalid)
@@ -73,6 +74,11 @@ func (s *Service) CommitTemplate(ctx context.Context, c Caller, req CommitTempla
 		return runtime.TemplateInfo{}, err
 	}
 	info, err := tr.CommitTemplate(ctx, req.SandboxID, runtime.TemplateInfo{Name: req.Name, Description: req.Description, Labels: req.Labels})
+	if err == nil || !errors.Is(err, runtime.ErrInvalid) && !errors.Is(err, runtime.ErrNotFound) {
+		if derr := s.Delete(context.WithoutCancel(ctx), c, req.SandboxID); derr != nil && !errors.Is(derr, ErrNotFound) {
+			s.log.Error("delete committed build sandbox", "sandbox", req.SandboxID, "err", derr)
+		}
+	}
 	return info, templateErr(err)
 }
 

@@ -31,6 +31,7 @@ type sandbox struct {
 	client *agent.Client
 
 	destroyOnce sync.Once
+	killOnce    sync.Once // killInit, by destroy or a template commit
 	destroyErr  error
 }
 
@@ -198,6 +199,20 @@ func (s *sandbox) Destroy(ctx context.Context) error {
 	return s.destroyErr
 }
 
+// killInit kills the init, and with it every process of the sandbox, and
+// waits for them; the sandbox's directory and cgroup stay.
+func (s *sandbox) killInit() {
+	if s.proc != nil {
+		s.proc.Kill() // by pidfd: never a recycled pid
+		s.proc.Wait()
+	} else if s.p.Pid > 0 && procStart(s.p.Pid) == s.p.Start {
+		syscall.Kill(s.p.Pid, syscall.SIGKILL)
+		for i := 0; i < 500 && procStart(s.p.Pid) == s.p.Start; i++ {
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+}
+
 func (s *sandbox) destroy() error {
 	var errs []error
 	if s.p.ID != "" {
@@ -213,15 +228,7 @@ func (s *sandbox) destroy() error {
 	// namespace-creating clones are filtered). So waiting for the init is
 	// waiting for all of them.
 	end := s.r.phase("destroy: kill init and wait")
-	if s.proc != nil {
-		s.proc.Kill() // by pidfd: never a recycled pid
-		s.proc.Wait()
-	} else if s.p.Pid > 0 && procStart(s.p.Pid) == s.p.Start {
-		syscall.Kill(s.p.Pid, syscall.SIGKILL)
-		for i := 0; i < 500 && procStart(s.p.Pid) == s.p.Start; i++ {
-			time.Sleep(2 * time.Millisecond)
-		}
-	}
+	s.killOnce.Do(s.killInit)
 	end()
 	if s.cg != nil {
 		// Kills whatever might still be in the group (nothing, unless the

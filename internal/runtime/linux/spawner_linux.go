@@ -148,21 +148,19 @@ func (s *spawner) spawn(cmd *exec.Cmd) (*os.Process, error) {
 			return nil, err
 		}
 	}
-	s.conn.SetDeadline(time.Now().Add(spawnTimeout))
-	if _, _, err := s.conn.WriteMsgUnix(b, unix.UnixRights(fds...), nil); err != nil {
+	rep, err := s.roundTrip(b, fds)
+	if errors.Is(err, errNotTaken) {
+		// The spawner died (unseen) with the request unread: a new one
+		// can take it.
 		s.stop()
-		return nil, fmt.Errorf("spawn: send: %w", err)
+		if err := s.start(); err != nil {
+			return nil, err
+		}
+		rep, err = s.roundTrip(b, fds)
 	}
-	buf := make([]byte, 4096)
-	n, _, _, _, err := s.conn.ReadMsgUnix(buf, nil)
 	if err != nil {
 		s.stop()
-		return nil, fmt.Errorf("spawn: %w", err)
-	}
-	var rep spawnReply
-	if err := json.Unmarshal(buf[:n], &rep); err != nil {
-		s.stop()
-		return nil, fmt.Errorf("spawn: answer: %w", err)
+		return nil, err
 	}
 	if rep.Err != "" {
 		return nil, fmt.Errorf("spawn: %s", rep.Err)
@@ -170,6 +168,39 @@ func (s *spawner) spawn(cmd *exec.Cmd) (*os.Process, error) {
 	// Our child (CLONE_PARENT) and not yet waited on, so the pid cannot
 	// have been reused; from here on it is held by pidfd.
 	return os.FindProcess(rep.Pid)
+}
+
+// errNotTaken: the spawner is gone and never read the request, so
+// nothing was spawned. A send to a dead peer fails; a request left unread
+// in the queue of a peer that then closed makes the read fail with
+// ECONNRESET (a peer that read it and died gives end of file instead).
+var errNotTaken = errors.New("spawn: the spawner did not take the request")
+
+// roundTrip sends one request and reads its answer.
+func (s *spawner) roundTrip(b []byte, fds []int) (spawnReply, error) {
+	var rep spawnReply
+	s.conn.SetDeadline(time.Now().Add(spawnTimeout))
+	if _, _, err := s.conn.WriteMsgUnix(b, unix.UnixRights(fds...), nil); err != nil {
+		if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) {
+			return rep, errNotTaken
+		}
+		return rep, fmt.Errorf("spawn: send: %w", err)
+	}
+	buf := make([]byte, 4096)
+	n, _, _, _, err := s.conn.ReadMsgUnix(buf, nil)
+	if errors.Is(err, syscall.ECONNRESET) {
+		return rep, errNotTaken
+	}
+	if err == nil && n == 0 {
+		err = errors.New("the spawner closed the connection")
+	}
+	if err != nil {
+		return rep, fmt.Errorf("spawn: %w", err)
+	}
+	if err := json.Unmarshal(buf[:n], &rep); err != nil {
+		return rep, fmt.Errorf("spawn: answer: %w", err)
+	}
+	return rep, nil
 }
 
 // alive reports whether p has not exited, without reaping it.

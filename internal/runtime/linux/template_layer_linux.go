@@ -105,9 +105,12 @@ func (r *Runtime) Templates(ctx context.Context) ([]runtime.TemplateInfo, error)
 	return out, nil
 }
 
-// CommitTemplate copies the build sandbox's /usr/local (its template's
-// layer, then what the build added) into a new build directory owned by
-// the host's root, and points the name at it.
+// CommitTemplate ends the build sandbox's processes (what it wrote must
+// hold still while the host's root reads it: a file swapped for a symlink
+// mid-copy would otherwise copy a host file into the template), copies its
+// /usr/local (its template's layer, then what the build added) into a new
+// build directory owned by the host's root, and points the name at it.
+// The sandbox is left to be destroyed.
 func (r *Runtime) CommitTemplate(ctx context.Context, sandboxID string, t runtime.TemplateInfo) (runtime.TemplateInfo, error) {
 	if err := validTemplateName(t.Name); err != nil {
 		return t, err
@@ -120,6 +123,7 @@ func (r *Runtime) CommitTemplate(ctx context.Context, sandboxID string, t runtim
 	if !sb.p.Build {
 		return t, fmt.Errorf("%w: sandbox %s was not created as a template build", runtime.ErrInvalid, sandboxID)
 	}
+	sb.killOnce.Do(sb.killInit)
 	t.From = sb.p.TemplateName
 	if t.From == "" {
 		t.From = "base"
@@ -286,7 +290,7 @@ func copyLayer(ctx context.Context, src, dst string, links map[[2]uint64]string)
 				}
 				links[key] = target
 			}
-			n, err := copyOwnedByRoot(path, target, perm)
+			n, err := copyOwnedByRoot(path, target)
 			total += n
 			return err
 		}
@@ -307,12 +311,22 @@ func copyLayer(ctx context.Context, src, dst string, links map[[2]uint64]string)
 	})
 }
 
-func copyOwnedByRoot(src, dst string, perm fs.FileMode) (int64, error) {
-	in, err := os.Open(src)
+// copyOwnedByRoot copies the regular file src, never through a symlink,
+// with its permission bits as the open file has them.
+func copyOwnedByRoot(src, dst string) (int64, error) {
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return 0, err
 	}
 	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return 0, fmt.Errorf("%s is no longer a regular file", src)
+	}
+	perm := fi.Mode().Perm()
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return 0, err

@@ -76,7 +76,8 @@ func TestTemplateBuild(t *testing.T) {
 		ln -s ../lib/hello/hello.sh /usr/local/bin/hello
 		ln /usr/local/lib/hello/hello.sh /usr/local/lib/hello/same.sh
 		echo setuid > /usr/local/lib/hello/suid && chmod 4755 /usr/local/lib/hello/suid
-		echo kept-out > /home/user/not-kept`)
+		echo kept-out > /home/user/not-kept
+		ln -s /etc/hostname /usr/local/lib/hello/link`)
 	// Files of the host's /usr/local stay read-only to the build.
 	for _, e := range hostLocal {
 		if e.IsDir() {
@@ -106,7 +107,7 @@ func TestTemplateBuild(t *testing.T) {
 	if out := mustSh(t, use, "hello"); out != "hello from the template\n" {
 		t.Errorf("hello printed %q", out)
 	}
-	if out := mustSh(t, use, "stat -c '%h %a' /usr/local/lib/hello/same.sh /usr/local/lib/hello/suid; test ! -e /home/user/not-kept && echo home-clean"); out != "2 755\n1 755\nhome-clean\n" {
+	if out := mustSh(t, use, "stat -c '%h %a' /usr/local/lib/hello/same.sh /usr/local/lib/hello/suid; test ! -e /home/user/not-kept && echo home-clean; readlink /usr/local/lib/hello/link"); out != "2 755\n1 755\nhome-clean\n/etc/hostname\n" {
 		t.Errorf("links, modes, home: %q", out)
 	}
 	if res := sh(t, use, "echo x > /usr/local/lib/hello/hello.sh || echo x > /usr/local/new"); res.st.Code == 0 {
@@ -134,8 +135,13 @@ func TestTemplateBuild(t *testing.T) {
 		t.Errorf("second template printed %q", out)
 	}
 
+	// A commit ends the build's processes: nothing it runs can change the
+	// files while the host reads them.
+	if _, err := build2.Exec(ctx, runtime.ExecRequest{Argv: []string{"true"}}); err == nil {
+		t.Error("the build sandbox still runs commands after its commit")
+	}
+
 	// Replacing the first template leaves the running sandbox its layer.
-	mustSh(t, build2, "rm /usr/local/bin/second")
 	build3 := createSpec(t, runtime.Spec{Build: true})
 	mustSh(t, build3, "mkdir -p /usr/local/bin && printf '#!/bin/sh\\necho replaced\\n' > /usr/local/bin/hello && chmod 755 /usr/local/bin/hello")
 	if _, err := r.CommitTemplate(ctx, build3.ID(), runtime.TemplateInfo{Name: name}); err != nil {
