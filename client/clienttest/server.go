@@ -174,7 +174,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		fail(w, 400, "invalid_argument", "timeout_s must be between 0 and 86400, limits not negative")
 		return
 	}
-	if req.Template != "" && req.Template != "base" {
+	// The fake's templates: base and, as if built, python.
+	if req.Template != "" && req.Template != "base" && req.Template != "python" {
 		fail(w, 404, "not_found", fmt.Sprintf("template %q", req.Template))
 		return
 	}
