@@ -166,7 +166,7 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		d.close()
 		return nil, err
 	}
-	if d.tasks, err = tasks.New(ctx, st, d.mgr, tasks.Options{}); err != nil {
+	if d.tasks, err = tasks.New(ctx, st, d.mgr, tasks.Options{Box: box}); err != nil {
 		d.close()
 		return nil, fmt.Errorf("tasks: %w", err)
 	}

@@ -57,7 +57,8 @@ func (b *Box) Seal(value, ad []byte) []byte {
 }
 
 // Open decrypts what Seal returned for the same ad. Its result is the
-// plaintext: only the egress proxy's injection path may call it.
+// plaintext: only the egress proxy's injection path (and the task runner,
+// for a task's own env) may call it.
 func (b *Box) Open(sealed, ad []byte) ([]byte, error) {
 	v, err := b.aead.Open(nil, nil, sealed, ad)
 	if err != nil {

@@ -39,7 +39,7 @@ func (s *Service) run(ctx context.Context, id string) {
 	if rec.State != store.TaskQueued {
 		return // cancelled meanwhile
 	}
-	t, err := decode(rec)
+	t, err := s.decodeToRun(rec)
 	if err != nil {
 		s.finish(bg, &rec, store.TaskFailed, err.Error(), "", nil)
 		return

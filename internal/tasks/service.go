@@ -16,11 +16,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/secrets"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -33,8 +35,11 @@ type Options struct {
 	// HasTemplate says whether the server has a sandbox template; default:
 	// the manager's Template.
 	HasTemplate func(name string) bool
-	Logger      *slog.Logger
-	Now         func() time.Time
+	// Box seals the env values of stored tasks; nil stores them as they
+	// are.
+	Box    *secrets.Box
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Task is a task as the API shows it.
@@ -152,14 +157,15 @@ func (s *Service) Submit(ctx context.Context, c sandbox.Caller, req Request) (Ta
 	if err := req.validate(s.opts.HasTemplate); err != nil {
 		return Task{}, err
 	}
-	spec, err := json.Marshal(req)
-	if err != nil {
-		return Task{}, fmt.Errorf("encode task: %w", err)
-	}
 	b := make([]byte, 12)
 	rand.Read(b)
 	t := store.Task{ID: "tsk_" + hex.EncodeToString(b), TenantID: c.TenantID, KeyID: c.KeyID,
-		Harness: req.Harness, State: store.TaskQueued, Spec: string(spec), CreatedAt: s.opts.Now().UTC()}
+		Harness: req.Harness, State: store.TaskQueued, CreatedAt: s.opts.Now().UTC()}
+	sp, err := s.seal(t, req)
+	if err != nil {
+		return Task{}, err
+	}
+	t.Spec = sp
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
@@ -191,12 +197,71 @@ func (s *Service) own(ctx context.Context, c sandbox.Caller, id string) (store.T
 	return t, err
 }
 
+// spec is a task's request as the store keeps it. With a master key its
+// env values (which may be credentials, though secrets are the way to
+// pass those) are sealed, bound to the task and tenant, and only their
+// names stay readable.
+type spec struct {
+	Request
+	SealedEnv []byte   `json:"sealed_env,omitempty"`
+	EnvNames  []string `json:"env_names,omitempty"`
+}
+
+func envAD(t store.Task) []byte { return []byte("task-env\x00" + t.TenantID + "\x00" + t.ID) }
+
+// seal encodes req as t's stored spec.
+func (s *Service) seal(t store.Task, req Request) (string, error) {
+	sp := spec{Request: req}
+	if s.opts.Box != nil && len(req.Env) > 0 {
+		env, err := json.Marshal(req.Env)
+		if err != nil {
+			return "", fmt.Errorf("encode task: %w", err)
+		}
+		sp.SealedEnv = s.opts.Box.Seal(env, envAD(t))
+		sp.EnvNames = slices.Sorted(maps.Keys(req.Env))
+		sp.Env = nil
+	}
+	b, err := json.Marshal(sp)
+	if err != nil {
+		return "", fmt.Errorf("encode task: %w", err)
+	}
+	return string(b), nil
+}
+
+// decode reads t's spec for display: sealed env values read as "".
 func decode(t store.Task) (Task, error) {
-	var req Request
-	if err := json.Unmarshal([]byte(t.Spec), &req); err != nil {
+	var sp spec
+	if err := json.Unmarshal([]byte(t.Spec), &sp); err != nil {
 		return Task{}, fmt.Errorf("task %s: decode spec: %w", t.ID, err)
 	}
-	return Task{Task: t, Request: req}, nil
+	if sp.SealedEnv != nil {
+		sp.Env = map[string]string{}
+		for _, k := range sp.EnvNames {
+			sp.Env[k] = ""
+		}
+	}
+	return Task{Task: t, Request: sp.Request}, nil
+}
+
+// decodeToRun reads t's spec with its env values, to run it.
+func (s *Service) decodeToRun(t store.Task) (Task, error) {
+	var sp spec
+	if err := json.Unmarshal([]byte(t.Spec), &sp); err != nil {
+		return Task{}, fmt.Errorf("task %s: decode spec: %w", t.ID, err)
+	}
+	if sp.SealedEnv != nil {
+		if s.opts.Box == nil {
+			return Task{}, fmt.Errorf("task %s: its env is sealed and this server has no master key", t.ID)
+		}
+		env, err := s.opts.Box.Open(sp.SealedEnv, envAD(t))
+		if err == nil {
+			err = json.Unmarshal(env, &sp.Env)
+		}
+		if err != nil {
+			return Task{}, fmt.Errorf("task %s: open its env: %w", t.ID, err)
+		}
+	}
+	return Task{Task: t, Request: sp.Request}, nil
 }
 
 // List returns the caller's tasks f selects (its TenantID is the
