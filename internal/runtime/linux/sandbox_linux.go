@@ -256,6 +256,11 @@ func (s *sandbox) destroy() error {
 	if err := s.slot.release(); err != nil {
 		errs = append(errs, fmt.Errorf("release uid range: %w", err))
 	}
+	if s.p.Template != "" && err == nil {
+		// It may have been the last sandbox on a replaced or deleted
+		// template's layer.
+		s.r.collectTemplates()
+	}
 	return errors.Join(errs...)
 }
 

@@ -155,6 +155,20 @@ func TestTemplateBuild(t *testing.T) {
 		t.Errorf("new sandbox after replace printed %q", out)
 	}
 
+	// The replaced layer goes with the last sandbox on it.
+	oldLayers, _ := filepath.Glob(filepath.Join(r.StateDir(), "templates", "."+name+"@*"))
+	if len(oldLayers) != 2 {
+		t.Fatalf("layers of %s: %v, want the old and the new", name, oldLayers)
+	}
+	for _, sb := range []runtime.Sandbox{use, build2} {
+		if err := sb.Destroy(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(r.StateDir(), "templates", "."+name+"@*")); len(left) != 1 {
+		t.Errorf("layers of %s after its old one's last sandbox: %v", name, left)
+	}
+
 	if err := r.DeleteTemplate(ctx, name2); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +179,7 @@ func TestTemplateBuild(t *testing.T) {
 		t.Errorf("second delete: %v", err)
 	}
 	// Once every sandbox on a deleted or replaced layer is gone, so is the layer.
-	for _, sb := range []runtime.Sandbox{use, use2, use3, build, build2, build3} {
+	for _, sb := range []runtime.Sandbox{use2, use3, build, build3} {
 		if err := sb.Destroy(ctx); err != nil {
 			t.Fatal(err)
 		}
