@@ -112,7 +112,7 @@ func (s *SQLite) checkpointLoop() {
 
 // Close checkpoints the WAL into the database and closes it.
 func (s *SQLite) Close() error {
-	s.flushSandboxes(context.Background())
+	s.closeDeferred()
 	s.closeOnce.Do(func() { close(s.stopCkpt) })
 	<-s.ckptDone
 	s.db.ExecContext(context.Background(), `PRAGMA wal_checkpoint(TRUNCATE)`)

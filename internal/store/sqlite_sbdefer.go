@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ type deferredSandboxes struct {
 	mu      sync.Mutex
 	pending map[string]Sandbox
 	timer   *time.Timer
+	closed  bool // by Close, after its last flush
 }
 
 // deferFor is how long a deferred write may wait: long enough to leave the
@@ -36,6 +38,10 @@ func (s *SQLite) UpdateSandboxSoon(ctx context.Context, sb Sandbox) error {
 	sb = stored(sb)
 	d := &s.deferred
 	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return fmt.Errorf("update sandbox %s: the store is closed", sb.ID)
+	}
 	if d.pending == nil {
 		d.pending = map[string]Sandbox{}
 	}
@@ -77,11 +83,43 @@ func (s *SQLite) flushSandboxesLocked(ctx context.Context) error {
 	d.mu.Unlock()
 	var first error
 	for _, sb := range pending {
-		if _, err := s.updateSandboxLocked(ctx, sb); err != nil && first == nil {
+		_, err := s.updateSandboxLocked(ctx, sb)
+		if err == nil || errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if first == nil {
 			first = fmt.Errorf("deferred update of sandbox %s: %w", sb.ID, err)
 		}
+		// A failed write (the database busy with another process, say)
+		// is tried again, unless a newer one is pending by now; the cache
+		// already holds the record.
+		d.mu.Lock()
+		if d.pending == nil {
+			d.pending = map[string]Sandbox{}
+		}
+		if _, newer := d.pending[sb.ID]; !newer && !d.closed {
+			d.pending[sb.ID] = sb
+			d.timer.Reset(retryDeferred)
+		}
+		d.mu.Unlock()
 	}
 	return first
+}
+
+// retryDeferred is how long a failed deferred write waits to be tried
+// again.
+const retryDeferred = 100 * time.Millisecond
+
+// closeDeferred writes what is pending, for the last time.
+func (s *SQLite) closeDeferred() {
+	s.flushSandboxes(context.Background())
+	d := &s.deferred
+	d.mu.Lock()
+	d.closed = true
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	d.mu.Unlock()
 }
 
 // dropPending forgets a pending write of id: the caller is about to write
