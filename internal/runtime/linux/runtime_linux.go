@@ -171,6 +171,18 @@ func (r *Runtime) reap(unclaimed bool) {
 	entries, _ := os.ReadDir(r.sandboxesDir())
 	for _, e := range entries {
 		sb, err := r.attach(e.Name())
+		if errors.Is(err, runtime.ErrNotFound) && e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			// No state file: still being created, or its creator died
+			// mid-boot. A pool sandbox with no owner left, or any such
+			// directory a minute old (a boot takes milliseconds), is the
+			// latter.
+			info, ierr := e.Info()
+			old := ierr == nil && time.Since(info.ModTime()) > abandonedAfter
+			if old || unclaimed && strings.HasPrefix(e.Name(), poolPrefix) {
+				r.reclaimStateless(e.Name())
+			}
+			continue
+		}
 		if err != nil {
 			continue
 		}
@@ -180,6 +192,22 @@ func (r *Runtime) reap(unclaimed bool) {
 			sb.destroy()
 		}
 	}
+}
+
+// abandonedAfter is the age past which a sandbox directory without a state
+// file is taken for one whose creator died.
+const abandonedAfter = time.Minute
+
+// reclaimStateless destroys a sandbox directory that has no state file,
+// its creator having died mid-boot: its processes are found by its
+// cgroup, its uid range by the owner file of its slot.
+func (r *Runtime) reclaimStateless(name string) error {
+	p := persisted{Name: name, Slot: slotOwnedBy(r.cfg.StateDir, name)}
+	sb := newSandbox(r, p, filepath.Join(r.sandboxesDir(), name))
+	if cg, err := cgroups.Open(name); err == nil {
+		sb.cg = cg
+	}
+	return sb.destroy()
 }
 
 // Close stops the warm pool and destroys its unclaimed sandboxes. Claimed
@@ -231,6 +259,8 @@ func (r *Runtime) Teardown() error {
 		var sb *sandbox
 		if sb, err = r.cached(e.Name()); err == nil {
 			err = sb.Destroy(ctx)
+		} else if errors.Is(err, runtime.ErrNotFound) {
+			err = r.reclaimStateless(e.Name())
 		}
 		if err != nil && !errors.Is(err, runtime.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("destroy %s: %w", e.Name(), err))

@@ -53,6 +53,23 @@ func claimSlot(stateDir, id string) (slot, error) {
 	return slot{}, errors.New("no free uid range: too many sandboxes")
 }
 
+// slotOwnedBy returns the slot claimed for the sandbox named name, -1 if
+// none is.
+func slotOwnedBy(stateDir, name string) int {
+	root := filepath.Join(stateDir, "slots")
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(root, e.Name(), "owner")); err == nil && string(b) == name {
+			return n
+		}
+	}
+	return -1
+}
+
 func (s slot) release() error {
 	if s.dir == "" {
 		return nil
