@@ -114,13 +114,31 @@ func TestHarnesses(t *testing.T) {
 			real := "sk-REAL-" + randHex(16)
 			must[client.Secret](t)(c.CreateSecret(ctx, client.SecretRequest{Name: h.KeyEnv, Value: real, Hosts: []string{fakenet.AllowedName}}))
 			before := len(mock.Requests())
-			model := tc.model
-			task := must[client.Task](t)(c.CreateTask(ctx, client.TaskRequest{
-				Harness: tc.harness, Prompt: "The test fails: make answer.txt say fixed.",
-				Files: map[string]string{"README.md": "a project\n"},
-				Model: &model, Secrets: []string{h.KeyEnv}, Artifacts: []string{"answer.txt", "env.txt"},
-				TimeoutS: 300,
-			}))
+			prompt := "The test fails: make answer.txt say fixed."
+			var task client.Task
+			if tc.harness == tasks.HarnessClaude {
+				// As a user runs it: the CLI packs the folder, streams the
+				// events and writes the artifacts.
+				dir, out := t.TempDir(), t.TempDir()
+				os.WriteFile(filepath.Join(dir, "README.md"), []byte("a project\n"), 0o644)
+				text, code := e.s.cli(e.s.adminKey, "task", "run", "--harness", tc.harness, "--prompt", prompt,
+					"--model", tc.model.Name, "--base-url", tc.model.BaseURL, "--secret", h.KeyEnv,
+					"--artifact", "answer.txt", "--artifact", "env.txt", "--timeout", "5m", "--out", out, dir)
+				if b, _ := os.ReadFile(filepath.Join(out, "answer.txt")); code != 0 || string(b) != "fixed\n" {
+					t.Fatalf("airlock task run: exit %d, answer.txt %q:\n%s", code, b, text)
+				}
+				_, rest, _ := strings.Cut(text, "airlock: task ")
+				id, _, _ := strings.Cut(rest, " ")
+				task = must[client.Task](t)(c.GetTask(ctx, id))
+			} else {
+				model := tc.model
+				task = must[client.Task](t)(c.CreateTask(ctx, client.TaskRequest{
+					Harness: tc.harness, Prompt: prompt,
+					Files: map[string]string{"README.md": "a project\n"},
+					Model: &model, Secrets: []string{h.KeyEnv}, Artifacts: []string{"answer.txt", "env.txt"},
+					TimeoutS: 300,
+				}))
+			}
 			var evs []client.TaskEvent
 			must[int64](t)(c.FollowTask(ctx, task.ID, 0, func(ev client.TaskEvent) error {
 				evs = append(evs, ev)

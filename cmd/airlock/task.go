@@ -20,7 +20,7 @@ import (
 )
 
 const taskUsage = `Usage: airlock task run --harness H [--command CMD] [--prompt P] [--allow HOST]... [--secret NAME]...
-                        [--artifact GLOB]... [--timeout 10m] [--out DIR] [--json] [DIR | --git URL [--ref REF]]
+                        [--env K=V]... [--model M] [--base-url URL] [--artifact GLOB]... [--timeout 10m] [--out DIR] [--json] [DIR | --git URL [--ref REF]]
        airlock task ls [--state S] [--harness H]
        airlock task get ID
        airlock task cancel ID...
@@ -59,6 +59,10 @@ func taskRun(args []string) error {
 	f.Var(&allow, "allow", "egress allow-list pattern (repeatable)")
 	f.Var(&secrets, "secret", "tenant secret to bind (repeatable)")
 	f.Var(&artifacts, "artifact", "workspace glob of files to keep (repeatable)")
+	env := envFlags{}
+	f.Var(env, "env", "environment variable KEY=VALUE for the harness (repeatable; stored sealed)")
+	model := f.String("model", "", "the model the harness asks for (default: the harness's own)")
+	baseURL := f.String("base-url", "", "the model API's base URL, for a provider other than the harness's (its host must be allowed or a bound secret's)")
 	f.Usage = func() {
 		fmt.Fprintln(f.Output(), taskUsage)
 		f.PrintDefaults()
@@ -74,6 +78,12 @@ func taskRun(args []string) error {
 		Artifacts: artifacts, TimeoutS: int64((*timeout + time.Second - 1) / time.Second)}
 	if *command != "" {
 		req.Command = []string{"sh", "-c", *command}
+	}
+	if len(env) > 0 {
+		req.Env = env
+	}
+	if *model != "" || *baseURL != "" {
+		req.Model = &client.TaskModel{Name: *model, BaseURL: *baseURL}
 	}
 	switch {
 	case len(pos) == 1 && *gitURL != "":
