@@ -19,7 +19,7 @@ func (m *fakeManager) Templates(context.Context) ([]runtime.TemplateInfo, error)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := []runtime.TemplateInfo{{Name: "base", Description: "the host's /usr"}}
-	for _, t := range fakeTemplates.built[m] {
+	for _, t := range m.templates {
 		out = append(out, t)
 	}
 	sort.Slice(out[1:], func(i, j int) bool { return out[1+i].Name < out[1+j].Name })
@@ -45,20 +45,20 @@ func (m *fakeManager) CommitTemplate(_ context.Context, c sandbox.Caller, req sa
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if fakeTemplates.built[m] == nil {
-		fakeTemplates.built[m] = map[string]runtime.TemplateInfo{}
+	if m.templates == nil {
+		m.templates = map[string]runtime.TemplateInfo{}
 	}
 	t := runtime.TemplateInfo{Name: req.Name, From: "base", Description: req.Description, Labels: req.Labels}
-	fakeTemplates.built[m][req.Name] = t
+	m.templates[req.Name] = t
 	return t, nil
 }
 
 func (m *fakeManager) DeleteTemplate(_ context.Context, c sandbox.Caller, name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := fakeTemplates.built[m][name]; !ok {
+	if _, ok := m.templates[name]; !ok {
 		return fmt.Errorf("%w: template %q", sandbox.ErrNotFound, name)
 	}
-	delete(fakeTemplates.built[m], name)
+	delete(m.templates, name)
 	return nil
 }

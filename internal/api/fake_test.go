@@ -35,6 +35,7 @@ type fakeManager struct {
 	netlog    map[string][]egress.Event          // sandbox id -> events
 	audit     map[string][]audit.Event           // sandbox id -> audit log
 	secrets   map[string]map[string]secrets.Spec // tenant -> name -> spec
+	templates map[string]runtime.TemplateInfo    // built ones, by name
 	lastMode  fs.FileMode
 	lastList  store.SandboxFilter
 	lastExec  sandbox.ExecRequest

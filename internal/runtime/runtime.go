@@ -98,11 +98,16 @@ type TemplateInfo struct {
 	Labels      map[string]string `json:"labels,omitempty"`
 }
 
+// BaseTemplate is the template every runtime has.
+var BaseTemplate = TemplateInfo{Name: "base", Description: "the host's /usr, read-only, with a writable /home/user"}
+
 // Templater is implemented by runtimes that can keep templates built in a
 // sandbox created with Spec.Build.
 type Templater interface {
 	// Templates lists the templates, base first.
 	Templates(ctx context.Context) ([]TemplateInfo, error)
+	// Template returns one template; ErrNotFound if there is none.
+	Template(ctx context.Context, name string) (TemplateInfo, error)
 	// CommitTemplate saves what the build sandbox put in /usr/local as the
 	// template t.Name (replacing one of that name: sandboxes already
 	// running on the old one keep it). Unless it refuses the request

@@ -30,21 +30,19 @@ func (s *Service) Templates(ctx context.Context) ([]runtime.TemplateInfo, error)
 	if t, ok := s.rt.(runtime.Templater); ok {
 		return t.Templates(ctx)
 	}
-	return []runtime.TemplateInfo{{Name: "base", Description: "the host's /usr, read-only, with a writable /home/user"}}, nil
+	return []runtime.TemplateInfo{runtime.BaseTemplate}, nil
 }
 
 // Template returns the template called name, ErrNotFound if there is none.
 func (s *Service) Template(ctx context.Context, name string) (runtime.TemplateInfo, error) {
-	ts, err := s.Templates(ctx)
-	if err != nil {
-		return runtime.TemplateInfo{}, err
+	if t, ok := s.rt.(runtime.Templater); ok {
+		info, err := t.Template(ctx, name)
+		return info, templateErr(err)
 	}
-	for _, t := range ts {
-		if t.Name == name {
-			return t, nil
-		}
+	if name != "base" {
+		return runtime.TemplateInfo{}, fmt.Errorf("%w: template %q", ErrNotFound, name)
 	}
-	return runtime.TemplateInfo{}, fmt.Errorf("%w: template %q", ErrNotFound, name)
+	return runtime.BaseTemplate, nil
 }
 
 // HasTemplate says whether sandboxes can be created from the template.

@@ -32,9 +32,6 @@ func (s *SQLite) UpdateSandboxSoon(ctx context.Context, sb Sandbox) error {
 	if _, err := s.GetSandbox(ctx, sb.ID); err != nil {
 		return fmt.Errorf("update sandbox %s: %w", sb.ID, err)
 	}
-	if _, err := sandboxArgs(sb); err != nil {
-		return fmt.Errorf("update sandbox %s: %w", sb.ID, err)
-	}
 	sb = stored(sb)
 	d := &s.deferred
 	d.mu.Lock()

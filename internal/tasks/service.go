@@ -228,11 +228,19 @@ func (s *Service) seal(t store.Task, req Request) (string, error) {
 	return string(b), nil
 }
 
-// decode reads t's spec for display: sealed env values read as "".
-func decode(t store.Task) (Task, error) {
+func readSpec(t store.Task) (spec, error) {
 	var sp spec
 	if err := json.Unmarshal([]byte(t.Spec), &sp); err != nil {
-		return Task{}, fmt.Errorf("task %s: decode spec: %w", t.ID, err)
+		return sp, fmt.Errorf("task %s: decode spec: %w", t.ID, err)
+	}
+	return sp, nil
+}
+
+// decode reads t's spec for display: sealed env values read as "".
+func decode(t store.Task) (Task, error) {
+	sp, err := readSpec(t)
+	if err != nil {
+		return Task{}, err
 	}
 	if sp.SealedEnv != nil {
 		sp.Env = map[string]string{}
@@ -245,9 +253,9 @@ func decode(t store.Task) (Task, error) {
 
 // decodeToRun reads t's spec with its env values, to run it.
 func (s *Service) decodeToRun(t store.Task) (Task, error) {
-	var sp spec
-	if err := json.Unmarshal([]byte(t.Spec), &sp); err != nil {
-		return Task{}, fmt.Errorf("task %s: decode spec: %w", t.ID, err)
+	sp, err := readSpec(t)
+	if err != nil {
+		return Task{}, err
 	}
 	if sp.SealedEnv != nil {
 		if s.opts.Box == nil {

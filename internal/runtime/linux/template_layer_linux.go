@@ -77,8 +77,24 @@ func (r *Runtime) readTemplate(dirName string) (runtime.TemplateInfo, error) {
 	return t, json.Unmarshal(b, &t)
 }
 
-// baseTemplateInfo describes the template every host has.
-var baseTemplateInfo = runtime.TemplateInfo{Name: "base", Description: "the host's /usr, read-only, with a writable /home/user"}
+// Template returns the template called name.
+func (r *Runtime) Template(ctx context.Context, name string) (runtime.TemplateInfo, error) {
+	if name == "base" {
+		return runtime.BaseTemplate, nil
+	}
+	dirName, err := r.resolveTemplate(name)
+	if err != nil {
+		return runtime.TemplateInfo{}, err
+	}
+	if dirName == "" { // "" names no template
+		return runtime.TemplateInfo{}, fmt.Errorf("%w: template %q", runtime.ErrNotFound, name)
+	}
+	t, err := r.readTemplate(dirName)
+	if err != nil {
+		return t, fmt.Errorf("read template %s: %w", name, err)
+	}
+	return t, nil
+}
 
 // Templates lists base and every built template, by name.
 func (r *Runtime) Templates(ctx context.Context) ([]runtime.TemplateInfo, error) {
@@ -86,7 +102,7 @@ func (r *Runtime) Templates(ctx context.Context) ([]runtime.TemplateInfo, error)
 	if err != nil {
 		return nil, fmt.Errorf("list templates: %w", err)
 	}
-	out := []runtime.TemplateInfo{baseTemplateInfo}
+	out := []runtime.TemplateInfo{runtime.BaseTemplate}
 	for _, e := range entries {
 		if e.Type()&fs.ModeSymlink == 0 {
 			continue
@@ -233,9 +249,9 @@ func (r *Runtime) collectTemplates() {
 	}
 }
 
-// copyLayer copies a tree into dst, over what is there, owned by the
-// host's root: files keep their permission bits but never setuid or
-// setgid, hard links within the tree stay links (links maps a source
+// copyLayer copies a tree into dst, over what is there. Commits run as the
+// host's root (build sandboxes need it), so the copies are root's: files
+// keep their permission bits but never setuid or setgid, hard links within the tree stay links (links maps a source
 // inode to its first copy), and overlay whiteouts, devices, fifos and
 // sockets are left out (a build cannot delete the host's files). It
 // returns the bytes copied.
@@ -257,7 +273,6 @@ func copyLayer(ctx context.Context, src, dst string, links map[[2]uint64]string)
 		if err != nil {
 			return err
 		}
-		perm := info.Mode().Perm() | info.Mode()&fs.ModeSticky
 		switch {
 		case d.IsDir():
 			if rel == "." {
@@ -269,17 +284,14 @@ func copyLayer(ctx context.Context, src, dst string, links map[[2]uint64]string)
 			if err := os.Mkdir(target, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 				return err
 			}
-			return os.Chmod(target, perm)
+			return os.Chmod(target, info.Mode().Perm()|info.Mode()&fs.ModeSticky)
 		case info.Mode()&fs.ModeSymlink != 0:
 			link, err := os.Readlink(path)
 			if err != nil {
 				return err
 			}
 			os.RemoveAll(target)
-			if err := os.Symlink(link, target); err != nil {
-				return err
-			}
-			return os.Lchown(target, 0, 0)
+			return os.Symlink(link, target)
 		case info.Mode().IsRegular():
 			os.RemoveAll(target)
 			st := info.Sys().(*syscall.Stat_t)
@@ -290,30 +302,20 @@ func copyLayer(ctx context.Context, src, dst string, links map[[2]uint64]string)
 				}
 				links[key] = target
 			}
-			n, err := copyOwnedByRoot(path, target)
+			// Permission bits only: a new file of root's, so no setuid.
+			n, err := copyRegular(path, target, fs.FileMode.Perm)
 			total += n
 			return err
 		}
 		return nil // whiteout, device, fifo or socket
 	})
-	if err != nil {
-		return total, err
-	}
-	// Directories last: their owner, once nothing more goes in them.
-	return total, filepath.WalkDir(dst, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.Lchown(path, 0, 0)
-		}
-		return nil
-	})
+	return total, err
 }
 
-// copyOwnedByRoot copies the regular file src, never through a symlink,
-// with its permission bits as the open file has them.
-func copyOwnedByRoot(src, dst string) (int64, error) {
+// copyRegular copies the regular file src to the new file dst, never
+// through a symlink, with the mode perm gives for src's as the open file
+// has it, and returns the bytes copied.
+func copyRegular(src, dst string, perm func(fs.FileMode) fs.FileMode) (int64, error) {
 	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return 0, err
@@ -326,18 +328,14 @@ func copyOwnedByRoot(src, dst string) (int64, error) {
 	if !fi.Mode().IsRegular() {
 		return 0, fmt.Errorf("%s is no longer a regular file", src)
 	}
-	perm := fi.Mode().Perm()
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return 0, err
 	}
 	n, err := io.Copy(out, in)
 	if err == nil {
-		err = out.Chown(0, 0)
-	}
-	if err == nil {
-		// After the chown, which clears setuid and setgid anyway.
-		err = out.Chmod(perm)
+		// Chmod, not the open's mode: the umask must not change it.
+		err = out.Chmod(perm(fi.Mode()))
 	}
 	if cerr := out.Close(); err == nil {
 		err = cerr

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -219,28 +218,16 @@ func copyTree(src, dst string) error {
 			if info.Mode().Perm()&0o004 == 0 {
 				return nil
 			}
-			return copyFile(path, target, info.Mode().Perm())
+			return copyFile(path, target)
 		}
 		return nil
 	})
 }
 
-func copyFile(src, dst string, mode fs.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
+func copyFile(src, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode&0o755|0o444)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	_, err := copyRegular(src, dst, func(m fs.FileMode) fs.FileMode { return m.Perm()&0o755 | 0o444 })
+	return err
 }
