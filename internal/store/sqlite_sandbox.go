@@ -49,18 +49,20 @@ func (s *SQLite) UpdateSandbox(ctx context.Context, sb Sandbox) error {
 	defer s.wmu.Unlock()
 	// This write carries the whole record: a pending one of it is older.
 	s.dropPending(sb.ID)
-	if _, err := s.updateSandboxLocked(ctx, sb); err != nil {
+	err := s.updateSandboxLocked(ctx, sb)
+	s.sandboxes.wrote(sb.ID, stored(sb), err == nil)
+	if err != nil {
 		return fmt.Errorf("update sandbox %s: %w", sb.ID, err)
 	}
 	return nil
 }
 
-// updateSandboxLocked writes sb's row, the write lock held, and updates
-// the cache.
-func (s *SQLite) updateSandboxLocked(ctx context.Context, sb Sandbox) (int64, error) {
+// updateSandboxLocked writes sb's row, the write lock held. The caller
+// updates the cache.
+func (s *SQLite) updateSandboxLocked(ctx context.Context, sb Sandbox) error {
 	args, err := sandboxArgs(sb)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	ctx = pointCtx(ctx)
 	st, err := s.prepared(ctx, `UPDATE sandboxes SET
@@ -69,7 +71,7 @@ func (s *SQLite) updateSandboxLocked(ctx context.Context, sb Sandbox) (int64, er
 			created_at = ?, expires_at = ?, ended_at = ?, network = ?, secrets = ?, idle_timeout_s = ?
 			WHERE id = ?`)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	res, err := st.ExecContext(ctx, append(args[1:], sb.ID)...)
 	s.writes.Add(1)
@@ -81,8 +83,7 @@ func (s *SQLite) updateSandboxLocked(ctx context.Context, sb Sandbox) (int64, er
 	if err == nil && n == 0 {
 		err = ErrNotFound
 	}
-	s.sandboxes.wrote(sb.ID, stored(sb), err == nil)
-	return n, err
+	return err
 }
 
 // ListSandboxes returns the sandboxes f selects, ordered by id.

@@ -19,7 +19,15 @@ type deferredSandboxes struct {
 	pending map[string]Sandbox
 	timer   *time.Timer
 	closed  bool // by Close, after its last flush
+	// flushing counts flushes that took pending records and have not
+	// written them yet: a reader that finds nothing pending must still
+	// wait for those.
+	flushing int
 }
+
+// flushTaken, when set (by tests), runs after a flush takes the pending
+// records and before it writes them.
+var flushTaken func()
 
 // deferFor is how long a deferred write may wait: long enough to leave the
 // request that made it, short enough that a crash loses little.
@@ -61,11 +69,13 @@ func (s *SQLite) UpdateSandboxSoon(ctx context.Context, sb Sandbox) error {
 func (s *SQLite) flushSandboxes(ctx context.Context) error {
 	d := &s.deferred
 	d.mu.Lock()
-	empty := len(d.pending) == 0
+	idle := len(d.pending) == 0 && d.flushing == 0
 	d.mu.Unlock()
-	if empty {
+	if idle {
 		return nil
 	}
+	// A flush under way holds the write lock until its records are
+	// written: taking it waits for them.
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	return s.flushSandboxesLocked(ctx)
@@ -77,11 +87,28 @@ func (s *SQLite) flushSandboxesLocked(ctx context.Context) error {
 	d.mu.Lock()
 	pending := d.pending
 	d.pending = nil
+	d.flushing++
 	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		d.flushing--
+		d.mu.Unlock()
+	}()
+	if flushTaken != nil && len(pending) > 0 {
+		flushTaken()
+	}
 	var first error
 	for _, sb := range pending {
-		_, err := s.updateSandboxLocked(ctx, sb)
+		err := s.updateSandboxLocked(ctx, sb)
 		if err == nil || errors.Is(err, ErrNotFound) {
+			// The cache holds sb already, or a newer record of it that
+			// UpdateSandboxSoon put there since, pending now: it must not
+			// go back to sb meanwhile.
+			d.mu.Lock()
+			if _, newer := d.pending[sb.ID]; !newer {
+				s.sandboxes.wrote(sb.ID, sb, err == nil)
+			}
+			d.mu.Unlock()
 			continue
 		}
 		if first == nil {

@@ -118,3 +118,83 @@ func TestUpdateSandboxSoon(t *testing.T) {
 		t.Errorf("deferred update of a missing record: %v", err)
 	}
 }
+
+// TestFlushUnderWay: a read that finds nothing pending because a flush has
+// just taken it waits for that flush's write, rather than reading the row
+// the flush is about to replace.
+func TestFlushUnderWay(t *testing.T) {
+	ctx := context.Background()
+	s, sb := storeWithSandbox(t, "sb-flush", StateRunning)
+	taken, release := make(chan struct{}), make(chan struct{})
+	flushTaken = func() {
+		close(taken)
+		<-release
+	}
+	defer func() { flushTaken = nil }()
+	sb.State = StateStopped
+	if err := s.UpdateSandboxSoon(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	<-taken // the timer's flush holds the record now
+	listed := make(chan []Sandbox, 1)
+	go func() {
+		l, err := s.ListSandboxes(ctx, SandboxFilter{State: StateRunning})
+		if err != nil {
+			t.Error(err)
+		}
+		listed <- l
+	}()
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	if l := <-listed; len(l) != 0 {
+		t.Errorf("a list during a flush saw the row it was replacing: %+v", l)
+	}
+}
+
+// TestFlushKeepsNewer: a record updated again while a flush writes the
+// older version reads as the newer one throughout, in the cache too.
+func TestFlushKeepsNewer(t *testing.T) {
+	ctx := context.Background()
+	s, sb := storeWithSandbox(t, "sb-newer", StateCreating)
+	taken := []chan struct{}{make(chan struct{}), make(chan struct{})}
+	release := []chan struct{}{make(chan struct{}), make(chan struct{})}
+	calls := 0
+	flushTaken = func() {
+		i := calls
+		calls++
+		close(taken[i])
+		<-release[i]
+	}
+	defer func() { flushTaken = nil }()
+	sb.State = StateRunning
+	s.UpdateSandboxSoon(ctx, sb)
+	<-taken[0] // the first flush holds running
+	sb.State = StateStopped
+	s.UpdateSandboxSoon(ctx, sb)
+	close(release[0])
+	<-taken[1] // the first flush has written running; the second holds stopped
+	got, err := s.GetSandbox(ctx, sb.ID)
+	close(release[1])
+	if err != nil || got.State != StateStopped {
+		t.Errorf("between the two flushes the record reads %s (%v), want stopped", got.State, err)
+	}
+}
+
+// storeWithSandbox opens a fresh store holding one sandbox of a tenant, in
+// the given state.
+func storeWithSandbox(t *testing.T, id, state string) (*SQLite, Sandbox) {
+	ctx := context.Background()
+	s, err := OpenSQLite(filepath.Join(t.TempDir(), "airlock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.CreateTenant(ctx, Tenant{ID: "ten_a", Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	sb := Sandbox{ID: id, TenantID: "ten_a", State: state, Template: "base", CPUs: 1, MemoryMB: 64, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
+	if err := s.CreateSandbox(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	return s, sb
+}
