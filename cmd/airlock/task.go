@@ -58,7 +58,7 @@ func taskRun(args []string) error {
 	var allow, secrets, artifacts listFlag
 	f.Var(&allow, "allow", "egress allow-list pattern (repeatable)")
 	f.Var(&secrets, "secret", "tenant secret to bind (repeatable)")
-	f.Var(&artifacts, "artifact", "workspace glob of files to keep (repeatable)")
+	f.Var(&artifacts, "artifact", "workspace glob of files to keep (repeatable; default: the files the task added or changed)")
 	env := envFlags{}
 	f.Var(env, "env", "environment variable KEY=VALUE for the harness (repeatable; stored sealed)")
 	model := f.String("model", "", "the model the harness asks for (default: the harness's own)")

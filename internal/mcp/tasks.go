@@ -19,7 +19,7 @@ type taskIn struct {
 	Allow     []string          `json:"allow,omitempty" jsonschema:"domains the task may reach (none by default)"`
 	Secrets   []string          `json:"secrets,omitempty" jsonschema:"stored secrets the egress proxy injects (the task never sees their values)"`
 	TimeoutS  int64             `json:"timeout_s,omitempty" jsonschema:"seconds the harness may run (default 600)"`
-	Artifacts []string          `json:"artifacts,omitempty" jsonschema:"workspace globs of files to keep (e.g. out/**)"`
+	Artifacts []string          `json:"artifacts,omitempty" jsonschema:"workspace globs of files to keep (e.g. out/**); default: the files the task added or changed"`
 }
 
 type taskOut struct {

@@ -3,6 +3,7 @@ package tasks_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -289,6 +290,36 @@ func waitFor(t *testing.T, e env, id string, f func(tasks.Event) bool) {
 	}
 }
 
+// TestTaskDefaultArtifacts: without patterns, the files the task added or
+// changed are its artifacts; deleted and untouched files are not, nor a
+// link (said in a raw event).
+func TestTaskDefaultArtifacts(t *testing.T) {
+	e := newEnv(t, tasks.Options{})
+	task := e.submit(t, tasks.Request{Harness: "generic",
+		Files:   map[string]string{"keep.txt": "same\n", "edit.txt": "old\n", "gone.txt": "bye\n"},
+		Command: []string{"sh", "-c", "echo new > edit.txt && rm gone.txt && mkdir -p sub && echo made > sub/new.txt && ln -s /etc/passwd link"}})
+	got, evs, arts := e.succeeded(t, task.ID)
+	var files []string
+	for _, a := range arts {
+		if a.Kind == "file" {
+			files = append(files, a.Name)
+		}
+	}
+	slices.Sort(files)
+	if want := []string{"edit.txt", "sub/new.txt"}; !slices.Equal(files, want) {
+		t.Errorf("artifacts %v, want %v", files, want)
+	}
+	if a, err := e.svc.Artifact(context.Background(), e.c, task.ID, "file", "edit.txt"); err != nil || string(a.Content) != "new\n" {
+		t.Errorf("edit.txt: %q %v", a.Content, err)
+	}
+	if !hasEvent(evs, func(ev tasks.Event) bool {
+		return ev.Type == tasks.EventRaw && strings.Contains(ev.Line, "link not kept")
+	}) {
+		t.Errorf("no event says the link was not kept: %+v", evs)
+	}
+	e.gone(t, got.SandboxID)
+}
+
 // TestTaskArtifactBounds: a file past the per-file bound is kept cut and
 // marked, and a harness that turns the diff into a link to an endless
 // file (/dev/zero) costs the diff, said in a raw event, not the task or
@@ -298,14 +329,7 @@ func TestTaskArtifactBounds(t *testing.T) {
 	task := e.submit(t, tasks.Request{Harness: "generic", Artifacts: []string{"out/*"}, Command: []string{"sh", "-c",
 		"mkdir out && head -c 9000000 /dev/zero > out/big.bin && echo small > out/small.txt && " +
 			"mkdir -p /home/user/.airlock-task && ln -sf /dev/zero /home/user/.airlock-task/diff"}})
-	got, evs := e.wait(t, task.ID)
-	if got.State != store.TaskSucceeded {
-		t.Fatalf("task ended %s (%s): %+v", got.State, got.Reason, evs)
-	}
-	arts, err := e.svc.Artifacts(context.Background(), e.c, task.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, evs, arts := e.succeeded(t, task.ID)
 	byName := map[string]store.TaskArtifact{}
 	for _, a := range arts {
 		byName[a.Name] = a
@@ -328,4 +352,19 @@ func TestTaskArtifactBounds(t *testing.T) {
 		t.Errorf("no event says the diff is missing: %+v", evs)
 	}
 	e.gone(t, got.SandboxID)
+}
+
+// succeeded waits for the task, which must succeed, and returns it, its
+// events and its artifacts.
+func (e *env) succeeded(t *testing.T, id string) (tasks.Task, []tasks.Event, []store.TaskArtifact) {
+	t.Helper()
+	got, evs := e.wait(t, id)
+	if got.State != store.TaskSucceeded {
+		t.Fatalf("task ended %s (%s): %+v", got.State, got.Reason, evs)
+	}
+	arts, err := e.svc.Artifacts(context.Background(), e.c, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, evs, arts
 }

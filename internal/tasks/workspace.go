@@ -80,8 +80,17 @@ func (r *taskRun) collect(ctx context.Context, sbID string) error {
 		diff.Kind, diff.Name = "diff", "workspace.diff"
 		arts = append(arts, diff)
 	}
+	// Without patterns, the artifacts are the files the task added or
+	// changed.
+	var keep []string
 	if changes, err := r.read(ctx, sbID, stateDir+"/changes", 1<<20); err == nil {
-		r.s.emit(r.rec.ID, sbID, parseNameStatus(string(changes.Content))...)
+		evs := parseNameStatus(string(changes.Content))
+		r.s.emit(r.rec.ID, sbID, evs...)
+		for _, e := range evs {
+			if e.Kind != "deleted" {
+				keep = append(keep, e.Path)
+			}
+		}
 	}
 	if len(r.req.Artifacts) > 0 {
 		// Listed with find in the workspace, not from the snapshot: an
@@ -94,8 +103,14 @@ func (r *taskRun) collect(ctx context.Context, sbID string) error {
 		case res.Truncated:
 			r.note(sbID, "the workspace lists more files than can be searched for artifacts; some may be missing")
 		}
-		arts = append(arts, r.artifacts(ctx, sbID, res.Stdout)...)
+		keep = keep[:0]
+		for _, f := range strings.Split(res.Stdout, "\x00") {
+			if name := strings.TrimPrefix(f, "./"); name != "" && r.wanted(name) {
+				keep = append(keep, name)
+			}
+		}
 	}
+	arts = append(arts, r.artifacts(ctx, sbID, keep)...)
 	for i := range arts {
 		arts[i].TaskID = r.rec.ID
 	}
@@ -107,17 +122,12 @@ func (r *taskRun) note(sbID, format string, args ...any) {
 	r.s.emit(r.rec.ID, sbID, Event{Type: EventRaw, Stream: "airlock", Line: fmt.Sprintf(format, args...)})
 }
 
-// artifacts reads the files (a NUL-separated find listing, "./" prefixed)
-// that match the request's patterns, within the bounds.
-func (r *taskRun) artifacts(ctx context.Context, sbID, listing string) []store.TaskArtifact {
+// artifacts reads the workspace files names, within the bounds.
+func (r *taskRun) artifacts(ctx context.Context, sbID string, names []string) []store.TaskArtifact {
 	var out []store.TaskArtifact
 	var total int64
 	skipped := 0
-	for _, f := range strings.Split(listing, "\x00") {
-		name := strings.TrimPrefix(f, "./")
-		if name == "" || !r.wanted(name) {
-			continue
-		}
+	for _, name := range names {
 		if len(out) >= MaxArtifactFiles || total >= MaxArtifactTotal {
 			skipped++
 			continue
@@ -153,6 +163,9 @@ func (r *taskRun) read(ctx context.Context, sbID, p string, limit int64) (store.
 	fi, err := r.s.m.Stat(ctx, r.c, sbID, p)
 	if err != nil {
 		return store.TaskArtifact{}, fmt.Errorf("stat %s: %w", p, err)
+	}
+	if !fi.Mode.IsRegular() {
+		return store.TaskArtifact{}, fmt.Errorf("%s is not a regular file", p)
 	}
 	w := &capWriter{max: limit}
 	if _, err := r.s.m.ReadFile(ctx, r.c, sbID, p, w); err != nil && !w.full {
