@@ -140,11 +140,17 @@ func TestTaskAPI(t *testing.T) {
 		{`{"harness":"generic","command":["true"],"artifacts":["/etc/*"]}`, `workspace-relative`},
 		{`{"harness":"generic","command":["true"],"timeout_s":-1}`, `timeout_s`},
 		{`{"harness":"generic","command":["true"],"bogus":1}`, `bogus`},
+		{`{"harness":"generic","command":["true"],"secrets":["NO_SUCH_SECRET"]}`, `NO_SUCH_SECRET`},
+		{`{"harness":"generic","command":["true"],"repo":{"tarball":"bm90IGEgdGFy"}}`, `not a tar archive`},
 	} {
 		code, body := call(t, s, keys[0], "POST", "/v1/tasks", "application/json", tc.body)
 		if code != http.StatusBadRequest || !strings.Contains(body, tc.want) {
 			t.Errorf("POST /v1/tasks %s = %d %s, want 400 naming %q", tc.body, code, body, tc.want)
 		}
+	}
+	// A sandbox no host could hold: refused now, as a sandbox would be.
+	if code, body := call(t, s, keys[0], "POST", "/v1/tasks", "application/json", `{"harness":"generic","command":["true"],"limits":{"cpus":1000}}`); code != http.StatusTooManyRequests || !strings.Contains(body, `"limit_exceeded"`) {
+		t.Errorf("POST /v1/tasks with 1000 cpus = %d %s, want 429 limit_exceeded", code, body)
 	}
 	for _, path := range []string{
 		"/v1/tasks?state=done", "/v1/tasks?harness=nope", "/v1/tasks?limit=0", "/v1/tasks?bogus=1",

@@ -95,6 +95,13 @@ func (m *fakeManager) Create(_ context.Context, c sandbox.Caller, req sandbox.Cr
 	return sb, nil
 }
 
+// Check refuses what the fake's Create would: nothing but its error.
+func (m *fakeManager) Check(context.Context, sandbox.Caller, sandbox.CreateRequest) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.err
+}
+
 func (m *fakeManager) Get(_ context.Context, c sandbox.Caller, id string) (store.Sandbox, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -94,6 +94,25 @@ func (s *Service) createFailed(ctx context.Context, c Caller, rec store.Sandbox,
 	return fmt.Errorf("%w: create sandbox %s: %v", ErrUnavailable, rec.ID, cause)
 }
 
+// Check: see Manager.
+func (s *Service) Check(ctx context.Context, c Caller, req CreateRequest) error {
+	if c.TenantID == "" || c.SandboxID != "" {
+		return fmt.Errorf("%w: a sandbox token cannot create sandboxes", ErrInvalid)
+	}
+	rec, err := s.newRecord(ctx, c, req)
+	if err != nil {
+		return err
+	}
+	t, err := s.tenants.get(ctx, s.st, rec.TenantID, s.now())
+	if err != nil {
+		return fmt.Errorf("load tenant %s: %w", rec.TenantID, err)
+	}
+	if t.MaxMemoryMB > 0 && rec.MemoryMB > t.MaxMemoryMB {
+		return fmt.Errorf("%w: %d MiB memory requested, tenant %s may use %d MiB in all", ErrLimitExceeded, rec.MemoryMB, t.Name, t.MaxMemoryMB)
+	}
+	return nil
+}
+
 // admit checks the tenant's quota and inserts the record as creating, under
 // the tenant's lock: the record counts in Usage from then on, so the next
 // create sees it.

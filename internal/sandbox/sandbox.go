@@ -127,6 +127,12 @@ type Caller struct {
 // a sandbox that does not exist.
 type Manager interface {
 	Create(ctx context.Context, c Caller, req CreateRequest) (store.Sandbox, error)
+	// Check refuses, as Create would, a request that asks for what can
+	// never be had: invalid fields, an unknown template or secret, limits
+	// past the host's capacity or past a tenant quota even with no other
+	// sandbox. It creates nothing; quota taken by other sandboxes is not
+	// checked (that may pass).
+	Check(ctx context.Context, c Caller, req CreateRequest) error
 	// Templates are the server's: every tenant can list and use them;
 	// only an admin can commit (from one of its own build sandboxes) or
 	// delete one.

@@ -1,6 +1,9 @@
 package tasks
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -93,7 +96,10 @@ func TestValidate(t *testing.T) {
 		{"allow", Request{Harness: "generic", Command: []string{"true"}, Allow: []string{"example.com", "*.example.org"}}, true},
 		{"negative limits", Request{Harness: "generic", Command: []string{"true"}, Limits: Limits{MemoryMB: -1}}, false},
 		{"timeout", Request{Harness: "generic", Command: []string{"true"}, TimeoutS: MaxTimeoutS + 1}, false},
-		{"tarball", gitTask(&Repo{Tarball: []byte("x")}), true},
+		{"tarball", gitTask(&Repo{Tarball: tarOf(t, false)}), true},
+		{"gzip tarball", gitTask(&Repo{Tarball: tarOf(t, true)}), true},
+		{"not a tarball", gitTask(&Repo{Tarball: []byte("not a tar archive")}), false},
+		{"gzip of no tarball", gitTask(&Repo{Tarball: gzipOf(t, []byte("not a tar archive"))}), false},
 		{"big tarball", gitTask(&Repo{Tarball: make([]byte, MaxTarball+1)}), false},
 		{"empty repo", gitTask(&Repo{}), false},
 		{"both", gitTask(&Repo{Tarball: []byte("x"), Git: &GitRepo{URL: "https://git.example.com/r.git"}}), false},
@@ -149,4 +155,29 @@ func FuzzValidate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// tarOf is a tar archive of one file, gzip compressed or not.
+func tarOf(t *testing.T, gz bool) []byte {
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	tw.WriteHeader(&tar.Header{Name: "a.txt", Mode: 0o644, Size: 2})
+	tw.Write([]byte("a\n"))
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if gz {
+		return gzipOf(t, b.Bytes())
+	}
+	return b.Bytes()
+}
+
+func gzipOf(t *testing.T, data []byte) []byte {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write(data)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }

@@ -1,7 +1,11 @@
 package tasks
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
 	"net/netip"
 	"net/url"
 	"path"
@@ -170,7 +174,7 @@ func (r *Request) validRepo() error {
 	case len(r.Repo.Tarball) > MaxTarball:
 		return invalid("repo: tarball is %d bytes; at most %d", len(r.Repo.Tarball), MaxTarball)
 	case g == nil:
-		return nil
+		return validTarball(r.Repo.Tarball)
 	case g.Ref != "" && (!gitRef.MatchString(g.Ref) || strings.Contains(g.Ref, "..")):
 		return invalid("repo: git ref %.60q: want a branch, tag or commit name", g.Ref)
 	}
@@ -213,6 +217,25 @@ func validPath(p string) error {
 		return invalid("file path %.60q: want a path relative to the workspace", p)
 	case path.Clean(p) != p || p == "." || p == ".." || strings.HasPrefix(p, "../"):
 		return invalid("file path %.60q: want a clean path inside the workspace (no ., .. or //)", p)
+	}
+	return nil
+}
+
+// validTarball checks that b starts as a tar archive, plain or gzip
+// compressed: a file that is neither is refused now rather than when the
+// task's sandbox unpacks it. The rest is read there (a damaged archive
+// then fails the task, saying why).
+func validTarball(b []byte) error {
+	var rd io.Reader = bytes.NewReader(b)
+	if bytes.HasPrefix(b, []byte{0x1f, 0x8b}) {
+		zr, err := gzip.NewReader(rd)
+		if err != nil {
+			return invalid("repo: tarball: %v", err)
+		}
+		rd = zr
+	}
+	if _, err := tar.NewReader(rd).Next(); err != nil && err != io.EOF {
+		return invalid("repo: tarball is not a tar archive (plain or gzip): %v", err)
 	}
 	return nil
 }

@@ -155,17 +155,7 @@ func (r *taskRun) cut(ctx context.Context, err error, what string) ending {
 // (its own sandboxes count too) makes the task wait and retry rather than
 // fail.
 func (r *taskRun) createSandbox(ctx context.Context) (store.Sandbox, error) {
-	req := sandbox.CreateRequest{
-		Template: r.h.Template,
-		CPUs:     r.req.Limits.CPUs, MemoryMB: r.req.Limits.MemoryMB,
-		Pids: r.req.Limits.Pids, DiskMB: r.req.Limits.DiskMB,
-		TimeoutS: min(r.req.TimeoutS+int64(setupMargin/time.Second), MaxTimeoutS),
-		Secrets:  r.req.Secrets,
-		Metadata: map[string]string{"airlock.task": r.rec.ID},
-	}
-	if allow := append(append([]string(nil), r.req.Allow...), r.modelHosts()...); len(allow) > 0 {
-		req.Network = &egress.Policy{Mode: egress.ModeAllowlist, Allow: allow}
-	}
+	req := sandboxRequest(r.req, r.h, r.rec.ID)
 	for {
 		sb, err := r.s.m.Create(ctx, r.c, req)
 		// Only a tenant quota passes; a request no host could hold never
@@ -181,13 +171,26 @@ func (r *taskRun) createSandbox(ctx context.Context) (store.Sandbox, error) {
 	}
 }
 
-// modelHosts are the harness's default model hosts, unless the request
-// names its own endpoint (then the caller's allow-list must reach it).
-func (r *taskRun) modelHosts() []string {
-	if r.req.Model != nil && r.req.Model.BaseURL != "" {
-		return nil
+// sandboxRequest is the sandbox a task of req, run by h, asks for.
+func sandboxRequest(req Request, h Harness, taskID string) sandbox.CreateRequest {
+	cr := sandbox.CreateRequest{
+		Template: h.Template,
+		CPUs:     req.Limits.CPUs, MemoryMB: req.Limits.MemoryMB,
+		Pids: req.Limits.Pids, DiskMB: req.Limits.DiskMB,
+		TimeoutS: min(req.TimeoutS+int64(setupMargin/time.Second), MaxTimeoutS),
+		Secrets:  req.Secrets,
+		Metadata: map[string]string{"airlock.task": taskID},
 	}
-	return r.h.Hosts
+	// The harness's default model hosts, unless the request names its own
+	// endpoint (then the caller's allow-list must reach it).
+	allow := append([]string(nil), req.Allow...)
+	if req.Model == nil || req.Model.BaseURL == "" {
+		allow = append(allow, h.Hosts...)
+	}
+	if len(allow) > 0 {
+		cr.Network = &egress.Policy{Mode: egress.ModeAllowlist, Allow: allow}
+	}
+	return cr
 }
 
 // prepare writes the files into the workspace and snapshots it.

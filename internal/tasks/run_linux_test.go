@@ -3,6 +3,7 @@ package tasks_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -367,4 +368,42 @@ func (e *env) succeeded(t *testing.T, id string) (tasks.Task, []tasks.Event, []s
 		t.Fatal(err)
 	}
 	return got, evs, arts
+}
+
+// TestTaskSandboxChecked: a task whose sandbox could never be created is
+// refused when submitted, with the sandbox's own error, and nothing is
+// stored; a quota other sandboxes hold only makes a task wait.
+func TestTaskSandboxChecked(t *testing.T) {
+	e := newEnv(t, tasks.Options{})
+	ctx := context.Background()
+	small := e
+	small.c = sandbox.Caller{TenantID: e.c.TenantID + "-small", KeyID: "k-small"}
+	if err := shared.CreateTenant(ctx, store.Tenant{ID: small.c.TenantID, Name: small.c.TenantID, MaxMemoryMB: 256}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := []string{"true"}
+	for _, tc := range []struct {
+		name string
+		e    env
+		req  tasks.Request
+		want error
+	}{
+		{"cpus past the host", e, tasks.Request{Harness: "generic", Command: cmd, Limits: tasks.Limits{CPUs: 1000}}, sandbox.ErrLimitExceeded},
+		{"memory past the tenant's quota", small, tasks.Request{Harness: "generic", Command: cmd, Limits: tasks.Limits{MemoryMB: 512}}, sandbox.ErrLimitExceeded},
+		{"unknown secret", e, tasks.Request{Harness: "generic", Command: cmd, Secrets: []string{"NO_SUCH_SECRET"}}, sandbox.ErrInvalid},
+		{"bad allow-list entry", e, tasks.Request{Harness: "generic", Command: cmd, Allow: []string{"exa mple.com"}}, sandbox.ErrInvalid},
+	} {
+		_, err := tc.e.svc.Submit(ctx, tc.e.c, tc.req)
+		if !errors.Is(err, tc.want) || errors.Is(err, sandbox.ErrTenantQuota) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+		if l, err := tc.e.svc.List(ctx, tc.e.c, store.TaskFilter{}); err != nil || len(l) != 0 {
+			t.Errorf("%s: tasks stored: %d %v", tc.name, len(l), err)
+		}
+	}
+	// Within the quota, it runs.
+	task := small.submit(t, tasks.Request{Harness: "generic", Command: cmd, Limits: tasks.Limits{MemoryMB: 128}})
+	if got, _ := small.wait(t, task.ID); got.State != store.TaskSucceeded {
+		t.Errorf("task within the quota ended %s (%s)", got.State, got.Reason)
+	}
 }

@@ -161,6 +161,12 @@ func (s *Service) Submit(ctx context.Context, c sandbox.Caller, req Request) (Ta
 	rand.Read(b)
 	t := store.Task{ID: "tsk_" + hex.EncodeToString(b), TenantID: c.TenantID, KeyID: c.KeyID,
 		Harness: req.Harness, State: store.TaskQueued, CreatedAt: s.opts.Now().UTC()}
+	// A sandbox that could never be had (limits past the host or the
+	// tenant's quota, an unknown secret, a bad allow-list) is refused now,
+	// not after the task waited in the queue.
+	if err := s.m.Check(ctx, c, sandboxRequest(req, harnesses[req.Harness], t.ID)); err != nil {
+		return Task{}, err
+	}
 	sp, err := s.seal(t, req)
 	if err != nil {
 		return Task{}, err
