@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime"
@@ -16,8 +18,15 @@ import (
 )
 
 func benchCmd(args []string) error {
+	// The benches hold mounts, loop devices and sandboxes until they
+	// return: Ctrl-C or SIGTERM stops one between iterations so that it
+	// cleans up, and a reader that goes away (| head) fails its writes
+	// instead of killing it.
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	if len(args) > 0 && args[0] == "api" {
-		return benchAPI(args[1:])
+		return benchAPI(ctx, args[1:])
 	}
 	if len(args) > 0 && args[0] == "egress" {
 		return benchEgress(args[1:])
@@ -38,7 +47,7 @@ func benchCmd(args []string) error {
 	}
 	fmt.Printf("spawn: create -> exec true -> destroy, n=%d per row, every airlock row with full isolation\n", *n)
 	fmt.Printf("%-40s %9s %9s %9s %9s\n", "contender", "p50", "p95", "p99", "max")
-	cold, err := spawnRows(*stateDir, *n, 0, *verbose)
+	cold, err := spawnRows(ctx, *stateDir, *n, 0, *verbose)
 	if err != nil {
 		return err
 	}
@@ -46,7 +55,7 @@ func benchCmd(args []string) error {
 		r.print()
 	}
 	if *poolSize > 0 {
-		warm, err := spawnRows(*stateDir, *n, *poolSize, *verbose)
+		warm, err := spawnRows(ctx, *stateDir, *n, *poolSize, *verbose)
 		if err != nil {
 			return err
 		}
@@ -88,7 +97,7 @@ func (r row) print() {
 
 // spawnRows runs n create -> exec true -> destroy cycles on a runtime with
 // the given warm pool size and returns the total and per-step rows.
-func spawnRows(stateDir string, n, poolSize int, verbose bool) ([]row, error) {
+func spawnRows(ctx context.Context, stateDir string, n, poolSize int, verbose bool) ([]row, error) {
 	var mu sync.Mutex
 	phases := map[string][]time.Duration{}
 	var order []string
@@ -118,9 +127,11 @@ func spawnRows(stateDir string, n, poolSize int, verbose bool) ([]row, error) {
 			}
 		}
 	}
-	ctx := context.Background()
 	var create, execT, destroy, total []time.Duration
 	for i := range n {
+		if err := interrupted(ctx); err != nil {
+			return nil, err
+		}
 		t0 := time.Now()
 		sb, err := rt.Create(ctx, runtime.Spec{ID: fmt.Sprintf("bench-%d-%d-%d", os.Getpid(), poolSize, i)})
 		if err != nil {
@@ -143,6 +154,14 @@ func spawnRows(stateDir string, n, poolSize int, verbose bool) ([]row, error) {
 		rows = append(rows, row{"    " + name, phases[name]})
 	}
 	return rows, nil
+}
+
+// interrupted is the error of a bench stopped by a signal.
+func interrupted(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return errors.New("interrupted")
+	}
+	return nil
 }
 
 func timeCommand(argv []string, n int) ([]time.Duration, error) {

@@ -22,7 +22,7 @@ import (
 // benchAPI measures create -> exec true -> delete through HTTP on loopback
 // against an in-process daemon, beside the same cycle on its runtime
 // directly, so the API's overhead shows.
-func benchAPI(args []string) error {
+func benchAPI(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench api", flag.ContinueOnError)
 	n := fs.Int("n", 200, "iterations per row")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
@@ -65,7 +65,6 @@ func benchAPI(args []string) error {
 		}
 		defer trace.Stop()
 	}
-	ctx := context.Background()
 	var inRuntime atomic.Int64 // ns the service spent in runtime calls
 	dm, err := startDaemon(ctx, dir, 0, nil, func(rt runtime.Runtime) runtime.Runtime {
 		return timedRuntime{rt, &inRuntime}
@@ -114,6 +113,9 @@ func benchAPI(args []string) error {
 		rtSeen, srvSeen = rt, srv
 	}
 	for i := range *n {
+		if err := interrupted(ctx); err != nil {
+			return err
+		}
 		t0 := time.Now()
 		t := t0
 		sb, err := dm.rt.Create(ctx, runtime.Spec{ID: fmt.Sprintf("bench-direct-%d", i)})
