@@ -13,6 +13,14 @@ func (c *Client) CreateTenant(ctx context.Context, req TenantRequest) (Tenant, e
 	return t, err
 }
 
+// UpdateTenant changes the quotas of the tenant named name that q sets
+// (admin key only) and returns the tenant.
+func (c *Client) UpdateTenant(ctx context.Context, name string, q TenantQuota) (Tenant, error) {
+	var t Tenant
+	err := c.doJSON(ctx, http.MethodPatch, "/v1/tenants/"+url.PathEscape(name), nil, q, &t)
+	return t, err
+}
+
 // ListTenants lists every tenant (admin key only).
 func (c *Client) ListTenants(ctx context.Context) ([]Tenant, error) {
 	var r struct {

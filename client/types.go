@@ -140,6 +140,13 @@ type TenantRequest struct {
 	MaxMemoryMB  int64  `json:"max_memory_mb,omitempty"`
 }
 
+// TenantQuota changes a tenant's quotas: a nil field stays as it is, 0 is
+// unlimited.
+type TenantQuota struct {
+	MaxSandboxes *int   `json:"max_sandboxes,omitempty"`
+	MaxMemoryMB  *int64 `json:"max_memory_mb,omitempty"`
+}
+
 // Tenant owns sandboxes and API keys.
 type Tenant struct {
 	ID           string    `json:"id"`

@@ -110,3 +110,39 @@ func TestTenancyMatrix(t *testing.T) {
 		t.Errorf("unknown key: %v", err)
 	}
 }
+
+// TestTenantQuotaChange: an admin raises and lowers a tenant's quota on a
+// live server; the next create follows the new quota, and the sandboxes
+// already running stay.
+func TestTenantQuotaChange(t *testing.T) {
+	s := startServer(t, "")
+	admin := s.admin()
+	must[client.Tenant](t)(admin.CreateTenant(ctx, client.TenantRequest{Name: "grows", MaxSandboxes: 1}))
+	c := client.New(s.url, must[client.NewKey](t)(admin.CreateKey(ctx, "grows", "")).Key)
+	first := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{}))
+	if _, err := c.CreateSandbox(ctx, client.CreateRequest{}); !errors.Is(err, client.ErrLimitExceeded) {
+		t.Fatalf("second sandbox under a quota of 1: %v", err)
+	}
+	two := 2
+	if got := must[client.Tenant](t)(admin.UpdateTenant(ctx, "grows", client.TenantQuota{MaxSandboxes: &two})); got.MaxSandboxes != 2 || got.MaxMemoryMB != 0 {
+		t.Fatalf("tenant after the change: %+v", got)
+	}
+	second := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{}))
+	// Lowered below what runs: both stay, a third is refused.
+	one := 1
+	must[client.Tenant](t)(admin.UpdateTenant(ctx, "grows", client.TenantQuota{MaxSandboxes: &one}))
+	if _, err := c.CreateSandbox(ctx, client.CreateRequest{}); !errors.Is(err, client.ErrLimitExceeded) {
+		t.Errorf("create over the lowered quota: %v", err)
+	}
+	for _, id := range []string{first.ID, second.ID} {
+		if sb := must[client.Sandbox](t)(c.GetSandbox(ctx, id)); sb.State != client.StateRunning {
+			t.Errorf("sandbox %s after the quota was lowered: %s", id, sb.State)
+		}
+		if err := c.DeleteSandbox(ctx, id); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := c.UpdateTenant(ctx, "grows", client.TenantQuota{MaxSandboxes: &two}); !errors.Is(err, client.ErrForbidden) {
+		t.Errorf("a tenant's own key changed its quota: %v", err)
+	}
+}

@@ -32,6 +32,27 @@ func (s *Server) createTenant(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 201, t)
 }
 
+func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) {
+	var req client.TenantQuota
+	if !decode(w, r, &req) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := slices.IndexFunc(s.tenants, func(t client.Tenant) bool { return t.Name == r.PathValue("name") })
+	if i < 0 {
+		fail(w, 404, "not_found", fmt.Sprintf("tenant %q not found", r.PathValue("name")))
+		return
+	}
+	if req.MaxSandboxes != nil {
+		s.tenants[i].MaxSandboxes = *req.MaxSandboxes
+	}
+	if req.MaxMemoryMB != nil {
+		s.tenants[i].MaxMemoryMB = *req.MaxMemoryMB
+	}
+	writeJSON(w, 200, s.tenants[i])
+}
+
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Tenant string `json:"tenant"`

@@ -109,6 +109,7 @@ func (s *Server) routes() http.Handler {
 		defer s.mu.Unlock()
 		writeJSON(w, 200, map[string]any{"tenants": s.tenants})
 	}))
+	mux.HandleFunc("PATCH /v1/tenants/{name}", s.auth(true, s.updateTenant))
 	mux.HandleFunc("POST /v1/keys", s.auth(true, s.createKey))
 	mux.HandleFunc("GET /v1/keys", s.auth(false, s.listKeys))
 	mux.HandleFunc("DELETE /v1/keys/{id}", s.auth(true, s.deleteKey))

@@ -31,7 +31,7 @@ $AIRLOCK_API_KEY, else the admin.key in the data dir:
   airlock rm ID...                       destroy sandboxes
   airlock cp SRC DST                     copy a file in or out (ID:PATH; "-" is stdio)
   airlock timeout ID DURATION            make a sandbox expire DURATION from now
-  airlock tenants create|ls              manage tenants (admin)
+  airlock tenants create|ls|set          manage tenants and their quotas (admin)
   airlock keys create|ls|rm              manage API keys
   airlock secrets set|ls|rm              manage secrets injected by the egress proxy
   airlock mcp [--data-dir DIR] [--embedded]  serve MCP on stdio (runs its own server if none answers)

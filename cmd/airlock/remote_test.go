@@ -215,6 +215,9 @@ func TestRemoteUsageErrorsExit2(t *testing.T) {
 		{"tenants"},
 		{"tenants", "frob"},
 		{"tenants", "create"},
+		{"tenants", "set"},
+		{"tenants", "set", "acme"},
+		{"tenants", "set", "acme", "--max-memory", "lots"},
 		{"keys", "create"},
 		{"keys", "rm"},
 	} {
@@ -240,6 +243,15 @@ func TestRemoteTenantsAndKeys(t *testing.T) {
 	tid := strings.TrimSpace(mustCLI(t, srv, "tenants", "create", "acme", "--max-memory", "4G", "--max-sandboxes", "3"))
 	if out := mustCLI(t, srv, "tenants", "ls"); !strings.Contains(out, tid+"  acme  3              4096M") {
 		t.Errorf("tenants ls printed\n%s", out)
+	}
+	if out := mustCLI(t, srv, "tenants", "set", "acme", "--max-memory", "0", "--max-sandboxes", "5"); !strings.Contains(out, "acme: max sandboxes 5, max memory -") {
+		t.Errorf("tenants set printed %q", out)
+	}
+	if out := mustCLI(t, srv, "tenants", "ls"); !strings.Contains(out, tid+"  acme  5              -") {
+		t.Errorf("tenants ls after set printed\n%s", out)
+	}
+	if _, errs, code := remoteCLI(t, srv, nil, "tenants", "set", "nope", "--max-sandboxes", "1"); code != 1 || !strings.Contains(errs, `tenant "nope" not found`) {
+		t.Errorf("tenants set of an unknown tenant: exit %d, %q", code, errs)
 	}
 	key := strings.TrimSpace(mustCLI(t, srv, "keys", "create", "--tenant", "acme", "--name", "ci"))
 	if !strings.HasPrefix(key, "alk_") {

@@ -85,6 +85,52 @@ func (s *server) createTenant(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, t)
 }
 
+// updateTenant is PATCH /v1/tenants/{name}: it changes the quotas given
+// and leaves the others. Sandboxes already running stay; new ones count
+// against the new quotas.
+func (s *server) updateTenant(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		MaxSandboxes *int   `json:"max_sandboxes"`
+		MaxMemoryMB  *int64 `json:"max_memory_mb"`
+	}
+	if err := readJSON(w, r, s.maxJSON, &req, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	switch {
+	case req.MaxSandboxes == nil && req.MaxMemoryMB == nil:
+		s.fail(w, r, invalidf("give \"max_sandboxes\", \"max_memory_mb\" or both"))
+		return
+	case req.MaxSandboxes != nil && *req.MaxSandboxes < 0:
+		s.fail(w, r, invalidf("field \"max_sandboxes\" is %d; want 0 (unlimited) or more", *req.MaxSandboxes))
+		return
+	case req.MaxMemoryMB != nil && *req.MaxMemoryMB < 0:
+		s.fail(w, r, invalidf("field \"max_memory_mb\" is %d; want 0 (unlimited) or more", *req.MaxMemoryMB))
+		return
+	}
+	name := r.PathValue("name")
+	t, err := s.store.TenantByName(r.Context(), name)
+	if errors.Is(err, store.ErrNotFound) {
+		err = errf(http.StatusNotFound, codeNotFound, "tenant %q not found", name)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.MaxSandboxes != nil {
+		t.MaxSandboxes = *req.MaxSandboxes
+	}
+	if req.MaxMemoryMB != nil {
+		t.MaxMemoryMB = *req.MaxMemoryMB
+	}
+	if t, err = s.store.UpdateTenantQuota(r.Context(), t); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.m.ForgetTenant(t.ID)
+	writeJSON(w, http.StatusOK, t)
+}
+
 func (s *server) listTenants(w http.ResponseWriter, r *http.Request) {
 	ts, err := s.store.ListTenants(r.Context())
 	if err != nil {

@@ -122,6 +122,7 @@ var routes = []route{
 
 	{"POST", "/v1/tenants", adminKey, (*server).createTenant},
 	{"GET", "/v1/tenants", adminKey, (*server).listTenants},
+	{"PATCH", "/v1/tenants/{name}", adminKey, (*server).updateTenant},
 	{"POST", "/v1/keys", adminKey, (*server).createKey},
 	{"GET", "/v1/keys", anyKey, (*server).listKeys},
 	{"DELETE", "/v1/keys/{id}", adminKey, (*server).deleteKey},

@@ -77,6 +77,7 @@ func TestAuth(t *testing.T) {
 		{name: "other tenant token", method: "POST", path: "/v1/sandboxes/" + bobSB + "/tokens", cred: e.alice, body: `{"ttl_s":5}`, status: 404, code: "not_found"},
 		{name: "non-admin tenants", method: "GET", path: "/v1/tenants", cred: e.alice, status: 403, code: "forbidden"},
 		{name: "non-admin create tenant", method: "POST", path: "/v1/tenants", cred: e.alice, body: `{"name":"x"}`, status: 403, code: "forbidden"},
+		{name: "non-admin tenant quota", method: "PATCH", path: "/v1/tenants/alice", cred: e.alice, body: `{"max_sandboxes":0}`, status: 403, code: "forbidden"},
 		{name: "non-admin create key", method: "POST", path: "/v1/keys", cred: e.alice, body: `{"tenant":"alice"}`, status: 403, code: "forbidden"},
 		{name: "non-admin delete key", method: "DELETE", path: "/v1/keys/key_bob", cred: e.alice, status: 403, code: "forbidden"},
 		{name: "healthz needs nothing", method: "GET", path: "/healthz", status: 200},

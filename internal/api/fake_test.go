@@ -102,6 +102,9 @@ func (m *fakeManager) Check(context.Context, sandbox.Caller, sandbox.CreateReque
 	return m.err
 }
 
+// ForgetTenant: the fake keeps nothing of tenants.
+func (m *fakeManager) ForgetTenant(string) {}
+
 func (m *fakeManager) Get(_ context.Context, c sandbox.Caller, id string) (store.Sandbox, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -201,6 +201,14 @@ func TestTokenTenantKeyRoutes(t *testing.T) {
 		t.Errorf("tenant %+v", ten)
 	}
 	e.must(call{method: "POST", path: "/v1/tenants", cred: e.admin, body: `{"name":"carol"}`}, 409, nil)
+	// A quota change sets what it names and keeps the rest.
+	e.must(call{method: "PATCH", path: "/v1/tenants/carol", cred: e.admin, body: `{"max_memory_mb":0}`}, 200, &ten)
+	if ten.Name != "carol" || ten.MaxSandboxes != 3 || ten.MaxMemoryMB != 0 {
+		t.Errorf("tenant after PATCH: %+v", ten)
+	}
+	if got, err := e.st.TenantByName(t.Context(), "carol"); err != nil || got.MaxSandboxes != 3 || got.MaxMemoryMB != 0 {
+		t.Errorf("stored tenant after PATCH: %+v %v", got, err)
+	}
 	var tl struct{ Tenants []store.Tenant }
 	e.must(call{method: "GET", path: "/v1/tenants", cred: e.admin}, 200, &tl)
 	if len(tl.Tenants) != 4 {

@@ -133,6 +133,9 @@ type Manager interface {
 	// sandbox. It creates nothing; quota taken by other sandboxes is not
 	// checked (that may pass).
 	Check(ctx context.Context, c Caller, req CreateRequest) error
+	// ForgetTenant drops what the manager keeps of the tenant with id, so
+	// that quotas just changed in the store apply to the next create.
+	ForgetTenant(id string)
 	// Templates are the server's: every tenant can list and use them;
 	// only an admin can commit (from one of its own build sandboxes) or
 	// delete one.

@@ -9,9 +9,8 @@ import (
 )
 
 // tenantTTL bounds how long a tenant read for a quota check is reused.
-// Tenants are never changed or deleted (no route does either), so a kept
-// one is never wrong today; the bound is for the day a route changes a
-// tenant's quotas, through this daemon or another sharing the store.
+// A quota change through this daemon drops its copy at once (Forget); the
+// bound is for a change made through another daemon sharing the store.
 const tenantTTL = 5 * time.Second
 
 // tenantCacheMax bounds the cache; past it the cache starts over.
@@ -20,8 +19,9 @@ const tenantCacheMax = 4096
 // tenantCache keeps tenants read by admit, so a create does not pay a
 // store read for limits that do not change.
 type tenantCache struct {
-	mu sync.Mutex
-	m  map[string]cachedTenant
+	mu  sync.Mutex
+	m   map[string]cachedTenant
+	gen uint64 // bumped by forget: a read from before it is not kept
 }
 
 type cachedTenant struct {
@@ -33,6 +33,7 @@ type cachedTenant struct {
 func (c *tenantCache) get(ctx context.Context, st store.Store, id string, now time.Time) (store.Tenant, error) {
 	c.mu.Lock()
 	e, ok := c.m[id]
+	gen := c.gen
 	c.mu.Unlock()
 	if ok && now.Sub(e.fetched) < tenantTTL && !now.Before(e.fetched) {
 		return e.t, nil
@@ -43,9 +44,23 @@ func (c *tenantCache) get(ctx context.Context, st store.Store, id string, now ti
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if gen != c.gen {
+		return t, nil
+	}
 	if c.m == nil || len(c.m) >= tenantCacheMax {
 		c.m = map[string]cachedTenant{}
 	}
 	c.m[id] = cachedTenant{t, now}
 	return t, nil
 }
+
+// forget drops the cached copy of the tenant with id.
+func (c *tenantCache) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	delete(c.m, id)
+}
+
+// ForgetTenant: see Manager.
+func (s *Service) ForgetTenant(id string) { s.tenants.forget(id) }

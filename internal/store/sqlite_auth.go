@@ -19,6 +19,18 @@ func (s *SQLite) CreateTenant(ctx context.Context, t Tenant) error {
 	return nil
 }
 
+// UpdateTenantQuota: see Store.
+func (s *SQLite) UpdateTenantQuota(ctx context.Context, t Tenant) (Tenant, error) {
+	n, err := s.exec(ctx, `UPDATE tenants SET max_sandboxes = ?, max_memory_mb = ? WHERE id = ?`, t.MaxSandboxes, t.MaxMemoryMB, t.ID)
+	if err == nil && n == 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return Tenant{}, fmt.Errorf("update tenant %s: %w", t.ID, err)
+	}
+	return s.GetTenant(ctx, t.ID)
+}
+
 // GetTenant returns the tenant with the id.
 func (s *SQLite) GetTenant(ctx context.Context, id string) (Tenant, error) {
 	t, err := scanTenant(s.queryRow(ctx, `SELECT `+tenantCols+` FROM tenants WHERE id = ?`, id))

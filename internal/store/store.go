@@ -161,6 +161,9 @@ type Store interface {
 	GetTenant(ctx context.Context, id string) (Tenant, error)
 	TenantByName(ctx context.Context, name string) (Tenant, error)
 	ListTenants(ctx context.Context) ([]Tenant, error)
+	// UpdateTenantQuota sets the quotas of the tenant with t.ID (its other
+	// fields stay) and returns the tenant as stored.
+	UpdateTenantQuota(ctx context.Context, t Tenant) (Tenant, error)
 
 	CreateKey(ctx context.Context, k Key) error
 	KeyByHash(ctx context.Context, hash []byte) (Key, error)
