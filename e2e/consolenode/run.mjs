@@ -299,6 +299,9 @@ async function sandboxList(page, id) {
   await row.getByRole('button', { name: 'Extend' }).waitFor();
   await row.getByRole('button', { name: 'Destroy' }).waitFor();
   await row.getByText('owner=console-e2e').first().waitFor();
+  // The live columns: its memory from the one metrics call of the list.
+  await page.waitForFunction((sid) => [...document.querySelectorAll('tr')]
+    .some((tr) => tr.textContent.includes(sid) && /\d (B|KiB|MiB|GiB)\b/.test(tr.cells[6]?.textContent || '')), id);
   await shots.take(page, 'sandboxes-list');
 
   // Destroy the other one, made by the test for this: it asks first.

@@ -77,6 +77,7 @@ var routes = []route{
 	{"DELETE", "/v1/sandboxes/{id}", sandboxRoute, (*server).deleteSandbox},
 	{"POST", "/v1/sandboxes/{id}/timeout", sandboxRoute, (*server).setTimeout},
 	{"GET", "/v1/sandboxes/{id}/metrics", sandboxRoute, (*server).sandboxMetrics},
+	{"GET", "/v1/sandboxes/metrics", anyKey, (*server).sandboxesMetrics},
 	{"POST", "/v1/sandboxes/{id}/exec", sandboxRoute, (*server).exec},
 	{"PUT", "/v1/sandboxes/{id}/files", sandboxRoute, (*server).writeFile},
 	{"GET", "/v1/sandboxes/{id}/files", sandboxRoute, (*server).readFile},

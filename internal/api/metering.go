@@ -1,7 +1,9 @@
 package api
 
 import (
+	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +22,52 @@ func (s *server) sandboxMetrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, m)
+}
+
+// MaxMetricsIDs bounds the sandboxes of one GET /v1/sandboxes/metrics.
+const MaxMetricsIDs = 100
+
+// sandboxesMetrics is GET /v1/sandboxes/metrics?ids=a,b: the metrics of
+// several of the caller's sandboxes in one call (the console's list polls
+// it). An id the caller does not own, or that does not exist, is left out,
+// as GET /v1/sandboxes/{id}/metrics would answer 404 for it.
+func (s *server) sandboxesMetrics(w http.ResponseWriter, r *http.Request) {
+	if err := checkQuery(r, []string{"ids"}); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ids := strings.Split(r.URL.Query().Get("ids"), ",")
+	switch {
+	case r.URL.Query().Get("ids") == "":
+		s.fail(w, r, invalidf("query parameter \"ids\" is required: sandbox ids separated by commas"))
+		return
+	case len(ids) > MaxMetricsIDs:
+		s.fail(w, r, invalidf("query parameter \"ids\" names %d sandboxes; at most %d", len(ids), MaxMetricsIDs))
+		return
+	case slices.Contains(ids, ""):
+		s.fail(w, r, invalidf("query parameter \"ids\" holds an empty id"))
+		return
+	}
+	out := []sandbox.Metrics{}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		m, err := s.m.SandboxMetrics(r.Context(), callerOf(r), id)
+		if errors.Is(err, sandbox.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		out = append(out, m)
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Metrics []sandbox.Metrics `json:"metrics"`
+	}{out})
 }
 
 // usage is GET /v1/usage?from=&to=&tenant=.

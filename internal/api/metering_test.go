@@ -47,6 +47,37 @@ func TestSandboxMetricsRoute(t *testing.T) {
 	}
 }
 
+// TestSandboxesMetricsRoute: several sandboxes' metrics in one call; ids
+// the caller does not own are left out, as if they did not exist.
+func TestSandboxesMetricsRoute(t *testing.T) {
+	e := newEnv(t)
+	a1, a2, b1 := e.sandbox(e.alice), e.sandbox(e.alice), e.sandbox(e.bob)
+	var got struct{ Metrics []sandbox.Metrics }
+	e.must(call{method: "GET", path: "/v1/sandboxes/metrics?ids=" + strings.Join([]string{a1, b1, "sb-nope", a2, a1}, ","), cred: e.alice}, 200, &got)
+	var ids []string
+	for _, m := range got.Metrics {
+		ids = append(ids, m.SandboxID)
+	}
+	if want := []string{a1, a2}; !slices.Equal(ids, want) {
+		t.Errorf("metrics of %v, want %v", ids, want)
+	}
+	many := strings.TrimSuffix(strings.Repeat(a1+",", MaxMetricsIDs+1), ",")
+	for _, tc := range []struct{ path, want string }{
+		{"/v1/sandboxes/metrics", "is required"},
+		{"/v1/sandboxes/metrics?ids=", "is required"},
+		{"/v1/sandboxes/metrics?ids=" + a1 + ",,", "empty id"},
+		{"/v1/sandboxes/metrics?ids=" + many, "at most 100"},
+		{"/v1/sandboxes/metrics?ids=" + a1 + "&ids=" + a2, "2 times"},
+		{"/v1/sandboxes/metrics?id=" + a1, "unknown query parameter"},
+	} {
+		if a := e.must(call{method: "GET", path: tc.path, cred: e.alice}, 400, nil); !strings.Contains(string(a.body), tc.want) {
+			t.Errorf("GET %s: %s, want it to say %q", tc.path, a.body, tc.want)
+		}
+	}
+	// A sandbox token reaches one sandbox's routes only.
+	e.must(call{method: "GET", path: "/v1/sandboxes/metrics?ids=" + a1, cred: e.token(e.alice, a1, 60)}, 403, nil)
+}
+
 func TestUsageRoute(t *testing.T) {
 	e := newEnv(t)
 	from, to := "2026-01-01T00:00:00Z", "2026-02-01T00:00:00+01:00"

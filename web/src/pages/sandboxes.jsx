@@ -43,15 +43,18 @@ export function Sandboxes() {
         all.sort((a, b) => live(a) - live(b) || Date.parse(b.created_at) - Date.parse(a.created_at));
         setList(all);
         setErr(null);
+        // One call for the metrics of up to 100 running sandboxes.
         const running = all.filter((s) => s.state === 'running').slice(0, 100);
-        const got = await Promise.all(
-          running.map((s) => api(sandboxPath(s.id, '/metrics'), { signal }).catch(() => null)),
-        );
+        let got = [];
+        if (running.length) {
+          const ids = running.map((s) => s.id).join(',');
+          const r = await api('/v1/sandboxes/metrics', { query: { ids }, signal }).catch(() => null);
+          got = r?.metrics || [];
+        }
         const next = {};
         const now = Date.now();
-        got.forEach((m, i) => {
-          if (!m) return;
-          const id = running[i].id;
+        got.forEach((m) => {
+          const id = m.sandbox_id;
           const p = prev.current[id];
           // CPU now is the rate between two samples; until there are two,
           // the average over the sandbox's life stands in.
