@@ -32,6 +32,16 @@ var sandboxRoutes = []struct{ method, path, ctype, body string }{
 
 func call(t *testing.T, s *server, key, method, path, ctype, body string) (int, string) {
 	t.Helper()
+	var hdr map[string]string
+	if ctype != "" {
+		hdr = map[string]string{"Content-Type": ctype}
+	}
+	return callWith(t, s, key, method, path, hdr, body)
+}
+
+// callWith is call with any headers.
+func callWith(t *testing.T, s *server, key, method, path string, hdr map[string]string, body string) (int, string) {
+	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, method, s.url+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -39,8 +49,8 @@ func call(t *testing.T, s *server, key, method, path, ctype, body string) (int, 
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -78,6 +78,12 @@ var routes = []route{
 	{"POST", "/v1/sandboxes/{id}/timeout", sandboxRoute, (*server).setTimeout},
 	{"GET", "/v1/sandboxes/{id}/metrics", sandboxRoute, (*server).sandboxMetrics},
 	{"GET", "/v1/sandboxes/metrics", anyKey, (*server).sandboxesMetrics},
+	// Ports (ports.go): HTTP to a port the sandbox listens on.
+	{"GET", "/v1/sandboxes/{id}/ports/{port}/", sandboxRoute, (*server).portProxy},
+	{"POST", "/v1/sandboxes/{id}/ports/{port}/", sandboxRoute, (*server).portProxy},
+	{"PUT", "/v1/sandboxes/{id}/ports/{port}/", sandboxRoute, (*server).portProxy},
+	{"PATCH", "/v1/sandboxes/{id}/ports/{port}/", sandboxRoute, (*server).portProxy},
+	{"DELETE", "/v1/sandboxes/{id}/ports/{port}/", sandboxRoute, (*server).portProxy},
 	{"POST", "/v1/sandboxes/{id}/exec", sandboxRoute, (*server).exec},
 	{"PUT", "/v1/sandboxes/{id}/files", sandboxRoute, (*server).writeFile},
 	{"GET", "/v1/sandboxes/{id}/files", sandboxRoute, (*server).readFile},

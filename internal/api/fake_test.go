@@ -8,6 +8,7 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 	"io"
 	"io/fs"
+	"net"
 	"path"
 	"slices"
 	"sort"
@@ -100,6 +101,16 @@ func (m *fakeManager) Check(context.Context, sandbox.Caller, sandbox.CreateReque
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.err
+}
+
+// DialPort: the fake's sandboxes listen on nothing.
+func (m *fakeManager) DialPort(_ context.Context, c sandbox.Caller, id string, port int) (net.Conn, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.lookup(c, id); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("%w: nothing listens on port %d", sandbox.ErrUnavailable, port)
 }
 
 // ForgetTenant: the fake keeps nothing of tenants.

@@ -1,6 +1,7 @@
 package netns
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -75,6 +76,23 @@ func ListenPacket(ns *os.File, network, address string) (net.PacketConn, error) 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("listen %s %s in %s: %w", network, address, ns.Name(), err)
+	}
+	return c, nil
+}
+
+// Dial connects to address inside ns: the socket is made in ns, so it
+// reaches what listens on the namespace's own loopback. address must be a
+// literal IP and port: name resolution would run on other goroutines,
+// outside ns.
+func Dial(ctx context.Context, ns *os.File, network, address string) (net.Conn, error) {
+	var c net.Conn
+	err := Do(ns, func() (err error) {
+		var d net.Dialer
+		c, err = d.DialContext(ctx, network, address)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dial %s %s in %s: %w", network, address, ns.Name(), err)
 	}
 	return c, nil
 }

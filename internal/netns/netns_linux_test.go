@@ -1,6 +1,7 @@
 package netns
 
 import (
+	"context"
 	"bufio"
 	"errors"
 	"fmt"
@@ -105,8 +106,8 @@ func TestListenOnlyReachableInside(t *testing.T) {
 		c.Close()
 	}
 
-	var inside net.Conn
-	if err := Do(ns, func() (err error) { inside, err = net.Dial("tcp", addr); return err }); err != nil {
+	inside, err := Dial(context.Background(), ns, "tcp", addr)
+	if err != nil {
 		t.Fatalf("dial %s inside the namespace: %v", addr, err)
 	}
 	defer inside.Close()

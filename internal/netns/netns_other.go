@@ -3,6 +3,7 @@
 package netns
 
 import (
+	"context"
 	"net"
 	"os"
 )
@@ -25,3 +26,8 @@ func New() (*os.File, error) { return nil, ErrUnsupported }
 
 // SetLoopbackUp returns ErrUnsupported: network namespaces are a Linux facility.
 func SetLoopbackUp(ns *os.File) error { return ErrUnsupported }
+
+// Dial returns ErrUnsupported: network namespaces are a Linux facility.
+func Dial(ctx context.Context, ns *os.File, network, address string) (net.Conn, error) {
+	return nil, ErrUnsupported
+}

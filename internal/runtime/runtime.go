@@ -218,6 +218,12 @@ type Listener interface {
 	Listen(ctx context.Context, network, address string) (net.Listener, error)
 }
 
+// Dialer is implemented by sandboxes a host process can connect into: the
+// API proxies requests to a port a sandbox listens on through it.
+type Dialer interface {
+	Dial(ctx context.Context, network, address string) (net.Conn, error)
+}
+
 // Process is one process started in a sandbox.
 type Process interface {
 	Pid() int // pid inside the sandbox

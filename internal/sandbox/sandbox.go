@@ -12,6 +12,7 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 	"io"
 	"io/fs"
+	"net"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/egress"
@@ -133,6 +134,9 @@ type Manager interface {
 	// sandbox. It creates nothing; quota taken by other sandboxes is not
 	// checked (that may pass).
 	Check(ctx context.Context, c Caller, req CreateRequest) error
+	// DialPort connects to a TCP port the sandbox listens on (see
+	// Service.DialPort).
+	DialPort(ctx context.Context, c Caller, id string, port int) (net.Conn, error)
 	// ForgetTenant drops what the manager keeps of the tenant with id, so
 	// that quotas just changed in the store apply to the next create.
 	ForgetTenant(id string)
