@@ -1,8 +1,8 @@
 package netns
 
 import (
-	"context"
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"net"
