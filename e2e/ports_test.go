@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +28,20 @@ class H(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(out)))
         self.end_headers()
         self.wfile.write(out)
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = answer
+    def do_GET(self):
+        if self.path != "/upgrade":
+            return self.answer()
+        # A protocol switch: then every line sent comes back upper-cased.
+        self.send_response(101)
+        self.send_header("Upgrade", "shout")
+        self.send_header("Connection", "Upgrade")
+        self.end_headers()
+        self.wfile.flush()
+        for line in self.rfile:
+            self.wfile.write(line.upper())
+            self.wfile.flush()
+        self.close_connection = True
+    do_POST = do_PUT = do_PATCH = do_DELETE = answer
     def log_message(self, *a): pass
 http.server.HTTPServer(("127.0.0.1", 8000), H).serve_forever()
 `
@@ -78,6 +95,26 @@ func TestPortProxy(t *testing.T) {
 			t.Errorf("the sandbox's server saw %s %q, want %q", k, str(got[k]), want)
 		}
 	}
+
+	// A protocol upgrade (as WebSocket does) becomes a two-way stream.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET %s/upgrade HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nConnection: Upgrade\r\nUpgrade: shout\r\n\r\n", base, s.adminKey)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade through the proxy: %v %v", resp, err)
+	}
+	for _, word := range []string{"hello\n", "again\n"} {
+		fmt.Fprint(conn, word)
+		if line, err := br.ReadString('\n'); err != nil || line != strings.ToUpper(word) {
+			t.Fatalf("after the upgrade sent %q, got %q %v", word, line, err)
+		}
+	}
+	conn.Close()
 
 	// The sandbox's own token reaches it; another tenant does not, nor a
 	// port nothing listens on, nor a bad port.
