@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 	"syscall"
 
 	"github.com/airlockhq/airlock/internal/egress"
@@ -43,6 +44,19 @@ func (s *Service) DialPort(ctx context.Context, c Caller, id string, port int) (
 		s.log.Warn("connect into sandbox", "sandbox", id, "port", port, "err", err)
 		return nil, fmt.Errorf("%w: sandbox %s: cannot connect to port %d", ErrUnavailable, id, port)
 	}
-	s.idle.touch(id, s.now())
-	return conn, nil
+	// An open connection (a request under way, a WebSocket) keeps the
+	// sandbox from counting as idle.
+	return &heldConn{Conn: conn, release: s.idle.hold(id, s.now)}, nil
+}
+
+// heldConn releases its idle hold when closed.
+type heldConn struct {
+	net.Conn
+	release func()
+	once    sync.Once
+}
+
+func (c *heldConn) Close() error {
+	c.once.Do(c.release)
+	return c.Conn.Close()
 }
