@@ -57,7 +57,12 @@ func TestPortProxy(t *testing.T) {
 	if _, err := admin.WriteFile(ctx, sb.ID, "echo.py", strings.NewReader(echoServer), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	must[client.Process](t)(admin.StartProcess(ctx, sb.ID, client.ExecRequest{Cmd: []string{"python3", "echo.py"}}, "web"))
+	// Started as a user would, from the CLI.
+	if out, code := s.cli(s.adminKey, "exec", "--background", "--tag", "web", sb.ID, "--", "python3", "echo.py"); code != 0 {
+		t.Fatalf("airlock exec --background: exit %d: %s", code, out)
+	} else if procs := must[[]client.Process](t)(admin.ListProcesses(ctx, sb.ID)); len(procs) != 1 || fmt.Sprint(procs[0].Pid) != strings.TrimSpace(out) || procs[0].Tag != "web" {
+		t.Fatalf("exec --background printed %q; processes %+v", out, procs)
+	}
 	base := "/v1/sandboxes/" + sb.ID + "/ports/8000"
 
 	do := func(method, path, cred, body string, hdr map[string]string) (int, string) {
