@@ -60,15 +60,12 @@ func (s *server) createTenant(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	switch {
-	case !namePattern.MatchString(req.Name):
+	if !namePattern.MatchString(req.Name) {
 		s.fail(w, r, invalidf("field \"name\" %q: want 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", req.Name))
 		return
-	case req.MaxSandboxes < 0:
-		s.fail(w, r, invalidf("field \"max_sandboxes\" is %d; want 0 (unlimited) or more", req.MaxSandboxes))
-		return
-	case req.MaxMemoryMB < 0:
-		s.fail(w, r, invalidf("field \"max_memory_mb\" is %d; want 0 (unlimited) or more", req.MaxMemoryMB))
+	}
+	if err := checkQuotas(&req.MaxSandboxes, &req.MaxMemoryMB); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	t := store.Tenant{
@@ -97,15 +94,12 @@ func (s *server) updateTenant(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	switch {
-	case req.MaxSandboxes == nil && req.MaxMemoryMB == nil:
+	if req.MaxSandboxes == nil && req.MaxMemoryMB == nil {
 		s.fail(w, r, invalidf("give \"max_sandboxes\", \"max_memory_mb\" or both"))
 		return
-	case req.MaxSandboxes != nil && *req.MaxSandboxes < 0:
-		s.fail(w, r, invalidf("field \"max_sandboxes\" is %d; want 0 (unlimited) or more", *req.MaxSandboxes))
-		return
-	case req.MaxMemoryMB != nil && *req.MaxMemoryMB < 0:
-		s.fail(w, r, invalidf("field \"max_memory_mb\" is %d; want 0 (unlimited) or more", *req.MaxMemoryMB))
+	}
+	if err := checkQuotas(req.MaxSandboxes, req.MaxMemoryMB); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	name := r.PathValue("name")
@@ -129,6 +123,17 @@ func (s *server) updateTenant(w http.ResponseWriter, r *http.Request) {
 	}
 	s.m.ForgetTenant(t.ID)
 	writeJSON(w, http.StatusOK, t)
+}
+
+// checkQuotas refuses a negative quota among those given (nil: not given).
+func checkQuotas(maxSandboxes *int, maxMemoryMB *int64) error {
+	switch {
+	case maxSandboxes != nil && *maxSandboxes < 0:
+		return invalidf("field \"max_sandboxes\" is %d; want 0 (unlimited) or more", *maxSandboxes)
+	case maxMemoryMB != nil && *maxMemoryMB < 0:
+		return invalidf("field \"max_memory_mb\" is %d; want 0 (unlimited) or more", *maxMemoryMB)
+	}
+	return nil
 }
 
 func (s *server) listTenants(w http.ResponseWriter, r *http.Request) {

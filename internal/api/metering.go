@@ -36,9 +36,10 @@ func (s *server) sandboxesMetrics(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	ids := strings.Split(r.URL.Query().Get("ids"), ",")
+	raw := r.URL.Query().Get("ids")
+	ids := strings.Split(raw, ",")
 	switch {
-	case r.URL.Query().Get("ids") == "":
+	case raw == "":
 		s.fail(w, r, invalidf("query parameter \"ids\" is required: sandbox ids separated by commas"))
 		return
 	case len(ids) > MaxMetricsIDs:

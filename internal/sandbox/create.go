@@ -25,9 +25,6 @@ const (
 // ErrNotFound (like any other missing resource); a sandbox token cannot
 // create sandboxes (ErrInvalid), since it exists to reach one sandbox only.
 func (s *Service) create(ctx context.Context, c Caller, req CreateRequest) (store.Sandbox, error) {
-	if c.TenantID == "" || c.SandboxID != "" {
-		return store.Sandbox{}, fmt.Errorf("%w: a sandbox token cannot create sandboxes", ErrInvalid)
-	}
 	rec, err := s.newRecord(ctx, c, req)
 	if err != nil {
 		return store.Sandbox{}, err
@@ -96,9 +93,6 @@ func (s *Service) createFailed(ctx context.Context, c Caller, rec store.Sandbox,
 
 // Check: see Manager.
 func (s *Service) Check(ctx context.Context, c Caller, req CreateRequest) error {
-	if c.TenantID == "" || c.SandboxID != "" {
-		return fmt.Errorf("%w: a sandbox token cannot create sandboxes", ErrInvalid)
-	}
 	rec, err := s.newRecord(ctx, c, req)
 	if err != nil {
 		return err
@@ -143,9 +137,13 @@ func (s *Service) admit(ctx context.Context, rec store.Sandbox) error {
 	return nil
 }
 
-// newRecord validates req and builds the record with every default filled
-// in, so what the API shows is what the sandbox gets.
+// newRecord validates req (a sandbox token may not create) and builds the
+// record with every default filled in, so what the API shows is what the
+// sandbox gets.
 func (s *Service) newRecord(ctx context.Context, c Caller, req CreateRequest) (store.Sandbox, error) {
+	if c.TenantID == "" || c.SandboxID != "" {
+		return store.Sandbox{}, fmt.Errorf("%w: a sandbox token cannot create sandboxes", ErrInvalid)
+	}
 	if req.Template != "" && !s.HasTemplate(ctx, req.Template) {
 		return store.Sandbox{}, fmt.Errorf("%w: template %q", ErrNotFound, req.Template)
 	}

@@ -103,7 +103,7 @@ func (r *taskRun) collect(ctx context.Context, sbID string) error {
 		case res.Truncated:
 			r.note(sbID, "the workspace lists more files than can be searched for artifacts; some may be missing")
 		}
-		keep = keep[:0]
+		keep = nil
 		for _, f := range strings.Split(res.Stdout, "\x00") {
 			if name := strings.TrimPrefix(f, "./"); name != "" && r.wanted(name) {
 				keep = append(keep, name)
