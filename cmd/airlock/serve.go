@@ -139,7 +139,7 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		st.Close()
 		return nil, err
 	}
-	if d.rt, err = linux.New(linux.Config{StateDir: dataDir, PoolSize: pool}); err != nil {
+	if d.rt, err = linux.New(linux.Config{StateDir: dataDir, PoolSize: pool, SweepEvery: 15 * time.Second}); err != nil {
 		st.Close()
 		return nil, err
 	}
