@@ -194,14 +194,7 @@ func leftovers(s *server, c *client.Client) error {
 			problems = append(problems, "mount "+f[4])
 		}
 	}
-	loops := 0
-	backing, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
-	for _, b := range backing {
-		if f, _ := os.ReadFile(b); strings.TrimSpace(string(f)) == sbDir+".img" {
-			loops++
-		}
-	}
-	if loops > 1 {
+	if loops := loopsOn(sbDir + ".img"); loops > 1 {
 		problems = append(problems, fmt.Sprintf("%d loop devices on the disk pool", loops))
 	}
 	if len(problems) == 0 {

@@ -64,7 +64,7 @@ func serveCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer d.close()
+	defer d.shutdown()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
@@ -172,6 +172,23 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 	}
 	d.handler = api.New(d.mgr, st, api.Options{Tasks: d.tasks, Metrics: d.metrics, Events: d.events, TraceContext: d.tracing.Enabled, AuditSigner: box.Signer()})
 	return d, nil
+}
+
+// shutdown closes the daemon as serve ends: its warm pool is destroyed
+// and, when no user sandbox is left on it, its disk pool unmounted and
+// the loop device freed. User sandboxes keep running (and their layers
+// mounted) for the next start.
+func (d *daemon) shutdown() {
+	d.close()
+	if d.rt == nil {
+		return
+	}
+	switch released, err := d.rt.ReleaseDiskPool(); {
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "airlock: release disk pool: %v\n", err)
+	case released:
+		fmt.Println("airlock: disk pool unmounted")
+	}
 }
 
 func (d *daemon) close() {

@@ -238,12 +238,68 @@ func (r *Runtime) Teardown() error {
 			errs = append(errs, fmt.Errorf("destroy %s: %w", e.Name(), err))
 		}
 	}
-	if r.quota != nil {
-		if err := r.quota.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("unmount disk pool: %w", err))
+	errs = append(errs, r.unmountDiskPool())
+	return errors.Join(errs...)
+}
+
+// unmountDiskPool unmounts the disk pool and waits for its loop device to
+// detach.
+func (r *Runtime) unmountDiskPool() error {
+	if r.quota == nil {
+		return nil
+	}
+	if err := r.quota.Close(); err != nil {
+		return fmt.Errorf("unmount disk pool: %w", err)
+	}
+	return r.quota.WaitDetached(5 * time.Second)
+}
+
+// ReleaseDiskPool unmounts the disk pool (and frees its loop device) if no
+// sandbox is left on it: for a server's shutdown, after Close has
+// destroyed its warm pool. While a sandbox lives it stays mounted, since
+// the sandbox's layer is on it: a restarted server re-attaches to the
+// mounted pool, where mounting the image again beside the live filesystem
+// would give two loop devices of one btrfs.
+func (r *Runtime) ReleaseDiskPool() (released bool, err error) {
+	entries, err := os.ReadDir(r.sandboxesDir())
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			return false, nil
 		}
 	}
-	return errors.Join(errs...)
+	return r.quota != nil, r.unmountDiskPool()
+}
+
+// TeardownStateDir destroys every sandbox of the state dir and unmounts
+// its disk pool, for operators and tests (`airlock teardown`). It refuses
+// while another process keeps its warm pool there, as a running server
+// does: stopping that server first is the operator's choice, not ours.
+func TeardownStateDir(stateDir string) (destroyed int, err error) {
+	if _, err := os.Stat(stateDir); err != nil {
+		return 0, fmt.Errorf("%w: data dir %s: %v", runtime.ErrNotFound, stateDir, err)
+	}
+	lock, err := os.OpenFile(filepath.Join(stateDir, "pool.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return 0, fmt.Errorf("pool lock: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return 0, fmt.Errorf("%w: a server is running on %s (it keeps its warm pool there): stop it first", runtime.ErrConflict, stateDir)
+	}
+	r, err := New(Config{StateDir: stateDir})
+	if err != nil {
+		return 0, err
+	}
+	entries, _ := os.ReadDir(r.sandboxesDir())
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			destroyed++
+		}
+	}
+	return destroyed, r.Teardown()
 }
 
 // Create starts a sandbox and returns once its agent answers.

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -213,6 +214,28 @@ func (f *FS) Close() error {
 		return fmt.Errorf("unmount %s: %w", f.dir, err)
 	}
 	return nil
+}
+
+// WaitDetached waits up to d, after Close, for the loop device under the
+// filesystem to let go of its image. The kernel detaches it once nothing
+// references the filesystem, which a mount namespace cloned while it was
+// mounted (any sandbox's, while it sets itself up) may still do for a
+// moment.
+func (f *FS) WaitDetached(d time.Duration) error {
+	if f.images || !strings.HasPrefix(f.source, "/dev/loop") {
+		return nil
+	}
+	backing := filepath.Join("/sys/block", filepath.Base(f.source), "loop", "backing_file")
+	img := f.dir + ".img"
+	for deadline := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile(backing)
+		if err != nil || strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)") != img {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("loop device %s still holds %s %s after it was unmounted", f.source, img, d)
+		}
+	}
 }
 
 // Detect says whether dir has, or Setup could give it, a disk limit, and
