@@ -111,6 +111,7 @@ const (
 	CodeNotDir     = "not_dir"
 	CodeIsDir      = "is_dir"
 	CodeNoSpace    = "no_space"
+	CodePidLimit   = "pid_limit"
 	CodeInternal   = "internal"
 )
 
@@ -140,6 +141,8 @@ func (e *Error) Is(target error) bool {
 		return target == syscall.EISDIR || target == runtime.ErrInvalid
 	case CodeNoSpace:
 		return target == syscall.ENOSPC
+	case CodePidLimit:
+		return target == runtime.ErrPidLimit
 	}
 	return false
 }

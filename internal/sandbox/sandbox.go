@@ -32,7 +32,19 @@ var (
 	// passes once the tenant's other sandboxes end (unlike a request no
 	// host could hold).
 	ErrTenantQuota = errors.New("tenant quota")
+	// ErrPidLimit is the ErrLimitExceeded of a sandbox that holds as many
+	// processes as its pids limit allows: it passes as they end.
+	ErrPidLimit = errors.New("pid limit")
 )
+
+// pidLimitError is a command refused at the sandbox's pid limit:
+// ErrLimitExceeded and ErrPidLimit both match it.
+type pidLimitError string
+
+func (e pidLimitError) Error() string { return string(e) }
+func (e pidLimitError) Is(target error) bool {
+	return target == ErrLimitExceeded || target == ErrPidLimit
+}
 
 // quotaError is a tenant quota refusal: ErrLimitExceeded and
 // ErrTenantQuota both match it; its message is ErrLimitExceeded's.

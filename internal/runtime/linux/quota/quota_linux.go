@@ -105,7 +105,7 @@ func Setup(dir string, sizeBytes int64) (*FS, error) {
 	} else if ok {
 		return setupBtrfs(dir, sizeBytes)
 	}
-	ok, err := projectQuotaWorks()
+	ok, err := projectQuotaWorks(dir)
 	if err != nil {
 		return nil, fmt.Errorf("quota setup: %w", err)
 	}
@@ -275,7 +275,7 @@ func Detect(dir string) (ok bool, detail string) {
 	if _, err := findMkfs("ext4"); err != nil {
 		return false, err.Error()
 	}
-	works, err := projectQuotaWorks()
+	works, err := projectQuotaWorks(dir)
 	switch {
 	case err != nil:
 		return false, err.Error()
