@@ -92,7 +92,7 @@ export function Sandboxes() {
       <div class="page-head">
         <div>
           <h1>Sandboxes</h1>
-          <p class="muted">Every sandbox of your tenant, live. Updated every 2 seconds.</p>
+          <p class="muted">Your tenant's sandboxes, live: updated every 2 seconds.</p>
         </div>
         <button type="button" class="button primary" onClick={() => setCreating(true)}>
           <Icon name="plus" />
