@@ -228,5 +228,8 @@ type Manager interface {
 	// Metering: what a sandbox used (live while it runs, final after it
 	// ended, kept across restarts), and usage summed per tenant.
 	SandboxMetrics(ctx context.Context, c Caller, id string) (Metrics, error)
+	// SandboxMetricsHistory is a running sandbox's readings of the last
+	// minutes, kept in memory for charts (none once it has ended).
+	SandboxMetricsHistory(ctx context.Context, c Caller, id string) (MetricsHistory, error)
 	Usage(ctx context.Context, c Caller, q UsageQuery) (UsageReport, error)
 }
