@@ -73,7 +73,9 @@ func embeddedEgress(ctx context.Context, sb runtime.Sandbox, id string, p egress
 		httpLn.Close()
 		return nil, nil, err
 	}
-	px := egress.New(egress.Config{AllowHint: func(_, target string) string {
+	// The person running this is the operator of this proxy: an address
+	// their own --allow lists is theirs to open (a server's tenants cannot).
+	px := egress.New(egress.Config{OwnRules: true, AllowHint: func(_, target string) string {
 		return fmt.Sprintf("run again with --allow %s", target)
 	}, OnEvent: func(e egress.Event) {
 		if e.Decision == egress.Denied {

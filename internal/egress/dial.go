@@ -48,6 +48,9 @@ type deniedAddrError struct {
 }
 
 func (e *deniedAddrError) Error() string {
+	if !e.addr.IsValid() {
+		return fmt.Sprintf("%s is a %s name", e.host, e.why)
+	}
 	if e.host != "" && e.host != e.addr.String() {
 		return fmt.Sprintf("%s resolves to %s address %s", e.host, e.why, e.addr)
 	}
@@ -55,19 +58,13 @@ func (e *deniedAddrError) Error() string {
 }
 
 // checkAddr refuses an address in a forbidden range or of the host itself,
-// unless an IP/CIDR allow rule lists it.
+// unless the operator opened it and an IP/CIDR allow rule lists it.
 func (p *Proxy) checkAddr(r *Rules, host string, ip netip.Addr, port int) error {
 	ip = ip.Unmap()
-	why := ""
-	if bad, name := Forbidden(ip); bad {
-		why = name
-	} else if p.host.has(ip) {
-		why = "host's own"
+	if ok, why := p.reachable(r, ip, port); !ok {
+		return &deniedAddrError{host: host, addr: ip, why: why}
 	}
-	if why == "" || r.AllowsIP(ip, port) {
-		return nil
-	}
-	return &deniedAddrError{host: host, addr: ip, why: why}
+	return nil
 }
 
 // dial connects to host:port for a sandbox under r. A name is resolved
@@ -80,6 +77,11 @@ func (p *Proxy) dial(ctx context.Context, r *Rules, name string, ip netip.Addr, 
 	host := name
 	addrs := []netip.Addr{ip}
 	if name != "" {
+		if isLocalhostName(name) {
+			// Answered from /etc/hosts or by the resolver itself, never
+			// by a server: refused before any lookup.
+			return nil, netip.Addr{}, &deniedAddrError{host: name, why: "loopback (RFC 6761)"}
+		}
 		var err error
 		if addrs, err = p.resolver.LookupNetIP(ctx, "ip", name); err != nil {
 			return nil, netip.Addr{}, fmt.Errorf("resolve %s: %w", name, err)
