@@ -24,6 +24,9 @@ import (
 // forbidden address at all is an error, since it would open less than it
 // says.
 func ParseAllowPrivate(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "%") {
+		return netip.Prefix{}, fmt.Errorf("%q: IPv6 zones are not allowed", s)
+	}
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
 		ip, aerr := netip.ParseAddr(s)
@@ -31,9 +34,6 @@ func ParseAllowPrivate(s string) (netip.Prefix, error) {
 			return netip.Prefix{}, fmt.Errorf("%q: want a CIDR block such as 10.0.0.0/8, or an address", s)
 		}
 		p = netip.PrefixFrom(ip, ip.BitLen())
-	}
-	if p.Addr().Zone() != "" {
-		return netip.Prefix{}, fmt.Errorf("%q: IPv6 zones are not allowed", s)
 	}
 	if p.Addr().Is4In6() {
 		return netip.Prefix{}, fmt.Errorf("%q: write IPv4-mapped addresses in IPv4 form", s)
