@@ -52,7 +52,7 @@ func (s *Sandbox) connect(cc *countConn, br *bufio.Reader, req *http.Request, up
 		case isTLS:
 			// TLS to a host a secret is bound to: terminated here so
 			// that the placeholder can be swapped for the value.
-			ev.Reason = s.intercept(cc, br, up, t, set, ev)
+			ev.Reason, ev.UpstreamError = s.intercept(cc, br, up, t, set, ev)
 		default:
 			splice(cc, br, up, idle)
 		}

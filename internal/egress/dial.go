@@ -111,7 +111,7 @@ func (p *Proxy) dial(ctx context.Context, r *Rules, name string, ip netip.Addr, 
 		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
-		return nil, netip.Addr{}, fmt.Errorf("resolve %s: no addresses", host)
+		return nil, netip.Addr{}, fmt.Errorf("resolve %s: %w", host, &net.DNSError{Err: "no addresses", Name: host, IsNotFound: true})
 	}
 	return nil, netip.Addr{}, errors.Join(errs...)
 }

@@ -18,6 +18,11 @@ type Event struct {
 	Decision   string    `json:"decision"`       // "allowed" or "denied"
 	Rule       string    `json:"rule,omitempty"` // the entry that decided, as written
 	Reason     string    `json:"reason,omitempty"`
+	// UpstreamError is set when the policy allowed the connection and the
+	// upstream side failed: one of UpstreamDNS, UpstreamRefused,
+	// UpstreamUnreachable, UpstreamTimeout, UpstreamTLS, UpstreamReset,
+	// UpstreamOther; Reason says what failed. Decision stays "allowed".
+	UpstreamError string `json:"upstream_error,omitempty"`
 	Status     int       `json:"status,omitempty"` // HTTP status returned, for http
 	BytesUp    int64     `json:"bytes_up"`         // from the sandbox
 	BytesDown  int64     `json:"bytes_down"`       // to the sandbox
