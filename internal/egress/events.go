@@ -7,26 +7,27 @@ import (
 
 // Event is one connection or request through the proxy, allowed or denied.
 type Event struct {
-	Seq       int64     `json:"seq"`
-	Time      time.Time `json:"time"`
-	SandboxID string    `json:"sandbox_id"`
-	TenantID  string    `json:"tenant_id"`
-	Protocol  string    `json:"protocol"` // "http", "https" (intercepted), "connect", "socks5"
-	Host      string    `json:"host"`
-	Port      int       `json:"port"`
-	Addr      string    `json:"addr,omitempty"` // the address dialed, if any
-	Decision  string    `json:"decision"`       // "allowed" or "denied"
-	Rule      string    `json:"rule,omitempty"` // the entry that decided, as written
-	Reason    string    `json:"reason,omitempty"`
+	Seq        int64     `json:"seq"`
+	Time       time.Time `json:"time"`
+	SandboxID  string    `json:"sandbox_id"`
+	TenantID   string    `json:"tenant_id"`
+	Protocol   string    `json:"protocol"` // "http", "https" (intercepted), "connect", "socks5"
+	Host       string    `json:"host"`
+	Port       int       `json:"port"`
+	Addr       string    `json:"addr,omitempty"` // the address dialed, if any
+	Decision   string    `json:"decision"`       // "allowed" or "denied"
+	Rule       string    `json:"rule,omitempty"` // the entry that decided, as written
+	Reason     string    `json:"reason,omitempty"`
+	Status     int       `json:"status,omitempty"` // HTTP status returned, for http
+	BytesUp    int64     `json:"bytes_up"`         // from the sandbox
+	BytesDown  int64     `json:"bytes_down"`       // to the sandbox
+	DurationMS float64   `json:"duration_ms"`
+
 	// UpstreamError is set when the policy allowed the connection and the
 	// upstream side failed: one of UpstreamDNS, UpstreamRefused,
 	// UpstreamUnreachable, UpstreamTimeout, UpstreamTLS, UpstreamReset,
 	// UpstreamOther; Reason says what failed. Decision stays "allowed".
-	UpstreamError string  `json:"upstream_error,omitempty"`
-	Status        int     `json:"status,omitempty"` // HTTP status returned, for http
-	BytesUp       int64   `json:"bytes_up"`         // from the sandbox
-	BytesDown     int64   `json:"bytes_down"`       // to the sandbox
-	DurationMS    float64 `json:"duration_ms"`
+	UpstreamError string `json:"upstream_error,omitempty"`
 
 	// Kind is "" for a connection or request, else a secret event
 	// (KindSecretInjected, KindSecretMisdirected) about binding Secret.
