@@ -83,7 +83,11 @@ func (p *Proxy) dial(ctx context.Context, r *Rules, name string, ip netip.Addr, 
 			return nil, netip.Addr{}, &deniedAddrError{host: name, why: "loopback (RFC 6761)"}
 		}
 		var err error
-		if addrs, err = p.resolver.LookupNetIP(ctx, "ip", name); err != nil {
+		// Rooted, so that no search domain of the host's resolv.conf is
+		// tried: "api.example" that does not resolve must not become
+		// "api.example.corp.internal", a host the rules never named (and
+		// with ndots:5, as in Kubernetes, the search list comes first).
+		if addrs, err = p.lookup(ctx, name+"."); err != nil {
 			return nil, netip.Addr{}, fmt.Errorf("resolve %s: %w", name, err)
 		}
 	} else {

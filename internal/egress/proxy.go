@@ -76,6 +76,9 @@ type Config struct {
 // namespace.
 type Proxy struct {
 	cfg      Config
+	// lookup resolves a name the rules allowed (p.resolver's LookupNetIP;
+	// tests watch the names it is asked).
+	lookup func(ctx context.Context, name string) ([]netip.Addr, error)
 	resolver *net.Resolver
 	host     hostAddrs
 }
@@ -100,6 +103,9 @@ func New(cfg Config) *Proxy {
 		p.resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			return d.DialContext(ctx, network, cfg.DNS)
 		}}
+	}
+	p.lookup = func(ctx context.Context, name string) ([]netip.Addr, error) {
+		return p.resolver.LookupNetIP(ctx, "ip", name)
 	}
 	return p
 }

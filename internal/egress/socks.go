@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"strings"
 	"time"
 )
 
@@ -142,7 +141,10 @@ func readSOCKSRequest(r io.Reader) (target, error) {
 		if _, err := io.ReadFull(r, b); err != nil {
 			return target{}, err
 		}
-		name, ip, err := ParseHost(strings.TrimSpace(string(b)))
+		// As sent, untrimmed: a name with a NUL, a space or a "%" is
+		// refused by ParseHost, never cut or cleaned into another name
+		// than the one the client's own checks saw.
+		name, ip, err := ParseHost(string(b))
 		if err != nil {
 			return target{}, err
 		}
