@@ -75,10 +75,10 @@ type Config struct {
 // sandbox that may reach out through listeners in that sandbox's network
 // namespace.
 type Proxy struct {
-	cfg      Config
+	cfg Config
 	// lookup resolves a name the rules allowed (p.resolver's LookupNetIP;
 	// tests watch the names it is asked).
-	lookup func(ctx context.Context, name string) ([]netip.Addr, error)
+	lookup   func(ctx context.Context, name string) ([]netip.Addr, error)
 	resolver *net.Resolver
 	host     hostAddrs
 }
