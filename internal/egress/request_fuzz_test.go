@@ -32,6 +32,8 @@ func FuzzRequestTarget(f *testing.F) {
 		"CONNECT 2130706433:22 HTTP/1.1\r\n\r\n",
 		"CONNECT a.test HTTP/1.1\r\n\r\n",
 		"CONNECT a.test:+443 HTTP/1.1\r\n\r\n",
+		"CONNECT a.test:443 HTTP/1.1\r\nHost: b.test:443\r\n\r\n",
+		"CONNECT a.test:443 HTTP/1.1\r\nHost: A.TEST.\r\n\r\n",
 		"POST http://a.test/x HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5\r\n\r\nHost:",
 	} {
 		f.Add([]byte(s))
@@ -61,6 +63,14 @@ func FuzzRequestTarget(f *testing.F) {
 			t.Fatalf("target %+v: port out of range", tg)
 		}
 		if req.Method == http.MethodConnect {
+			// A CONNECT the proxy carries names one host, in its target
+			// and in any Host header.
+			if connectHostMismatch(tg, hosts) == "" && len(hosts) == 1 {
+				ht, err := parseHostPort(hosts[0], tg.port)
+				if err != nil || !ht.sameHost(tg) || ht.port != tg.port {
+					t.Fatalf("CONNECT %+v carried with Host %q (%+v, %v)", tg, hosts[0], ht, err)
+				}
+			}
 			return
 		}
 		if len(hosts) != 1 {
