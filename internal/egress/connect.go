@@ -18,8 +18,10 @@ const sniTimeout = 10 * time.Second
 // and address checks answer 403 before any tunnel exists; once it does, a
 // TLS ClientHello naming another server than the CONNECT target closes it
 // (domain fronting: the allow-list saw one name, the TLS server would
-// route by another). TLS to a host a secret is bound to is intercepted.
-func (s *Sandbox) connect(cc *countConn, br *bufio.Reader, req *http.Request, hosts []string, up0, down0 int64) {
+// route by another). The Host header is not consulted: the tunnel goes to
+// the target the allow-list checked, and clients (node's http.request
+// among them) send the proxy's own address there. TLS to a host a secret is bound to is intercepted.
+func (s *Sandbox) connect(cc *countConn, br *bufio.Reader, req *http.Request, up0, down0 int64) {
 	start := time.Now()
 	ev := Event{Protocol: "connect"}
 	t, err := requestTarget(req, nil)
@@ -28,10 +30,7 @@ func (s *Sandbox) connect(cc *countConn, br *bufio.Reader, req *http.Request, ho
 		s.refuse(cc, ev, http.StatusBadRequest, "bad CONNECT target: "+err.Error(), "")
 		return
 	}
-	if reason := connectHostMismatch(t, hosts); reason != "" {
-		s.refuse(cc, ev, http.StatusForbidden, reason, "")
-		return
-	}
+
 	up, ok := s.decide(cc, &ev, t)
 	if !ok {
 		return
@@ -74,29 +73,6 @@ func (s *Sandbox) connect(cc *countConn, br *bufio.Reader, req *http.Request, ho
 	ev.BytesUp, ev.BytesDown = up1-up0, down1-down0
 	ev.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	s.event(ev)
-}
-
-// connectHostMismatch refuses a CONNECT whose Host header names another
-// host than its target: the tunnel would go to the target, but a proxy in
-// front of or behind this one that routes by Host would not, and a
-// request that says two things is not one to carry. A Host without a
-// port means the target's; no Host header at all (HTTP/1.0) is fine.
-func connectHostMismatch(t target, hosts []string) string {
-	switch len(hosts) {
-	case 0:
-		return ""
-	case 1:
-	default:
-		return fmt.Sprintf("want at most one Host header, got %d", len(hosts))
-	}
-	h, err := parseHostPort(hosts[0], t.port)
-	if err != nil {
-		return "Host header: " + err.Error()
-	}
-	if !h.sameHost(t) || h.port != t.port {
-		return fmt.Sprintf("Host header %s differs from the CONNECT target %s", h, t)
-	}
-	return ""
 }
 
 // checkSNI peeks at the tunnel's first bytes and refuses (in ev) a TLS

@@ -37,7 +37,7 @@ func (s *Sandbox) serveHTTP(c net.Conn) {
 		}
 		c.SetReadDeadline(time.Time{})
 		if req.Method == http.MethodConnect {
-			s.connect(cc, br, req, hosts, up0, down0)
+			s.connect(cc, br, req, up0, down0)
 			return
 		}
 		if !s.forward(cc, br, req, hosts, up0, down0) {
