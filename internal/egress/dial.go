@@ -45,6 +45,9 @@ type deniedAddrError struct {
 	host string
 	addr netip.Addr
 	why  string
+	// operatorOnly: no rule of the sandbox can open it; only the
+	// operator can (or, for a localhost name, nobody).
+	operatorOnly bool
 }
 
 func (e *deniedAddrError) Error() string {
@@ -61,8 +64,8 @@ func (e *deniedAddrError) Error() string {
 // unless the operator opened it and an IP/CIDR allow rule lists it.
 func (p *Proxy) checkAddr(r *Rules, host string, ip netip.Addr, port int) error {
 	ip = ip.Unmap()
-	if ok, why := p.reachable(r, ip, port); !ok {
-		return &deniedAddrError{host: host, addr: ip, why: why}
+	if ok, why, ruleOpens := p.reach(r, ip, port); !ok {
+		return &deniedAddrError{host: host, addr: ip, why: why, operatorOnly: !ruleOpens}
 	}
 	return nil
 }
@@ -80,7 +83,7 @@ func (p *Proxy) dial(ctx context.Context, r *Rules, name string, ip netip.Addr, 
 		if isLocalhostName(name) {
 			// Answered from /etc/hosts or by the resolver itself, never
 			// by a server: refused before any lookup.
-			return nil, netip.Addr{}, &deniedAddrError{host: name, why: "loopback (RFC 6761)"}
+			return nil, netip.Addr{}, &deniedAddrError{host: name, why: "loopback (RFC 6761)", operatorOnly: true}
 		}
 		var err error
 		// Rooted, so that no search domain of the host's resolv.conf is

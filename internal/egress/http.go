@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -50,11 +51,27 @@ func (s *Sandbox) serveHTTP(c net.Conn) {
 // and closes the connection.
 func (s *Sandbox) refuse(cc *countConn, ev Event, status int, reason, rule string) {
 	ev.Decision, ev.Reason, ev.Rule, ev.Status = Denied, reason, rule, status
+	s.refuseWith(cc, ev, status, reason, rule, s.hint(ev))
+}
+
+// refuseWith is refuse with its own hint ("" for none).
+func (s *Sandbox) refuseWith(cc *countConn, ev Event, status int, reason, rule, hint string) {
+	ev.Decision, ev.Reason, ev.Rule, ev.Status = Denied, reason, rule, status
 	// Logged before the answer goes out: whoever reads the log after
 	// seeing the refusal finds it there.
 	s.event(ev)
-	writeRefusal(cc, ev, s.hint(ev))
+	writeRefusal(cc, ev, hint)
 	cc.Close()
+}
+
+// operatorHint says who can open an address no rule of a sandbox reaches:
+// telling a tenant to add it to the allow-list would send them to a 400.
+func operatorHint(de *deniedAddrError) string {
+	if !de.addr.IsValid() {
+		return "" // a localhost name: nobody
+	}
+	return fmt.Sprintf("the server's operator must open it for every sandbox (airlock serve --egress-allow-private %s), then list it in the allow list",
+		netip.PrefixFrom(de.addr, de.addr.BitLen()))
 }
 
 // writeRefusal writes the proxy's own error answer. A policy denial names
@@ -136,7 +153,11 @@ func (s *Sandbox) decide(cc *countConn, ev *Event, t target) (up net.Conn, ok bo
 	up, addr, err := s.p.dial(s.ctx, r, t.name, t.ip, t.port)
 	if err != nil {
 		if de, denied := addrDenied(err); denied {
-			s.refuse(cc, *ev, http.StatusForbidden, de.Error(), d.Rule)
+			if de.operatorOnly {
+				s.refuseWith(cc, *ev, http.StatusForbidden, de.Error(), d.Rule, operatorHint(de))
+			} else {
+				s.refuse(cc, *ev, http.StatusForbidden, de.Error(), d.Rule)
+			}
 			return nil, false
 		}
 		s.failUpstream(cc, *ev, upstreamFailure(err, false))

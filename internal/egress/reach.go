@@ -77,19 +77,27 @@ func (p *Proxy) opened(ip netip.Addr, block netip.Prefix, own bool) bool {
 // not forbidden nor the host's own, or opened by the operator and listed
 // by one of r's IP rules. Otherwise it says why not.
 func (p *Proxy) reachable(r *Rules, ip netip.Addr, port int) (bool, string) {
+	ok, why, _ := p.reach(r, ip, port)
+	return ok, why
+}
+
+// reach is reachable that also says whether a rule of the sandbox could
+// open ip at all (the operator opened it), for the refusal's hint.
+func (p *Proxy) reach(r *Rules, ip netip.Addr, port int) (ok bool, why string, ruleOpens bool) {
 	ip = ip.WithZone("").Unmap()
 	block, why, forbidden := classify(ip)
 	own := p.host.has(ip)
 	if !forbidden && !own {
-		return true, ""
+		return true, "", true
 	}
 	if !forbidden {
 		why, block = "host's own", netip.Prefix{}
 	}
-	if (p.cfg.OwnRules || p.opened(ip, block, own)) && r.AllowsIP(ip, port) {
-		return true, ""
+	ruleOpens = p.cfg.OwnRules || p.opened(ip, block, own)
+	if ruleOpens && r.AllowsIP(ip, port) {
+		return true, "", true
 	}
-	return false, why
+	return false, why, ruleOpens
 }
 
 // isLocalhostName reports whether name (lower-case, no trailing dot) is

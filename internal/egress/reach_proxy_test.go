@@ -50,12 +50,18 @@ func TestTenantRulesNeverReachLoopback(t *testing.T) {
 			}
 		})
 	}
+	// The refusal tells who can open it: not the tenant, whose entry
+	// would be a 400, but the operator.
+	resp, _ := tp.dial(t, tp.httpAddr).do(t, get("127.0.0.1:"+p))
+	if hint := resp.Header.Get("X-Airlock-Egress-Allow"); !strings.Contains(hint, "airlock serve --egress-allow-private 127.0.0.1/32") {
+		t.Errorf("X-Airlock-Egress-Allow = %q, want the operator's flag", hint)
+	}
 	for _, ip := range []string{"127.0.0.1", "::1", "::ffff:127.0.0.1"} {
 		if _, code := socksConnect(t, tp, 1, socksIP(ip), srv.port()); code != socksNotAllowed {
 			t.Errorf("SOCKS5 address %s: reply %d, want %d", ip, code, socksNotAllowed)
 		}
 	}
-	evs := tp.waitLog(t, 3*len(hosts)+3)
+	evs := tp.waitLog(t, 3*len(hosts)+4)
 	for _, e := range evs {
 		if e.Decision != Denied || !strings.Contains(e.Reason, "loopback") && !strings.Contains(e.Reason, "no allow rule") {
 			t.Errorf("event %+v, want a denial naming loopback", e)
