@@ -1,11 +1,17 @@
 package egress
 
 import (
+	"context"
+	"crypto/x509"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -138,3 +144,56 @@ func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
 // ignoreAddr: a request that failed after connecting has the address.
 var ignoreAddr = cmpopts.IgnoreFields(Event{}, "Addr")
+
+// TestClassifyUpstream: every kind of upstream failure gets its name, its
+// HTTP status and its SOCKS5 reply, including those a loopback test
+// cannot provoke (unreachable networks, connect timeouts).
+func TestClassifyUpstream(t *testing.T) {
+	addr := &net.TCPAddr{IP: net.IPv4(203, 0, 113, 7), Port: 443}
+	dial := func(errno syscall.Errno) error {
+		return fmt.Errorf("resolve x: %w", errors.Join(&net.OpError{Op: "dial", Net: "tcp", Addr: addr, Err: os.NewSyscallError("connect", errno)}))
+	}
+	type result struct {
+		Kind, Msg string
+		Status    int
+		SOCKS     byte
+	}
+	tests := []struct {
+		name      string
+		err       error
+		handshake bool
+		want      result
+	}{
+		{"DNS", &net.DNSError{Err: "no such host", Name: "x.test", IsNotFound: true}, false,
+			result{"dns", "DNS lookup failed: no such host", 502, socksHostUnreach}},
+		{"refused", dial(syscall.ECONNREFUSED), false,
+			result{"refused", "connection refused connecting to 203.0.113.7:443", 502, socksRefused}},
+		{"network unreachable", dial(syscall.ENETUNREACH), false,
+			result{"unreachable", "network is unreachable connecting to 203.0.113.7:443", 502, socksNetUnreach}},
+		{"no route to host", dial(syscall.EHOSTUNREACH), false,
+			result{"unreachable", "no route to host connecting to 203.0.113.7:443", 502, socksHostUnreach}},
+		{"connect timed out", dial(syscall.ETIMEDOUT), false,
+			result{"timeout", "timed out connecting to 203.0.113.7:443", 504, socksTTLExpired}},
+		{"dial deadline", fmt.Errorf("dial: %w", context.DeadlineExceeded), false,
+			result{"timeout", "timed out", 504, socksTTLExpired}},
+		{"reset", &net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, false,
+			result{"reset", "connection reset by the upstream", 502, socksFailure}},
+		{"closed before answering", io.ErrUnexpectedEOF, false,
+			result{"reset", "the upstream closed the connection before answering", 502, socksFailure}},
+		{"unknown CA", x509.UnknownAuthorityError{}, false,
+			result{"tls", "TLS handshake with the upstream failed: x509: certificate signed by unknown authority", 502, socksFailure}},
+		{"reset during the handshake", io.EOF, true,
+			result{"tls", "TLS handshake with the upstream failed: EOF", 502, socksFailure}},
+		{"timeout during the handshake", context.DeadlineExceeded, true,
+			result{"timeout", "timed out", 504, socksTTLExpired}},
+		{"other", errors.New("response head too large"), false,
+			result{"other", "response head too large", 502, socksFailure}},
+	}
+	for _, tt := range tests {
+		ue := upstreamFailure(tt.err, tt.handshake)
+		got := result{ue.kind, ue.msg, ue.status(), ue.socksCode()}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
