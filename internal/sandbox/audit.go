@@ -42,6 +42,9 @@ type auditLog struct {
 	now    func() time.Time
 	outCap int64
 	notify func(audit.Event) // nil: nobody listens
+	// quota is a tenant's storage quota in bytes, 0 for none (storage.go).
+	quota   func(tenant string) int64
+	pending pendingBytes // queued, not yet counted by the store
 
 	mu    sync.Mutex
 	heads map[string]*auditHead
@@ -59,8 +62,8 @@ type auditHead struct {
 	stopped time.Time // when the sandbox ended; zero while it runs
 }
 
-func newAuditLog(st store.Store, log *slog.Logger, now func() time.Time, outCap int64, notify func(audit.Event)) *auditLog {
-	a := &auditLog{st: st, log: log, now: now, outCap: outCap, notify: notify, heads: map[string]*auditHead{}}
+func newAuditLog(st store.Store, log *slog.Logger, now func() time.Time, outCap int64, quota func(string) int64, notify func(audit.Event)) *auditLog {
+	a := &auditLog{st: st, log: log, now: now, outCap: outCap, quota: quota, notify: notify, heads: map[string]*auditHead{}}
 	a.Batcher = batch.New("audit log", log, true, batch.Linger, a.write)
 	return a
 }
@@ -78,6 +81,7 @@ func (a *auditLog) write(events []audit.Event) {
 	if err != nil {
 		a.log.Error("store audit events", "events", len(events), "err", err)
 	}
+	a.pending.written(events)
 }
 
 // head returns the sandbox's chain head, read from the store the first
@@ -93,6 +97,10 @@ func (a *auditLog) head(id string) *auditHead {
 			a.log.Error("audit head", "sandbox", id, "err", err)
 		}
 		h.seq, h.hash = seq, hash
+		// A log capped before a restart stays capped, with its one marker.
+		if h.capped, err = a.st.AuditOutputCapped(context.Background(), id); err != nil {
+			a.log.Error("audit head", "sandbox", id, "err", err)
+		}
 		a.heads[id] = h
 	}
 	return h
@@ -173,6 +181,7 @@ func (r auditor) append(h *auditHead, typ string, data []byte) {
 		return
 	}
 	h.seq, h.hash = e.Seq, e.Hash
+	r.a.pending.add(e.Tenant, store.AuditEventBytes(e))
 	r.a.Add(e)
 	if r.a.notify != nil {
 		r.a.notify(e)
@@ -180,20 +189,32 @@ func (r auditor) append(h *auditHead, typ string, data []byte) {
 }
 
 // output records a piece of a command's or terminal's output, unless the
-// sandbox's output allowance is spent.
+// sandbox's output allowance is spent or its tenant has reached its
+// storage quota: then one audit.output_capped event says which, and the
+// sandbox's output is no longer recorded.
 func (r auditor) output(typ string, fields map[string]any, p []byte) {
 	if r.a == nil || len(p) == 0 {
 		return
 	}
+	// Read before the lock: it may read the tenant from the store.
+	quota := r.a.quota(r.tenant)
 	r.a.mu.Lock()
 	defer r.a.mu.Unlock()
 	h := r.a.head(r.sandbox)
 	if h.capped {
 		return
 	}
+	var why map[string]any
 	if h.out+int64(len(p)) > r.a.outCap {
+		why = map[string]any{"reason": "output_cap", "limit_bytes": r.a.outCap}
+	} else if quota > 0 {
+		if used := r.a.storageUsed(r.tenant); used >= quota {
+			why = map[string]any{"reason": "storage_quota", "limit_bytes": quota, "used_bytes": used}
+		}
+	}
+	if why != nil {
 		h.capped = true
-		b, _ := json.Marshal(map[string]any{"limit_bytes": r.a.outCap})
+		b, _ := json.Marshal(why)
 		r.append(h, audit.OutputCapped, b)
 		return
 	}

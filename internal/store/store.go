@@ -22,13 +22,11 @@ var (
 
 // Tenant owns keys and sandboxes.
 type Tenant struct {
-	ID           string `json:"id"`
-	Name         string `json:"name"`          // unique
-	MaxSandboxes int    `json:"max_sandboxes"` // concurrent, 0 = unlimited
-	MaxMemoryMB  int64  `json:"max_memory_mb"` // sum over live sandboxes, 0 = unlimited
-	// MaxStorageMB bounds what the server keeps for the tenant (audit
-	// and network logs, its event stream, tasks), 0 = unlimited.
-	MaxStorageMB int64     `json:"max_storage_mb"`
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`           // unique
+	MaxSandboxes int       `json:"max_sandboxes"`  // concurrent, 0 = unlimited
+	MaxMemoryMB  int64     `json:"max_memory_mb"`  // sum over live sandboxes, 0 = unlimited
+	MaxStorageMB int64     `json:"max_storage_mb"` // what the server keeps for it (logs, events, tasks), 0 = unlimited
 	CreatedAt    time.Time `json:"created_at"`
 }
 
