@@ -28,7 +28,8 @@ const walTruncateWait = 250 * time.Millisecond
 // SQLite starts the log over only when a checkpoint has copied all of it
 // back and no reader uses it, and under writes that never pause a passive
 // checkpoint never catches up (writers commit while it copies), so the
-// file grew without end, ~16 MB/s under three busy sandboxes. Past
+// file grew by everything written (three sandboxes printing grew the
+// database and its WAL by ~16 MB/s). Past
 // walLimit the checkpointer therefore holds this process's writers, copies
 // the rest and truncates the file (TRUNCATE mode), waiting up to
 // walTruncateWait for readers.
@@ -60,13 +61,14 @@ func (s *SQLite) checkpointLoop() {
 // gives up after walTruncateWait; the next tick tries again.
 func (s *SQLite) truncateWAL() {
 	ctx := context.Background()
+	// The write lock first, then a connection, as every writer takes them.
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return
 	}
 	defer conn.Close()
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
 	conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, walTruncateWait.Milliseconds()))
 	conn.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
 	conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, busyTimeout.Milliseconds()))
