@@ -121,7 +121,9 @@ func TestAttackOutputFloodPastStorageQuota(t *testing.T) {
 			"task":    {"/v1/tasks", `{"harness":"generic","command":["true"]}`},
 		} {
 			status, body := call(t, s, floodKey, "POST", req.path, "application/json", req.body)
-			var eb struct{ Error struct{ Code, Message string } }
+			var eb struct {
+				Error struct{ Code, Message string }
+			}
 			json.Unmarshal([]byte(body), &eb)
 			if status != 429 || eb.Error.Code != "storage_quota" ||
 				!strings.Contains(eb.Error.Message, "keeps") || !strings.Contains(eb.Error.Message, "1.0 MiB storage quota") {
@@ -231,7 +233,9 @@ func TestAttackDataDirFillsUp(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond) // the guard looks at most once a second
 
 	status, body := call(t, s, s.adminKey, "POST", "/v1/sandboxes", "application/json", `{}`)
-	var eb struct{ Error struct{ Code, Message string } }
+	var eb struct {
+		Error struct{ Code, Message string }
+	}
 	json.Unmarshal([]byte(body), &eb)
 	if status != 503 || eb.Error.Code != "low_disk" {
 		t.Fatalf("create on a full data dir: %d %s; want 503 low_disk", status, body)
