@@ -43,8 +43,16 @@ func serveCmd(args []string) error {
 	fs.DurationVar(&tune.auditRetention, "audit-retention", sandbox.DefaultAuditRetention, "how long a sandbox's audit log is kept after its last event")
 	outCap := fs.String("audit-output-cap", "64MiB", "command and terminal output recorded per sandbox's audit log (a marker says when it was reached)")
 	fs.BoolVar(&tune.webhooksAllowPrivate, "webhooks-allow-private", false, "let webhooks reach loopback, private and link-local addresses (receivers on this host or network)")
+	minFree := fs.Float64("min-free-disk", defaultMinFreeDisk, "refuse new sandboxes while the data dir's filesystem has less than this percent free (0: never)")
 	if err := fs.Parse(args); err != nil {
 		return exitError(2)
+	}
+	if *minFree < 0 || *minFree > 100 {
+		fmt.Fprintf(os.Stderr, "airlock serve: --min-free-disk %g: want a percent from 0 (no guard) to 100\n", *minFree)
+		return exitError(2)
+	}
+	if tune.minFreeDisk = *minFree; *minFree == 0 {
+		tune.minFreeDisk = -1
 	}
 	mb, err := parseSizeMB(*outCap)
 	if err != nil {
@@ -124,7 +132,15 @@ type daemonTuning struct {
 	auditOutputCap int64
 	// webhooksAllowPrivate: see events.Options.AllowPrivate.
 	webhooksAllowPrivate bool
+	// minFreeDisk is the percent of the data dir's filesystem kept free
+	// (sandbox.Options.MinFreeDiskPercent): 0 takes defaultMinFreeDisk,
+	// below 0 turns the guard off.
+	minFreeDisk float64
 }
+
+// defaultMinFreeDisk is the free share of the data dir's filesystem below
+// which new sandboxes are refused.
+const defaultMinFreeDisk = 5.0
 
 // wrap, when set, stands between the service and the runtime (the API
 // benchmark times the runtime's share this way).
@@ -160,7 +176,7 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 	}
 	if d.mgr, err = sandbox.NewManager(ctx, st, rt, sandbox.Options{HostCPUs: goruntime.NumCPU(), HostMemoryMB: hostMemoryMB(), Egress: eg, Secrets: box,
 		AuditRetention: tune.auditRetention, AuditOutputCap: tune.auditOutputCap, Metrics: d.metrics, OnAudit: d.events.Publish,
-		Tracer: d.tracing.Tracer}); err != nil {
+		Tracer: d.tracing.Tracer, DataDir: dataDir, MinFreeDiskPercent: tune.minFreeDiskPercent()}); err != nil {
 		d.close()
 		return nil, err
 	}
@@ -191,6 +207,19 @@ func (d *daemon) shutdown() {
 	case released:
 		fmt.Println("airlock: disk pool unmounted")
 	}
+}
+
+// minFreeDiskPercent is --min-free-disk as the service takes it: the zero
+// value of a tuning built in code is the default, a negative one (the
+// flag's 0) turns the guard off.
+func (t daemonTuning) minFreeDiskPercent() float64 {
+	switch {
+	case t.minFreeDisk == 0:
+		return defaultMinFreeDisk
+	case t.minFreeDisk < 0:
+		return 0
+	}
+	return t.minFreeDisk
 }
 
 func (d *daemon) close() {
@@ -233,7 +262,7 @@ func ensureAdminKey(ctx context.Context, st store.Store, dataDir string) (string
 		return "", false, err
 	}
 	now := time.Now().UTC()
-	t := store.Tenant{ID: "t-" + adminTenant, Name: adminTenant, CreatedAt: now}
+	t := store.Tenant{ID: "t-" + adminTenant, Name: adminTenant, MaxStorageMB: store.DefaultMaxStorageMB, CreatedAt: now}
 	key, hash := api.NewKey()
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {

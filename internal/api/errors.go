@@ -22,7 +22,9 @@ const (
 	codeConflict         = "conflict"
 	codeLimitExceeded    = "limit_exceeded"
 	codePidLimit         = "pid_limit"
+	codeStorageQuota     = "storage_quota"
 	codeUnavailable      = "unavailable"
+	codeLowDisk          = "low_disk"
 	codeInternal         = "internal"
 )
 
@@ -77,8 +79,12 @@ func statusOf(err error) (status int, code, message string) {
 		return http.StatusConflict, codeConflict, err.Error()
 	case errors.Is(err, sandbox.ErrPidLimit):
 		return http.StatusTooManyRequests, codePidLimit, err.Error()
+	case errors.Is(err, sandbox.ErrStorageQuota):
+		return http.StatusTooManyRequests, codeStorageQuota, err.Error()
 	case errors.Is(err, sandbox.ErrLimitExceeded), errors.Is(err, events.ErrLimitExceeded):
 		return http.StatusTooManyRequests, codeLimitExceeded, err.Error()
+	case errors.Is(err, sandbox.ErrLowDisk):
+		return http.StatusServiceUnavailable, codeLowDisk, err.Error()
 	case errors.Is(err, sandbox.ErrUnavailable), errors.Is(err, runtime.ErrUnavailable),
 		errors.Is(err, runtime.ErrUnsupported):
 		return http.StatusServiceUnavailable, codeUnavailable, err.Error()

@@ -104,7 +104,10 @@ func (s *Service) Check(ctx context.Context, c Caller, req CreateRequest) error 
 	if t.MaxMemoryMB > 0 && rec.MemoryMB > t.MaxMemoryMB {
 		return fmt.Errorf("%w: %d MiB memory requested, tenant %s may use %d MiB in all", ErrLimitExceeded, rec.MemoryMB, t.Name, t.MaxMemoryMB)
 	}
-	return nil
+	if err := s.checkStorage(t); err != nil {
+		return err
+	}
+	return s.disk.check(s.now())
 }
 
 // admit checks the tenant's quota and inserts the record as creating, under
@@ -116,6 +119,12 @@ func (s *Service) admit(ctx context.Context, rec store.Sandbox) error {
 	t, err := s.tenants.get(ctx, s.st, rec.TenantID, s.now())
 	if err != nil {
 		return fmt.Errorf("load tenant %s: %w", rec.TenantID, err)
+	}
+	if err := s.disk.check(s.now()); err != nil {
+		return err
+	}
+	if err := s.checkStorage(t); err != nil {
+		return err
 	}
 	// A tenant without quotas has nothing to count: skip the query.
 	if t.MaxSandboxes > 0 || t.MaxMemoryMB > 0 {

@@ -115,9 +115,10 @@ func TestMeteringCPUMemoryExecs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	kept, _ := shared.StorageBytes(ctx, c.TenantID) // its sandbox's audit log
 	want := sandbox.TenantUsage{TenantID: c.TenantID, Sandboxes: 1, SandboxHours: final.WallSeconds / 3600,
-		CPUSeconds: final.CPUSeconds, MemoryPeakBytes: final.MemoryPeakBytes, ExecCount: 4}
-	if len(rep.Tenants) != 1 || !closeUsage(rep.Tenants[0], want) {
+		CPUSeconds: final.CPUSeconds, MemoryPeakBytes: final.MemoryPeakBytes, ExecCount: 4, StorageBytes: kept}
+	if len(rep.Tenants) != 1 || kept == 0 || !closeUsage(rep.Tenants[0], want) {
 		t.Errorf("usage: %+v, want %+v", rep.Tenants, want)
 	}
 }

@@ -35,6 +35,13 @@ var (
 	// ErrPidLimit is the ErrLimitExceeded of a sandbox that holds as many
 	// processes as its pids limit allows: it passes as they end.
 	ErrPidLimit = errors.New("pid limit")
+	// ErrStorageQuota is the ErrLimitExceeded of a tenant that keeps as
+	// much as its storage quota allows. Unlike ErrTenantQuota it does not
+	// pass when sandboxes end: only retention or a larger quota frees it.
+	ErrStorageQuota = errors.New("storage quota")
+	// ErrLowDisk is the ErrUnavailable of a data dir's filesystem with
+	// less free space than the operator's minimum.
+	ErrLowDisk = errors.New("low disk space")
 )
 
 // pidLimitError is a command refused at the sandbox's pid limit:
@@ -54,6 +61,22 @@ func (e quotaError) Error() string { return ErrLimitExceeded.Error() + ": " + st
 func (e quotaError) Is(target error) bool {
 	return target == ErrLimitExceeded || target == ErrTenantQuota
 }
+
+// storageQuotaError is a refusal for a tenant's storage quota:
+// ErrLimitExceeded and ErrStorageQuota match it.
+type storageQuotaError string
+
+func (e storageQuotaError) Error() string { return ErrLimitExceeded.Error() + ": " + string(e) }
+func (e storageQuotaError) Is(target error) bool {
+	return target == ErrLimitExceeded || target == ErrStorageQuota
+}
+
+// lowDiskError is a refusal for the data dir's free space: ErrUnavailable
+// and ErrLowDisk match it.
+type lowDiskError string
+
+func (e lowDiskError) Error() string        { return ErrUnavailable.Error() + ": " + string(e) }
+func (e lowDiskError) Is(target error) bool { return target == ErrUnavailable || target == ErrLowDisk }
 
 // Defaults and bounds for a create request.
 const (
