@@ -64,7 +64,7 @@ func (s *server) readFile(c *opConn, p string) error {
 		return err
 	}
 	if st.Dev != first.Dev || st.Ino != first.Ino {
-		return errorf(CodeChanged, "read %s: the file was replaced while it was opened", p)
+		return errorf(CodeChanged, "the file was replaced while it was opened")
 	}
 	return sendFile(c, f, p, &st)
 }
@@ -120,7 +120,7 @@ func sendFile(c *opConn, f *os.File, p string, st *unix.Stat_t) error {
 		m, err := f.Read(bufs[i])
 		n += int64(m)
 		if n > st.Size {
-			return errorf(CodeChanged, "read %s: the file grew past its %d bytes while it was read", p, st.Size)
+			return errorf(CodeChanged, "the file grew past its %d bytes while it was read", st.Size)
 		}
 		if m > 0 {
 			if pending != nil {
@@ -157,11 +157,11 @@ func unchanged(f *os.File, p string, st *unix.Stat_t, n int64) error {
 	}
 	switch {
 	case n != st.Size:
-		return errorf(CodeChanged, "read %s: the file shrank from %d to %d bytes while it was read", p, st.Size, n)
+		return errorf(CodeChanged, "the file shrank from %d to %d bytes while it was read", st.Size, n)
 	case now.Size != st.Size:
-		return errorf(CodeChanged, "read %s: the file changed size from %d to %d bytes while it was read", p, st.Size, now.Size)
+		return errorf(CodeChanged, "the file changed size from %d to %d bytes while it was read", st.Size, now.Size)
 	case now.Mtim != st.Mtim:
-		return errorf(CodeChanged, "read %s: the file was written while it was read", p)
+		return errorf(CodeChanged, "the file was written while it was read")
 	}
 	return nil
 }
