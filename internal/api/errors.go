@@ -23,6 +23,9 @@ const (
 	codeLimitExceeded    = "limit_exceeded"
 	codeUnavailable      = "unavailable"
 	codeInternal         = "internal"
+	// codeSlowConsumer is only ever the code of an event stream's last
+	// "dropped" event, never of an error answer.
+	codeSlowConsumer = "slow_consumer"
 )
 
 // apiError is an error the API itself raises with a status, a code and a
