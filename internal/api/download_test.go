@@ -55,6 +55,14 @@ func TestDownloadOfAChangingFileFailsForTheClient(t *testing.T) {
 		{"shrank to nothing before the first byte", 10, false, chunks(0, nil), 409, "changed from 10 to 0 bytes while it was read"},
 		{"changed as the runtime saw it", 10, false, chunks(0, changed), 409, "the file grew past its 10 bytes"},
 		{"grew mid-download", big, false, chunks(big+100, nil), 0, ""},
+		// The listed size falls on a chunk's end: the bytes up to it must
+		// not all reach the client before the read is known good.
+		{"grew by whole chunks after the listing", 128 << 10, false, chunks(192<<10, nil), 0, ""},
+		{"grew by a chunk after a one-chunk listing", 64 << 10, false, chunks(128<<10, nil), 409, "grew past the 65536 bytes"},
+		{"one chunk, failed at its end", 10, false, func(w io.Writer) (int64, error) {
+			w.Write(make([]byte, 10))
+			return 10, changed
+		}, 409, "the file grew past its 10 bytes"},
 		{"shrank mid-download", big, false, chunks(big-100, nil), 0, ""},
 		{"failed mid-download", big, false, chunks(128<<10, changed), 0, ""},
 		{"symlink, complete", 4, true, chunks(big, nil), 200, ""},
@@ -94,7 +102,7 @@ func TestDownloadOfAChangingFileFailsForTheClient(t *testing.T) {
 			default:
 				a := answer{status: resp.StatusCode, body: body}
 				if code, msg := a.errCode(); a.status != tc.status || code != codeConflict || !strings.Contains(msg, tc.msg) {
-					t.Errorf("%d %s %q; want %d conflict with %q", a.status, code, msg, tc.status, tc.msg)
+					t.Errorf("%d %s %.200q; want %d conflict with %q", a.status, code, msg, tc.status, tc.msg)
 				}
 				if !errors.Is(gerr, client.ErrConflict) {
 					t.Errorf("Go client: %v; want ErrConflict", gerr)

@@ -24,18 +24,18 @@ func (s *server) finishDownload(w http.ResponseWriter, r *http.Request, dl *down
 	case err == nil && dl.size >= 0 && n != dl.size:
 		err = errf(http.StatusConflict, codeConflict, "%s changed from %d to %d bytes while it was read; %s", p, dl.size, n, again)
 	}
-	if !dl.started {
-		if err != nil {
-			s.fail(w, r, err)
-			return
+	if err == nil {
+		if ferr := dl.finish(); ferr != nil {
+			s.log.Debug("client gone", "path", r.URL.Path, "err", ferr)
 		}
-		dl.start() // an empty file
 		return
 	}
-	if err != nil {
-		s.log.Error("read file cut off", "sandbox", id, "path", p, "sent", dl.sent, "size", dl.size, "err", err)
-		panic(http.ErrAbortHandler)
+	if !dl.started {
+		s.fail(w, r, err)
+		return
 	}
+	s.log.Error("read file cut off", "sandbox", id, "path", p, "sent", dl.sent, "size", dl.size, "err", err)
+	panic(http.ErrAbortHandler)
 }
 
 // notAFile says what fi is when it is neither a regular file nor a
@@ -60,15 +60,44 @@ func notAFile(fi runtime.FileInfo) string {
 
 // download sends a file's bytes with their headers, which go out with the
 // first byte so that an error found before it can still be an error
-// answer. With a known size it is the Content-Length, and a write past it
-// is refused whole (over): the client must not get the announced length
-// of bytes that are not the file.
+// answer. With a known size, that is the Content-Length: a write past it
+// is refused whole (over), and the bytes that complete it are held back
+// until the read is known good (finish), so a client never holds the
+// announced length of bytes that are not the file. A file of one chunk is
+// thus all held back, and any failure of its read is an error answer.
 type download struct {
 	w       http.ResponseWriter
 	size    int64 // -1: unknown (a symlink's target), sent chunked
-	sent    int64
+	got     int64 // bytes the read gave, sent or held back
+	sent    int64 // bytes written to the client
+	tail    []byte
 	started bool
 	over    bool
+}
+
+func (d *download) Write(p []byte) (int, error) {
+	if d.size < 0 || len(p) == 0 {
+		return d.send(p)
+	}
+	if d.got+int64(len(p)) > d.size {
+		d.over = true
+		return 0, errGrew
+	}
+	d.got += int64(len(p))
+	if d.got == d.size {
+		d.tail = append(d.tail[:0], p...)
+		return len(p), nil
+	}
+	return d.send(p)
+}
+
+func (d *download) send(p []byte) (int, error) {
+	if !d.started {
+		d.start()
+	}
+	n, err := d.w.Write(p)
+	d.sent += int64(n)
+	return n, err
 }
 
 func (d *download) start() {
@@ -82,17 +111,16 @@ func (d *download) start() {
 	d.w.WriteHeader(http.StatusOK)
 }
 
-func (d *download) Write(p []byte) (int, error) {
-	if d.size >= 0 && d.sent+int64(len(p)) > d.size {
-		d.over = true
-		return 0, errGrew
-	}
-	if !d.started {
+// finish sends what was held back once the read has ended well (the
+// headers alone for an empty file).
+func (d *download) finish() error {
+	if !d.started && d.tail == nil {
 		d.start()
+		return nil
 	}
-	n, err := d.w.Write(p)
-	d.sent += int64(n)
-	return n, err
+	_, err := d.send(d.tail)
+	d.tail = nil
+	return err
 }
 
 var errGrew = errors.New("the file grew past its listed size")
