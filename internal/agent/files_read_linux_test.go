@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -208,5 +209,23 @@ func TestReadSendsEveryChunkOnce(t *testing.T) {
 	got.Reset()
 	if _, err := c.ReadFile(context.Background(), "small", &got); err != nil || sha256.Sum256(got.Bytes()) != sha256.Sum256(big) {
 		t.Fatalf("ReadFile of %d bytes = %d bytes, %v", len(big), got.Len(), err)
+	}
+}
+
+// TestWireErrorCallerErrorsAreInvalid: the errnos of a bad request reach
+// the host as invalid (a 400), not internal (which the API answers 503).
+func TestWireErrorCallerErrorsAreInvalid(t *testing.T) {
+	for errno, want := range map[syscall.Errno]string{
+		syscall.ENAMETOOLONG: CodeInvalid,
+		syscall.ELOOP:        CodeInvalid,
+		syscall.ENXIO:        CodeInvalid,
+		syscall.ENODEV:       CodeInvalid,
+		syscall.EOVERFLOW:    CodeInvalid,
+		syscall.EFBIG:        CodeNoSpace,
+		syscall.EIO:          CodeInternal,
+	} {
+		if got := wireError(fmt.Errorf("open /x: %w", errno)).Code; got != want {
+			t.Errorf("%v: code %q, want %q", errno, got, want)
+		}
 	}
 }
