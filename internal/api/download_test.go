@@ -51,7 +51,7 @@ func TestDownloadOfAChangingFileFailsForTheClient(t *testing.T) {
 	}{
 		{"unchanged", big, false, chunks(big, nil), 200, ""},
 		{"empty", 0, false, chunks(0, nil), 200, ""},
-		{"grew before the first byte", 10, false, chunks(20, nil), 409, "grew past the 10 bytes it had when listed"},
+		{"grew before the first byte", 10, false, chunks(20, nil), 409, "grew past the 10 bytes it had when listed, while it was read"},
 		{"shrank to nothing before the first byte", 10, false, chunks(0, nil), 409, "changed from 10 to 0 bytes while it was read"},
 		{"changed as the runtime saw it", 10, false, chunks(0, changed), 409, "the file grew past its 10 bytes"},
 		{"grew mid-download", big, false, chunks(big+100, nil), 0, ""},

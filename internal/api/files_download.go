@@ -20,7 +20,7 @@ func (s *server) finishDownload(w http.ResponseWriter, r *http.Request, dl *down
 	const again = "read it again once it is no longer written"
 	switch {
 	case dl.over:
-		err = errf(http.StatusConflict, codeConflict, "%s grew past the %d bytes it had when listed while it was read; %s", p, dl.size, again)
+		err = errf(http.StatusConflict, codeConflict, "%s grew past the %d bytes it had when listed, while it was read; %s", p, dl.size, again)
 	case err == nil && dl.size >= 0 && n != dl.size:
 		err = errf(http.StatusConflict, codeConflict, "%s changed from %d to %d bytes while it was read; %s", p, dl.size, n, again)
 	}
@@ -34,7 +34,11 @@ func (s *server) finishDownload(w http.ResponseWriter, r *http.Request, dl *down
 		s.fail(w, r, err)
 		return
 	}
-	s.log.Error("read file cut off", "sandbox", id, "path", p, "sent", dl.sent, "size", dl.size, "err", err)
+	if r.Context().Err() != nil {
+		s.log.Debug("client gone", "path", r.URL.Path, "err", err)
+		return
+	}
+	s.log.Warn("read file cut off", "sandbox", id, "path", p, "sent", dl.sent, "size", dl.size, "err", err)
 	panic(http.ErrAbortHandler)
 }
 
