@@ -218,6 +218,10 @@ type NetEvent struct {
 	BytesUp    int64     `json:"bytes_up"`
 	BytesDown  int64     `json:"bytes_down"`
 	DurationMS float64   `json:"duration_ms"`
+	// UpstreamError is set when the policy allowed the connection and the
+	// upstream failed: "dns", "refused", "unreachable", "timeout", "tls",
+	// "reset" or "other" (Reason says what failed; Decision is "allowed").
+	UpstreamError string `json:"upstream_error,omitempty"`
 	// Kind is "" for a connection or request, "secret.injected" or
 	// "secret.misdirected" for what the proxy did with a bound secret
 	// (named in Secret; values never appear).

@@ -20,6 +20,7 @@ Usage:
   airlock run [flags] -- CMD [ARGS...]   run a command in a new sandbox, then destroy it
   airlock doctor                         report which protections this host enforces
   airlock bench spawn|api|egress         measure the runtime, the API, the egress proxy
+  airlock teardown [--data-dir DIR]      destroy every sandbox of a data dir, unmount its disk pool
 
 On a server ($AIRLOCK_URL, default http://127.0.0.1:7070) with the key
 $AIRLOCK_API_KEY, else the admin.key in the data dir:
@@ -107,6 +108,8 @@ func main() {
 		err = templateCmd(os.Args[2:])
 	case "mcp":
 		err = mcpCmd(os.Args[2:])
+	case "teardown":
+		err = teardownCmd(os.Args[2:])
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

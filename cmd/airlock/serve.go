@@ -37,6 +37,8 @@ func serveCmd(args []string) error {
 	pool := fs.Int("pool", 2, "sandboxes kept booted for fast creates (0 disables)")
 	dns := fs.String("egress-dns", "", "resolver the egress proxy asks, HOST:PORT (default: the host's)")
 	caFile := fs.String("egress-ca-file", "", "PEM file of extra CAs the egress proxy trusts when it opens TLS upstream")
+	var allowPrivate listFlag
+	fs.Var(&allowPrivate, "egress-allow-private", "let every sandbox's IP/CIDR allow entries reach this private range, CIDR (repeatable; loopback and host addresses one at a time, as 127.0.0.1/32; see docs/API.md for the risk)")
 	var tune daemonTuning
 	fs.DurationVar(&tune.auditRetention, "audit-retention", sandbox.DefaultAuditRetention, "how long a sandbox's audit log is kept after its last event")
 	outCap := fs.String("audit-output-cap", "64MiB", "command and terminal output recorded per sandbox's audit log (a marker says when it was reached)")
@@ -54,7 +56,7 @@ func serveCmd(args []string) error {
 		fmt.Fprintln(os.Stderr, "airlock serve: --audit-retention must be positive")
 		return exitError(2)
 	}
-	eg, err := egressConfig(*dns, *caFile)
+	eg, err := egressConfig(*dns, *caFile, allowPrivate)
 	if err != nil {
 		return err
 	}
@@ -64,7 +66,7 @@ func serveCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer d.close()
+	defer d.shutdown()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
@@ -139,7 +141,7 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		st.Close()
 		return nil, err
 	}
-	if d.rt, err = linux.New(linux.Config{StateDir: dataDir, PoolSize: pool}); err != nil {
+	if d.rt, err = linux.New(linux.Config{StateDir: dataDir, PoolSize: pool, SweepEvery: 15 * time.Second}); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -172,6 +174,23 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 	}
 	d.handler = api.New(d.mgr, st, api.Options{Tasks: d.tasks, Metrics: d.metrics, Events: d.events, TraceContext: d.tracing.Enabled, AuditSigner: box.Signer()})
 	return d, nil
+}
+
+// shutdown closes the daemon as serve ends: its warm pool is destroyed
+// and, when no user sandbox is left on it, its disk pool unmounted and
+// the loop device freed. User sandboxes keep running (and their layers
+// mounted) for the next start.
+func (d *daemon) shutdown() {
+	d.close()
+	if d.rt == nil {
+		return
+	}
+	switch released, err := d.rt.ReleaseDiskPool(); {
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "airlock: release disk pool: %v\n", err)
+	case released:
+		fmt.Println("airlock: disk pool unmounted")
+	}
 }
 
 func (d *daemon) close() {
@@ -247,9 +266,17 @@ func hostMemoryMB() int64 {
 }
 
 // egressConfig checks the egress flags: a resolver address with a port,
-// and a CA file that holds at least one certificate.
-func egressConfig(dns, caFile string) (*egress.Config, error) {
+// a CA file that holds at least one certificate, and private ranges that
+// egress.ParseAllowPrivate accepts.
+func egressConfig(dns, caFile string, allowPrivate []string) (*egress.Config, error) {
 	cfg := &egress.Config{DNS: dns}
+	for _, a := range allowPrivate {
+		p, err := egress.ParseAllowPrivate(a)
+		if err != nil {
+			return nil, fmt.Errorf("--egress-allow-private %w", err)
+		}
+		cfg.AllowPrivate = append(cfg.AllowPrivate, p)
+	}
 	if dns != "" {
 		if _, port, err := net.SplitHostPort(dns); err != nil || port == "" {
 			return nil, fmt.Errorf("--egress-dns %q: want HOST:PORT", dns)

@@ -57,6 +57,7 @@
 //	rename  -> r {}
 //
 // Any op can end with '!' instead; error codes are not_found, invalid,
-// permission, exists, not_dir, is_dir, no_space, not_regular, changed and
-// internal. The Client maps them to runtime and io/fs errors (see Error.Is).
+// permission, exists, not_dir, is_dir, no_space, pid_limit, not_regular,
+// changed and internal. The Client maps them to runtime and io/fs errors
+// (see Error.Is).
 package agent

@@ -111,6 +111,7 @@ const (
 	CodeNotDir     = "not_dir"
 	CodeIsDir      = "is_dir"
 	CodeNoSpace    = "no_space"
+	CodePidLimit   = "pid_limit"
 	CodeInternal   = "internal"
 	// CodeNotRegular refuses a read of a device, FIFO, socket or kernel
 	// file (see runtime.NotRegularError); the message says what it is.
@@ -145,6 +146,8 @@ func (e *Error) Is(target error) bool {
 		return target == syscall.EISDIR || target == runtime.ErrInvalid
 	case CodeNoSpace:
 		return target == syscall.ENOSPC
+	case CodePidLimit:
+		return target == runtime.ErrPidLimit
 	case CodeNotRegular:
 		return target == runtime.ErrInvalid || target == fs.ErrInvalid
 	case CodeChanged:

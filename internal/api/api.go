@@ -80,6 +80,7 @@ var routes = []route{
 	{"DELETE", "/v1/sandboxes/{id}", sandboxRoute, (*server).deleteSandbox},
 	{"POST", "/v1/sandboxes/{id}/timeout", sandboxRoute, (*server).setTimeout},
 	{"GET", "/v1/sandboxes/{id}/metrics", sandboxRoute, (*server).sandboxMetrics},
+	{"GET", "/v1/sandboxes/{id}/metrics/history", sandboxRoute, (*server).sandboxMetricsHistory},
 	{"GET", "/v1/sandboxes/metrics", anyKey, (*server).sandboxesMetrics},
 	// Ports (ports.go): HTTP to a port the sandbox listens on.
 	{"GET", "/v1/sandboxes/{id}/ports/{port}/", sandboxRoute, (*server).portProxy},

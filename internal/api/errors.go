@@ -21,6 +21,7 @@ const (
 	codeMethodNotAllowed = "method_not_allowed"
 	codeConflict         = "conflict"
 	codeLimitExceeded    = "limit_exceeded"
+	codePidLimit         = "pid_limit"
 	codeUnavailable      = "unavailable"
 	codeInternal         = "internal"
 	// codeSlowConsumer is only ever the code of an event stream's last
@@ -77,6 +78,8 @@ func statusOf(err error) (status int, code, message string) {
 	case errors.Is(err, sandbox.ErrConflict), errors.Is(err, store.ErrConflict),
 		errors.Is(err, runtime.ErrConflict):
 		return http.StatusConflict, codeConflict, err.Error()
+	case errors.Is(err, sandbox.ErrPidLimit):
+		return http.StatusTooManyRequests, codePidLimit, err.Error()
 	case errors.Is(err, sandbox.ErrLimitExceeded), errors.Is(err, events.ErrLimitExceeded):
 		return http.StatusTooManyRequests, codeLimitExceeded, err.Error()
 	case errors.Is(err, sandbox.ErrUnavailable), errors.Is(err, runtime.ErrUnavailable),

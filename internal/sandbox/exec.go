@@ -213,6 +213,8 @@ func (s *Service) execError(ctx context.Context, id string, err error) error {
 		return gone
 	}
 	switch {
+	case errors.Is(err, runtime.ErrPidLimit):
+		return pidLimitError(fmt.Sprintf("exec in %s: the sandbox is at its pid limit: wait for some of its processes to end, or create it with a higher pids limit", id))
 	case errors.Is(err, runtime.ErrInvalid), errors.Is(err, runtime.ErrNotFound), errors.Is(err, fs.ErrPermission):
 		// A bad request or a missing or forbidden program or cwd: the
 		// caller's to fix, not a missing sandbox (which 404 would say).

@@ -32,7 +32,19 @@ var (
 	// passes once the tenant's other sandboxes end (unlike a request no
 	// host could hold).
 	ErrTenantQuota = errors.New("tenant quota")
+	// ErrPidLimit is the ErrLimitExceeded of a sandbox that holds as many
+	// processes as its pids limit allows: it passes as they end.
+	ErrPidLimit = errors.New("pid limit")
 )
+
+// pidLimitError is a command refused at the sandbox's pid limit:
+// ErrLimitExceeded and ErrPidLimit both match it.
+type pidLimitError string
+
+func (e pidLimitError) Error() string { return string(e) }
+func (e pidLimitError) Is(target error) bool {
+	return target == ErrLimitExceeded || target == ErrPidLimit
+}
 
 // quotaError is a tenant quota refusal: ErrLimitExceeded and
 // ErrTenantQuota both match it; its message is ErrLimitExceeded's.
@@ -216,5 +228,8 @@ type Manager interface {
 	// Metering: what a sandbox used (live while it runs, final after it
 	// ended, kept across restarts), and usage summed per tenant.
 	SandboxMetrics(ctx context.Context, c Caller, id string) (Metrics, error)
+	// SandboxMetricsHistory is a running sandbox's readings of the last
+	// minutes, kept in memory for charts (none once it has ended).
+	SandboxMetricsHistory(ctx context.Context, c Caller, id string) (MetricsHistory, error)
 	Usage(ctx context.Context, c Caller, q UsageQuery) (UsageReport, error)
 }

@@ -309,12 +309,12 @@ func noV2Features(info Info) Info {
 
 func noFreezer(info Info) Info {
 	info = noV2Features(info)
-	info.Controllers = maps(info.Controllers)
+	info.Controllers = copyMap(info.Controllers)
 	delete(info.Controllers, "freezer")
 	return info
 }
 
-func maps(m map[string]string) map[string]string {
+func copyMap(m map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range m {
 		out[k] = v

@@ -39,7 +39,7 @@ func setup(t *testing.T, mode string) *FS {
 	case "btrfs":
 		return setupBtrfsTest(t)
 	}
-	works, err := projectQuotaWorks()
+	works, err := projectQuotaWorks(filepath.Join(t.TempDir(), "probe"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,5 +469,36 @@ func report(b *testing.B, what string, ds []time.Duration) {
 	slices.Sort(ds)
 	for _, p := range []int{50, 90, 99} {
 		b.ReportMetric(float64(ds[(len(ds)-1)*p/100].Microseconds()), fmt.Sprintf("%s-p%d-us", what, p))
+	}
+}
+
+// TestQuotaProbeKeptInDataDir pins ~20 ms that every `airlock run` paid
+// on a host without btrfs-progs: the probe of whether the kernel mounts
+// ext4 with project quotas formatted and mounted an image in every new
+// process. Its answer is kept beside the pool and reused for this kernel.
+func TestQuotaProbeKeptInDataDir(t *testing.T) {
+	requiresRoot(t)
+	dir := filepath.Join(t.TempDir(), "sandboxes")
+	before := probeRuns
+	first, err := projectQuotaWorks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := projectQuotaWorks(dir)
+	if err != nil || again != first {
+		t.Fatalf("second answer %v, %v; first was %v", again, err, first)
+	}
+	if n := probeRuns - before; n != 1 {
+		t.Errorf("%d probes for two asks on one data dir, want 1", n)
+	}
+	// A result kept for another kernel is probed again.
+	if err := os.WriteFile(dir+".probe", []byte(formatProbe(!first, "0.0.0-other")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := projectQuotaWorks(dir); err != nil || got != first {
+		t.Errorf("after a kernel change: %v, %v; want a fresh probe saying %v", got, err, first)
+	}
+	if n := probeRuns - before; n != 2 {
+		t.Errorf("%d probes, want 2 after the kernel changed", n)
 	}
 }
