@@ -79,8 +79,16 @@ func TestBadInput(t *testing.T) {
 		{"tenant update unknown tenant", call{method: "PATCH", path: "/v1/tenants/zed", cred: e.admin, body: `{"max_sandboxes":1}`}, 404, `tenant "zed" not found`},
 		{"key no tenant", call{method: "POST", path: "/v1/keys", cred: e.admin, body: `{"name":"k"}`}, 400, `"tenant"`},
 		{"key unknown tenant", call{method: "POST", path: "/v1/keys", cred: e.admin, body: `{"tenant":"zed"}`}, 404, `tenant "zed" not found`},
+		{"path too long", call{method: "GET", path: sb + "/files?path=/" + strings.Repeat("a", 4095)}, 400, `"path" is 4096 bytes; at most 4095`},
+		{"NUL in file path", call{method: "GET", path: sb + "/files?path=a%00b"}, 400, `NUL byte in query parameter "path"`},
+		{"NUL in a query name", call{method: "GET", path: "/v1/sandboxes?metadata.k%00=v"}, 400, `NUL byte in query parameter "metadata.k\x00"`},
+		{"NUL in a metadata filter", call{method: "GET", path: "/v1/sandboxes?metadata.k=v%00"}, 400, `NUL byte in query parameter "metadata.k"`},
+		{"NUL in a sandbox id", call{method: "GET", path: "/v1/sandboxes/sb%00x"}, 400, "NUL byte in the URL path"},
+		{"NUL in a template name", call{method: "GET", path: "/v1/templates/base%00"}, 400, "NUL byte in the URL path"},
+		{"NUL in a secret name", call{method: "DELETE", path: "/v1/secrets/K%00"}, 400, "NUL byte in the URL path"},
 		{"no route", call{method: "GET", path: "/v1/nope"}, 404, "no route"},
-		{"wrong method", call{method: "PATCH", path: sb}, 405, "allowed: GET, DELETE"},
+		{"PUT on a PATCH route", call{method: "PUT", path: "/v1/tenants/alice", cred: e.admin, body: `{}`}, 405, "allowed: PATCH"},
+		{"wrong method", call{method: "PATCH", path: sb}, 405, "allowed: GET, HEAD, DELETE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.cred == "" {

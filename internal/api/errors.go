@@ -26,6 +26,9 @@ const (
 	codeUnavailable      = "unavailable"
 	codeLowDisk          = "low_disk"
 	codeInternal         = "internal"
+	// codeSlowConsumer is only ever the code of an event stream's last
+	// "dropped" event, never of an error answer.
+	codeSlowConsumer = "slow_consumer"
 )
 
 // apiError is an error the API itself raises with a status, a code and a
