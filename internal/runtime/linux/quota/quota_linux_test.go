@@ -3,6 +3,7 @@ package quota
 import (
 	"errors"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"io"
 	"os"
 	"path/filepath"
@@ -19,11 +20,9 @@ const mib = 1 << 20
 
 func requiresRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("requires root: mounts loop devices")
-	}
+	testenv.RequiresRoot(t, "mount loop devices")
 	if _, err := findMkfs("ext4"); err != nil {
-		t.Skipf("requires mkfs.ext4: %v", err)
+		testenv.Lacking(t, err.Error())
 	}
 }
 
@@ -44,7 +43,7 @@ func setup(t *testing.T, mode string) *FS {
 		t.Fatal(err)
 	}
 	if !works {
-		t.Skip("kernel cannot mount ext4 with prjquota (built without CONFIG_QFMT_V2): project mode untestable here")
+		testenv.Unsupported(t, "the kernel cannot mount ext4 with prjquota (built without CONFIG_QFMT_V2): project mode untestable")
 	}
 	f, err := Setup(filepath.Join(t.TempDir(), "fs"), 512*mib)
 	if err != nil {
@@ -430,9 +429,7 @@ func BenchmarkLimitClear(b *testing.B) {
 			if mode == "btrfs" {
 				f = setupBtrfsTest(b)
 			} else {
-				if os.Geteuid() != 0 {
-					b.Skip("requires root: mounts loop devices")
-				}
+				testenv.RequiresRoot(b, "mount loop devices")
 				f = &FS{dir: b.TempDir(), images: true}
 			}
 			dir := filepath.Join(f.Dir(), "sb")
