@@ -287,12 +287,12 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostU
 	defer logf.Close()
 
 	endPrep()
-	cmd := exec.Command(r.cfg.Binary, InitArg, cfg.ID)
+	cmd := exec.Command(initExec, InitArg, cfg.ID)
 	// One P: the agent mostly waits on sockets and pipes, and fewer threads
 	// make every all-threads syscall of the init (and its exit) cheaper.
 	cmd.Env = []string{"GOMAXPROCS=1"}
 	cmd.Stderr = logf
-	cmd.ExtraFiles = []*os.File{cfgR, stW, lnFile}
+	cmd.ExtraFiles = []*os.File{cfgR, stW, lnFile, r.bin}
 	if sb.slot.f != nil {
 		// The init holds its uid range's lock for as long as it lives.
 		cmd.ExtraFiles = append(cmd.ExtraFiles, sb.slot.f)
@@ -358,6 +358,18 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostU
 	defer r.phase("create: init setup until agent ready")()
 	return waitReady(ctx, stR, filepath.Join(sb.dir, "init.log"), r.cfg.Trace)
 }
+
+// initExec is the path the init is executed from: the binary, opened by the
+// runtime in the host's mount namespace and passed as fdBinary. Executed by
+// its path, the init's executable would be a file of its own namespace's
+// copy of the host's mounts, which pins that copy's root, and, since the
+// mounts copied into a less privileged user namespace are locked to their
+// parents, every mount the host had when the sandbox was cloned: another
+// data dir's disk pool, a test's btrfs image, a USB stick, all kept alive
+// (their loop devices attached, their unmounts never completing) for as
+// long as the sandbox ran. Through /proc/self/fd the executable is the
+// host's file and the detached copy goes at pivot_root.
+const initExec = "/proc/self/fd/6"
 
 // startInit starts the init through the spawner (see spawner_linux.go),
 // except for a caller that wants its sandboxes to die with it: the

@@ -30,6 +30,9 @@ const (
 	fdConfig   = 3 // read: the JSON initConfig, then EOF as the go signal
 	fdStatus   = 4 // write: "ok" once the agent serves, or the error
 	fdListener = 5 // the agent's listening unix socket
+	fdBinary   = 6 // the binary the init was executed from (see initExec)
+	// The locked uid range registry file follows, when the runtime claims
+	// ranges; the init keeps it open for its life, and nothing else with it.
 )
 
 // initConfig is everything the init needs; it travels over a pipe rather
@@ -73,6 +76,8 @@ func InitMain() {
 		spawnerMain()
 		return
 	}
+	// Only execve needed it, through /proc/self/fd.
+	unix.Close(fdBinary)
 	status := os.NewFile(fdStatus, "status")
 	if err := runInit(status); err != nil {
 		// Before "ok" the host reads the status pipe; after it, only the

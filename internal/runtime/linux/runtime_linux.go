@@ -68,6 +68,7 @@ type Runtime struct {
 	pool     *pool    // nil when Config.PoolSize is 0
 	poolLock *os.File // flock held while this process owns the pool
 	spawner  *spawner // forks the inits, so that this process never does
+	bin      *os.File // Config.Binary, opened here for every init's exec (initExec)
 
 	mu   sync.Mutex
 	live map[string]*sandbox // by public id
@@ -106,7 +107,7 @@ func validName(s string, ok func(byte) bool) bool {
 
 // New prepares the state directory: the base template is built on first use
 // and the disk pool is mounted, so later Creates do neither.
-func New(cfg Config) (*Runtime, error) {
+func New(cfg Config) (_ *Runtime, err error) {
 	if cfg.StateDir == "" {
 		return nil, fmt.Errorf("%w: state directory not set", runtime.ErrInvalid)
 	}
@@ -129,7 +130,16 @@ func New(cfg Config) (*Runtime, error) {
 	if err := checkTraversable(cfg.StateDir); err != nil {
 		return nil, err
 	}
-	r := &Runtime{cfg: cfg, rootless: os.Geteuid() != 0, live: map[string]*sandbox{}, spawner: &spawner{binary: cfg.Binary}}
+	bin, err := os.Open(cfg.Binary)
+	if err != nil {
+		return nil, fmt.Errorf("open the sandbox init's binary: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			bin.Close()
+		}
+	}()
+	r := &Runtime{cfg: cfg, rootless: os.Geteuid() != 0, live: map[string]*sandbox{}, spawner: &spawner{binary: cfg.Binary}, bin: bin}
 	tmpl, err := ensureBaseTemplate(cfg.StateDir)
 	if err != nil {
 		return nil, err
@@ -183,8 +193,10 @@ func (r *Runtime) Close() error {
 	}
 	if r.pool == nil {
 		r.spawner.close()
+		r.bin.Close()
 		return nil
 	}
+	defer r.bin.Close()
 	defer r.spawner.close() // after the pool: its last boots use it
 	err := r.pool.close()
 	r.poolLock.Close()

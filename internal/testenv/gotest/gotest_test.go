@@ -45,14 +45,17 @@ func TestSkipsAreListedAndFailCI(t *testing.T) {
 	}
 }
 
-// TestFailingPackageShowsItsOutput: a failing package prints all its
-// output, as go test does.
+// TestFailingPackageShowsItsOutput: a failing package prints its failed
+// tests' output and its own lines, as go test without -v does.
 func TestFailingPackageShowsItsOutput(t *testing.T) {
 	var out strings.Builder
 	rep := newReport(&out, false)
 	for _, l := range []string{
 		`{"Action":"start","Package":"p"}`,
 		`{"Action":"run","Package":"p","Test":"TestA"}`,
+		`{"Action":"output","Package":"p","Test":"TestB","Output":"=== RUN   TestB\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestB","Output":"    b_test.go:3: passing noise\n"}`,
+		`{"Action":"pass","Package":"p","Test":"TestB"}`,
 		`{"Action":"output","Package":"p","Test":"TestA","Output":"=== RUN   TestA\n"}`,
 		`{"Action":"output","Package":"p","Test":"TestA","Output":"    a_test.go:3: boom\n"}`,
 		`{"Action":"output","Package":"p","Test":"TestA","Output":"--- FAIL: TestA (0.00s)\n"}`,
@@ -65,7 +68,7 @@ func TestFailingPackageShowsItsOutput(t *testing.T) {
 	} {
 		rep.line([]byte(l))
 	}
-	want := "=== RUN   TestA\n    a_test.go:3: boom\n--- FAIL: TestA (0.00s)\nFAIL\tp\t0.01s\nok  \tq\t0.01s\nnot json\n"
+	want := "    a_test.go:3: boom\n--- FAIL: TestA (0.00s)\nFAIL\tp\t0.01s\nok  \tq\t0.01s\nnot json\n"
 	if out.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", out.String(), want)
 	}

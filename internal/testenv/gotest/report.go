@@ -54,9 +54,10 @@ func (r *report) line(b []byte) {
 	}
 	k := testKey{ev.Package, ev.Test}
 	if ev.Output != "" {
-		if r.verbose {
+		switch {
+		case r.verbose:
 			fmt.Fprint(r.w, ev.Output)
-		} else {
+		case ev.Test == "":
 			r.pkgs[ev.Package] = append(r.pkgs[ev.Package], ev.Output)
 		}
 		if ev.Test != "" {
@@ -68,7 +69,16 @@ func (r *report) line(b []byte) {
 		case "skip":
 			r.skips = append(r.skips, skipped{ev.Package, ev.Test, reason(r.tests[k])})
 			delete(r.tests, k)
-		case "pass", "fail":
+		case "fail":
+			// As go test without -v: a failed test's own lines, not the
+			// lines it ran under.
+			for _, l := range r.tests[k] {
+				if !framing(l) {
+					r.pkgs[ev.Package] = append(r.pkgs[ev.Package], l)
+				}
+			}
+			delete(r.tests, k)
+		case "pass":
 			delete(r.tests, k)
 		}
 		return
@@ -90,13 +100,24 @@ func (r *report) line(b []byte) {
 	}
 }
 
+// framing says whether l is one of the lines go test -v frames a test's
+// run with.
+func framing(l string) bool {
+	for _, p := range []string{"=== RUN", "=== PAUSE", "=== CONT", "=== NAME"} {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // reason is what a skipped test said, without the lines go test frames it
 // with.
 func reason(out []string) string {
 	var parts []string
 	for _, l := range out {
 		l = strings.TrimSpace(l)
-		if l == "" || strings.HasPrefix(l, "=== ") || strings.HasPrefix(l, "--- SKIP") {
+		if l == "" || framing(l) || strings.HasPrefix(l, "--- SKIP") {
 			continue
 		}
 		parts = append(parts, l)
