@@ -250,6 +250,9 @@ func (s *Service) CreateSession(ctx context.Context, c Caller, id string, req Se
 		st, err := proc.Wait()
 		pr.Close()
 		se.rec.flush()
+		// Ended before any attached client hears of the exit, so one that
+		// asks right after it is told so.
+		se.end()
 		if err != nil {
 			err = fmt.Errorf("%w: session %s: shell lost: %v", ErrUnavailable, se.id, err)
 			why := err
@@ -262,7 +265,6 @@ func (s *Service) CreateSession(ctx context.Context, c Caller, id string, req Se
 			r.record(audit.SessionEnded, map[string]any{"session_id": se.id, "exit_code": st.Code, "signal": st.Signal})
 			se.tty.finish(execResult(st), nil, s.now())
 		}
-		se.end()
 	}()
 	created := func() {
 		r.record(audit.SessionCreated, map[string]any{"session_id": se.id, "mode": se.mode, "shell": se.shell, "cols": se.size.Cols, "rows": se.size.Rows})
