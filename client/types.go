@@ -21,6 +21,7 @@ type Sandbox struct {
 	Template  string            `json:"template"`
 	CreatedAt time.Time         `json:"created_at"`
 	ExpiresAt time.Time         `json:"expires_at"`
+	EndedAt   time.Time         `json:"ended_at,omitzero"` // once stopped or failed
 	Limits    Limits            `json:"limits"`
 	Metadata  map[string]string `json:"metadata,omitempty"`
 	Workdir   string            `json:"workdir,omitempty"`
