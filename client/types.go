@@ -1,7 +1,6 @@
 package client
 
 import (
-	"encoding/json"
 	"time"
 )
 
@@ -64,7 +63,7 @@ type CreateRequest struct {
 
 func (r CreateRequest) MarshalJSON() ([]byte, error) {
 	type wire CreateRequest // without this method
-	return json.Marshal(struct {
+	return marshal(struct {
 		wire
 		TimeoutS int64 `json:"timeout_s,omitempty"`
 	}{wire(r), seconds(r.Timeout)})
@@ -97,7 +96,7 @@ type ExecRequest struct {
 
 func (r ExecRequest) MarshalJSON() ([]byte, error) {
 	type wire ExecRequest // without this method
-	return json.Marshal(struct {
+	return marshal(struct {
 		wire
 		TimeoutS int64 `json:"timeout_s,omitempty"`
 	}{wire(r), seconds(r.Timeout)})

@@ -51,6 +51,14 @@ func TestCLIKeepsItsWord(t *testing.T) {
 		if code != 0 || strings.TrimSpace(out) != "0" {
 			t.Errorf("exec with stdin from /dev/null: exit %d, stdout %q", code, out)
 		}
+		out, _, code = s.cliRun("", strings.NewReader(strings.Repeat("<&>", 300000)), "exec", id, "--", "sh", "-c", "wc -c")
+		if code != 0 || strings.TrimSpace(out) != "900000" {
+			t.Errorf("exec with 900000 bytes of <&> on stdin: exit %d, stdout %q", code, out)
+		}
+		_, errs, code = s.cliRun("", strings.NewReader(strings.Repeat("a\n", 500000)), "exec", id, "--", "cat")
+		if code != 1 || !strings.Contains(errs, "stdin (1000000 bytes) makes the exec request larger than the server takes") {
+			t.Errorf("exec with stdin past the server's bound: exit %d, stderr %q", code, errs)
+		}
 		_, errs, code = s.cliRun("", strings.NewReader("\xff\xfe"), "exec", id, "--", "cat")
 		if code != 1 || !strings.Contains(errs, "stdin is not UTF-8 text") || !strings.Contains(errs, "airlock cp - "+id+":FILE") {
 			t.Errorf("exec with bytes on stdin: exit %d, stderr %q; want a refusal that says what to do", code, errs)

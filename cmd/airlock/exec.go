@@ -24,10 +24,10 @@ func execCmd(args []string) error {
 
 Run a command in a sandbox, stream its output, and exit with its exit
 status (128+N when signal N killed it). Stdin, when it is not a terminal
-(a pipe, a file), is read to its end and given to the command: at most
-1 MiB of UTF-8 text, which the server takes in the request; copy more, or
-bytes, in with 'airlock cp - ID:FILE' and redirect from FILE. Give
-</dev/null for none. With --background the command keeps running after
+(a pipe, a file), is read to its end and given to the command: UTF-8
+text that fits the request, whose size the server bounds (1 MiB by
+default); copy more, or bytes, in with 'airlock cp - ID:FILE' and redirect
+from FILE. Give </dev/null for none. With --background the command keeps running after
 this returns (until it exits, the sandbox ends or the daemon restarts);
 the pid printed names it in the processes API, and stdin is not read.
 Durations are `+durationSyntax+`.`)
@@ -55,7 +55,8 @@ Durations are `+durationSyntax+`.`)
 		fmt.Println(p.Pid)
 		return nil
 	}
-	stdin, err := remoteStdin("copy it in with 'airlock cp - " + id + ":FILE' and redirect from FILE")
+	instead := "copy it in with 'airlock cp - " + id + ":FILE' and redirect from FILE"
+	stdin, err := remoteStdin(instead)
 	if err != nil {
 		return err
 	}
@@ -66,7 +67,7 @@ Durations are `+durationSyntax+`.`)
 		if ctx.Err() != nil {
 			return exitError(130) // interrupted, as a shell reports SIGINT
 		}
-		return sandboxErr(ctx, c, id, err)
+		return sandboxErr(ctx, c, id, stdinTooLarge(err, stdin, instead))
 	}
 	switch {
 	case res.TimedOut && *timeout > 0:

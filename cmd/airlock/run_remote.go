@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"time"
 	"unicode/utf8"
@@ -65,7 +67,7 @@ func runRemote(c *client.Client, req client.CreateRequest, argv []string, timeou
 		if ctx.Err() != nil {
 			return exitError(130)
 		}
-		return err
+		return stdinTooLarge(err, stdin, "run with AIRLOCK_RUN_LOCAL=1 to stream it")
 	}
 	switch {
 	case res.TimedOut:
@@ -99,4 +101,14 @@ func remoteStdin(instead string) (string, error) {
 		return "", fmt.Errorf("stdin is not UTF-8 text, which a server's exec takes: %s", instead)
 	}
 	return string(b), nil
+}
+
+// stdinTooLarge says, when the server refused an exec's body as too large
+// and stdin made it so, that stdin was the cause and what to do instead.
+func stdinTooLarge(err error, stdin, instead string) error {
+	var ce *client.Error
+	if stdin == "" || !errors.As(err, &ce) || ce.Status != http.StatusRequestEntityTooLarge {
+		return err
+	}
+	return fmt.Errorf("stdin (%s) makes the exec request larger than the server takes (%v): %s", plural(int64(len(stdin)), "byte"), err, instead)
 }
