@@ -51,6 +51,22 @@ func TestCLIKeepsItsWord(t *testing.T) {
 		if code != 0 || strings.TrimSpace(out) != "0" {
 			t.Errorf("exec with stdin from /dev/null: exit %d, stdout %q", code, out)
 		}
+		// A stdin that never ends (a loop's): --no-stdin does not wait
+		// for its end, which comes only after 30 s.
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.WriteString("for the loop\n")
+		never := time.AfterFunc(30*time.Second, func() { w.Close() })
+		start := time.Now()
+		out, _, code = s.cliRun("", r, "exec", "--no-stdin", id, "--", "sh", "-c", "wc -c")
+		never.Stop()
+		w.Close()
+		r.Close()
+		if code != 0 || strings.TrimSpace(out) != "0" || time.Since(start) > 20*time.Second {
+			t.Errorf("exec --no-stdin: exit %d, stdout %q after %v; want 0 bytes read at once", code, out, time.Since(start))
+		}
 		out, _, code = s.cliRun("", strings.NewReader(strings.Repeat("<&>", 300000)), "exec", id, "--", "sh", "-c", "wc -c")
 		if code != 0 || strings.TrimSpace(out) != "900000" {
 			t.Errorf("exec with 900000 bytes of <&> on stdin: exit %d, stdout %q", code, out)

@@ -19,6 +19,7 @@ func execCmd(args []string) error {
 	workdir := fs.String("workdir", "", "working directory (default the sandbox's)")
 	background := fs.Bool("background", false, "start the command in the background, print its pid and return (a server, say)")
 	tag := fs.String("tag", "", "with --background: a name for the process")
+	noStdin := fs.Bool("no-stdin", false, "do not read stdin (as </dev/null; in a loop that reads stdin itself)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), `Usage: airlock exec [flags] ID [--] CMD [ARGS...]
 
@@ -27,7 +28,7 @@ status (128+N when signal N killed it). Stdin, when it is not a terminal
 (a pipe, a file), is read to its end and given to the command: UTF-8
 text that fits the request, whose size the server bounds (1 MiB by
 default); copy more, or bytes, in with 'airlock cp - ID:FILE' and redirect
-from FILE. Give </dev/null for none. With --background the command keeps running after
+from FILE. --no-stdin (or </dev/null) gives none. With --background the command keeps running after
 this returns (until it exits, the sandbox ends or the daemon restarts);
 the pid printed names it in the processes API, and stdin is not read.
 Durations are `+durationSyntax+`.`)
@@ -56,9 +57,11 @@ Durations are `+durationSyntax+`.`)
 		return nil
 	}
 	instead := "copy it in with 'airlock cp - " + id + ":FILE' and redirect from FILE"
-	stdin, err := remoteStdin(instead)
-	if err != nil {
-		return err
+	stdin := ""
+	if !*noStdin {
+		if stdin, err = remoteStdin(instead); err != nil {
+			return err
+		}
 	}
 	res, err := c.ExecStream(ctx, id, client.ExecRequest{
 		Cmd: argv, Cwd: *workdir, Env: env, Timeout: *timeout, Stdin: stdin,
