@@ -16,14 +16,14 @@ func createCmd(args []string) error {
 	lim.register(fs, "", runtime.DefaultLimits)
 	env, meta := envFlags{}, envFlags{}
 	template := fs.String("template", "", "template to start from (default base)")
-	timeout := duration(fs, "timeout", 0, time.Second, sandbox.MaxTimeout, "destroy the sandbox after this long, 1s to 24h (default 5m)")
+	timeout := duration(fs, "timeout", 0, time.Second, sandbox.MaxTimeout, "destroy the sandbox after `DURATION`, 1s to 24h (default 5m)")
 	fs.Var(env, "env", "environment variable KEY=VALUE (repeatable)")
 	fs.Var(meta, "metadata", "label KEY=VALUE to find the sandbox by (repeatable)")
 	workdir := fs.String("workdir", "", "working directory inside the sandbox (default /home/user)")
 	var network networkFlags
 	network.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: airlock create [flags]\n\nCreate a sandbox on the server and print its id. Durations are "+durationSyntax+".")
+		fmt.Fprintln(fs.Output(), "Usage: airlock create [flags]\n\nCreate a sandbox on the server and print its id.\nA DURATION is "+durationSyntax+".")
 		fs.PrintDefaults()
 	}
 	if err := noArgs(fs, args); err != nil {

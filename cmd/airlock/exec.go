@@ -14,7 +14,7 @@ import (
 func execCmd(args []string) error {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
 	env := envFlags{}
-	timeout := duration(fs, "timeout", 0, time.Second, sandbox.MaxTimeout, "kill the command after this long, 1s to 24h (default: when the sandbox expires)")
+	timeout := duration(fs, "timeout", 0, time.Second, sandbox.MaxTimeout, "kill the command after `DURATION`, 1s to 24h (default: when the sandbox expires)")
 	fs.Var(env, "env", "environment variable KEY=VALUE (repeatable)")
 	workdir := fs.String("workdir", "", "working directory (default the sandbox's)")
 	background := fs.Bool("background", false, "start the command in the background, print its pid and return (a server, say)")
@@ -31,7 +31,7 @@ default); copy more, or bytes, in with 'airlock cp - ID:FILE' and redirect
 from FILE. --no-stdin (or </dev/null) gives none. With --background the command keeps running after
 this returns (until it exits, the sandbox ends or the daemon restarts);
 the pid printed names it in the processes API, and stdin is not read.
-Durations are `+durationSyntax+`.`)
+A DURATION is `+durationSyntax+`.`)
 		fs.PrintDefaults()
 	}
 	pos, argv, err := parseArgs(fs, args, 1)

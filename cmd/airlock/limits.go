@@ -29,13 +29,13 @@ func (l *limitFlags) register(fs *flag.FlagSet, what string, def runtime.Limits)
 	l.pids = limitFlag{min: runtime.MinPids, max: runtime.MaxPids, def: float64(def.Pids)}
 	l.memory = limitFlag{min: runtime.MinMemoryMB, max: runtime.MaxMemoryMB, def: float64(def.MemoryMB), size: true}
 	l.disk = limitFlag{min: runtime.MinDiskMB, def: float64(def.DiskMB), size: true}
-	fs.Var(&l.cpus, "cpus", fmt.Sprintf("%s CPU quota in cores, %g to %d (default %g)", what, runtime.MinCPUs, runtime.MaxCPUs, def.CPUs))
-	fs.Var(&l.memory, "memory", fmt.Sprintf("%s memory limit, e.g. 512M or 2G, %s to %s (default %s)", what,
+	fs.Var(&l.cpus, "cpus", fmt.Sprintf("%s CPU quota of `N` cores, %g to %d (default %g)", what, runtime.MinCPUs, runtime.MaxCPUs, def.CPUs))
+	fs.Var(&l.memory, "memory", fmt.Sprintf("%s memory limit, a `SIZE` such as 512M or 2G, %s to %s (default %s)", what,
 		mbText(runtime.MinMemoryMB), mbText(runtime.MaxMemoryMB), mbText(def.MemoryMB)))
 	if def.Pids > 0 {
-		fs.Var(&l.pids, "pids", fmt.Sprintf("%s maximum number of processes, %d to %d (default %d)", what, runtime.MinPids, runtime.MaxPids, def.Pids))
+		fs.Var(&l.pids, "pids", fmt.Sprintf("%s maximum number of processes, `N` from %d to %d (default %d)", what, runtime.MinPids, runtime.MaxPids, def.Pids))
 	}
-	fs.Var(&l.disk, "disk", fmt.Sprintf("%s writable disk limit, e.g. 1G, at least %s (default %s)", what, mbText(runtime.MinDiskMB), mbText(def.DiskMB)))
+	fs.Var(&l.disk, "disk", fmt.Sprintf("%s writable disk limit, a `SIZE` such as 1G, at least %s (default %s)", what, mbText(runtime.MinDiskMB), mbText(def.DiskMB)))
 }
 
 // values are the limits given, 0 for those left out (the defaults).

@@ -37,7 +37,7 @@ func runCmd(args []string) error {
 	var lim limitFlags
 	lim.register(fs, "", runtime.DefaultLimits)
 	env := envFlags{}
-	timeout := duration(fs, "timeout", 0, time.Second, sandbox.MaxTimeout, "kill the command after this long, 1s to 24h (default: none embedded, the sandbox's 5m on a server)")
+	timeout := duration(fs, "timeout", 0, time.Second, sandbox.MaxTimeout, "kill the command after `DURATION`, 1s to 24h (default: none embedded, the sandbox's 5m on a server)")
 	fs.Var(env, "env", "environment variable KEY=VALUE (repeatable)")
 	workdir := fs.String("workdir", "", "working directory inside the sandbox (default /home/user)")
 	dataDir := dataDirFlag(fs, defaultDataDir(), "where an embedded run keeps sandboxes and templates ($AIRLOCK_DATA_DIR)")
@@ -49,7 +49,8 @@ func runCmd(args []string) error {
 Runs CMD in a new sandbox and destroys it. With a server reachable at
 $AIRLOCK_URL (default http://127.0.0.1:7070) and a key, the sandbox is the
 server's; otherwise it runs embedded, in this process, and says so on
-stderr (AIRLOCK_RUN_LOCAL=1 forces that). Durations are `+durationSyntax+`.`)
+stderr (AIRLOCK_RUN_LOCAL=1 forces that).
+A DURATION is `+durationSyntax+`.`)
 		printFlags(fs)
 	}
 	if err := parseFlags(fs, args); err != nil {

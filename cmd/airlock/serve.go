@@ -38,11 +38,11 @@ func serveCmd(args []string) error {
 	dns := fs.String("egress-dns", "", "resolver the egress proxy asks, HOST:PORT (default: the host's)")
 	caFile := fs.String("egress-ca-file", "", "PEM file of extra CAs the egress proxy trusts when it opens TLS upstream")
 	var tune daemonTuning
-	durationVar(fs, &tune.auditRetention, "audit-retention", sandbox.DefaultAuditRetention, time.Second, 0, "how long a sandbox's audit log is kept after its last event")
+	durationVar(fs, &tune.auditRetention, "audit-retention", sandbox.DefaultAuditRetention, time.Second, 0, "how long (`DURATION`) a sandbox's audit log is kept after its last event")
 	outCap := fs.String("audit-output-cap", "64MiB", "command and terminal output recorded per sandbox's audit log (a marker says when it was reached)")
 	fs.BoolVar(&tune.webhooksAllowPrivate, "webhooks-allow-private", false, "let webhooks reach loopback, private and link-local addresses (receivers on this host or network)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: airlock serve [flags]\n\nRun the server: the REST API under /v1, the console, MCP and the E2B API. Durations are "+durationSyntax+".")
+		fmt.Fprintln(fs.Output(), "Usage: airlock serve [flags]\n\nRun the server: the REST API under /v1, the console, MCP and the E2B API.\nA DURATION is "+durationSyntax+".")
 		printFlags(fs)
 	}
 	if err := parseFlags(fs, args); err != nil {

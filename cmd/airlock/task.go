@@ -30,7 +30,7 @@ repository --git names, cloned in the sandbox, becomes its workspace),
 streams its events, and writes its artifacts and workspace.diff to --out
 (default ./airlock-task-ID; it says where). Harness generic runs --command
 (a shell command line) with the prompt on stdin and in $AIRLOCK_TASK_PROMPT.
---timeout is ` + durationSyntax + `, 1s to 24h.
+A DURATION (--timeout) is ` + durationSyntax + `.
 
 run exits with
   0    the task succeeded
@@ -58,7 +58,7 @@ func taskRun(args []string) error {
 	harness := f.String("harness", "generic", "generic, codex or claude")
 	command := f.String("command", "", "the generic harness's command line (run with sh -c)")
 	prompt := f.String("prompt", "", "the task's prompt")
-	timeout := duration(f, "timeout", 10*time.Minute, time.Second, sandbox.MaxTimeout, "how long the harness may run, 1s to 24h")
+	timeout := duration(f, "timeout", 10*time.Minute, time.Second, sandbox.MaxTimeout, "how long (`DURATION`) the harness may run, 1s to 24h")
 	out := f.String("out", "", "write the artifacts and workspace.diff into this directory (default ./airlock-task-ID)")
 	asJSON := f.Bool("json", false, "print the events as JSON lines")
 	gitURL := f.String("git", "", "clone this http(s) repository into the workspace (its host must be allowed)")

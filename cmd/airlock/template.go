@@ -71,7 +71,7 @@ func templateBuild(args []string) error {
 	fs.Var(env, "env", "environment variable KEY=VALUE for the build (repeatable)")
 	var lim limitFlags
 	lim.register(fs, "the build's", runtime.Limits{CPUs: 1, MemoryMB: 2048, DiskMB: 4096})
-	timeout := duration(fs, "timeout", 0, time.Second, sandbox.MaxTimeout, "give up on the build after this long, 1s to 24h (default 30m)")
+	timeout := duration(fs, "timeout", 0, time.Second, sandbox.MaxTimeout, "give up on the build after `DURATION`, 1s to 24h (default 30m)")
 	var network networkFlags
 	network.register(fs)
 	fs.Usage = func() {

@@ -12,7 +12,7 @@ import (
 func timeoutCmd(args []string) error {
 	fs := flag.NewFlagSet("timeout", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: airlock timeout ID DURATION\n\nMake a sandbox expire DURATION (1s to 24h) from now. DURATION is "+durationSyntax+".")
+		fmt.Fprintln(fs.Output(), "Usage: airlock timeout ID DURATION\n\nMake a sandbox expire DURATION (1s to 24h) from now.\nA DURATION is "+durationSyntax+".")
 	}
 	pos, _, err := parseArgs(fs, args, -1)
 	if err != nil {
