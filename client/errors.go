@@ -55,7 +55,9 @@ var kindOfCode = map[string]error{
 	"not_found":        ErrNotFound,
 	"conflict":         ErrConflict,
 	"limit_exceeded":   ErrLimitExceeded,
+	"storage_quota":    ErrLimitExceeded, // the tenant keeps all its storage quota allows
 	"unavailable":      ErrUnavailable,
+	"low_disk":         ErrUnavailable, // the server's disk is short of free space
 }
 
 var kindOfStatus = map[int]error{

@@ -21,6 +21,8 @@ func TestErrorDecoding(t *testing.T) {
 		{"api not_found", 404, "application/json", `{"error":{"code":"not_found","message":"sandbox sb-1 not found"}}`, ErrNotFound, "sandbox sb-1 not found"},
 		{"api 413 is invalid", 413, "application/json", `{"error":{"code":"invalid_argument","message":"too big"}}`, ErrInvalid, "too big"},
 		{"api quota", 429, "application/json", `{"error":{"code":"limit_exceeded","message":"tenant acme has 3 sandboxes"}}`, ErrLimitExceeded, "tenant acme has 3 sandboxes"},
+		{"api storage quota is a limit", 429, "application/json", `{"error":{"code":"storage_quota","message":"tenant acme keeps 2.0 GiB"}}`, ErrLimitExceeded, "tenant acme keeps 2.0 GiB"},
+		{"api low disk is unavailable", 503, "application/json", `{"error":{"code":"low_disk","message":"the data dir /d has 1 GiB free"}}`, ErrUnavailable, "the data dir /d has 1 GiB free"},
 		{"api forbidden", 403, "application/json", `{"error":{"code":"forbidden","message":"admin only"}}`, ErrForbidden, "admin only"},
 		{"api code wins over status", 400, "application/json", `{"error":{"code":"conflict","message":"x"}}`, ErrConflict, "x"},
 		{"api internal has no kind", 500, "application/json", `{"error":{"code":"internal","message":"internal error"}}`, nil, "internal error"},

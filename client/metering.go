@@ -43,6 +43,9 @@ type TenantUsage struct {
 	EgressBytesOut  int64   `json:"egress_bytes_out"`
 	EgressBytesIn   int64   `json:"egress_bytes_in"`
 	ExecCount       int64   `json:"exec_count"`
+	// StorageBytes is what the server keeps for the tenant now, whatever
+	// the window: what its storage quota counts.
+	StorageBytes int64 `json:"storage_bytes"`
 }
 
 // SandboxMetrics returns a sandbox's usage.

@@ -133,11 +133,13 @@ type Token struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// TenantRequest is the body of POST /v1/tenants. Zero limits are unlimited.
+// TenantRequest is the body of POST /v1/tenants. Zero limits are
+// unlimited; a nil MaxStorageMB takes the server's default (2048).
 type TenantRequest struct {
 	Name         string `json:"name"`
 	MaxSandboxes int    `json:"max_sandboxes,omitempty"`
 	MaxMemoryMB  int64  `json:"max_memory_mb,omitempty"`
+	MaxStorageMB *int64 `json:"max_storage_mb,omitempty"`
 }
 
 // TenantQuota changes a tenant's quotas: a nil field stays as it is, 0 is
@@ -145,6 +147,7 @@ type TenantRequest struct {
 type TenantQuota struct {
 	MaxSandboxes *int   `json:"max_sandboxes,omitempty"`
 	MaxMemoryMB  *int64 `json:"max_memory_mb,omitempty"`
+	MaxStorageMB *int64 `json:"max_storage_mb,omitempty"`
 }
 
 // Tenant owns sandboxes and API keys.
@@ -153,6 +156,7 @@ type Tenant struct {
 	Name         string    `json:"name"`
 	MaxSandboxes int       `json:"max_sandboxes"`
 	MaxMemoryMB  int64     `json:"max_memory_mb"`
+	MaxStorageMB int64     `json:"max_storage_mb"` // what the server keeps for it: logs, events, tasks; 0 = unlimited
 	CreatedAt    time.Time `json:"created_at"`
 }
 
@@ -218,6 +222,10 @@ type NetEvent struct {
 	BytesUp    int64     `json:"bytes_up"`
 	BytesDown  int64     `json:"bytes_down"`
 	DurationMS float64   `json:"duration_ms"`
+	// UpstreamError is set when the policy allowed the connection and the
+	// upstream failed: "dns", "refused", "unreachable", "timeout", "tls",
+	// "reset" or "other" (Reason says what failed; Decision is "allowed").
+	UpstreamError string `json:"upstream_error,omitempty"`
 	// Kind is "" for a connection or request, "secret.injected" or
 	// "secret.misdirected" for what the proxy did with a bound secret
 	// (named in Secret; values never appear).

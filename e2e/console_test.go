@@ -22,8 +22,12 @@ import (
 )
 
 // consoleShots are the pages run.mjs must have photographed, in order.
-var consoleShots = []string{"sign-in", "create-form", "terminal", "files", "network-log",
-	"replay", "audit-verified", "sandbox-overview", "secrets", "usage", "keys-and-tenants", "sandboxes-list", "other-tenant-not-found"}
+var consoleShots = []string{"sign-in", "create-form-bad-timeout", "create-form", "terminal", "files", "network-log",
+	"replay", "replay-from-the-bottom", "audit-verified", "sandbox-overview", "secrets", "usage", "keys-and-tenants",
+	"sandboxes-stopped", "sandboxes-list", "not-found",
+	"narrow-sandboxes", "narrow-create-form", "narrow-overview", "narrow-processes", "narrow-files", "narrow-network",
+	"narrow-audit", "narrow-terminal", "narrow-replay", "narrow-secrets", "narrow-usage", "narrow-admin", "narrow-nothing-here",
+	"other-tenant-not-found", "narrow-sign-in"}
 
 // TestConsole walks issue 10's acceptance through the web console in
 // Debian's headless Chromium (e2e/consolenode: playwright-core pinned in its
@@ -32,7 +36,13 @@ var consoleShots = []string{"sign-in", "create-form", "terminal", "files", "netw
 // in its terminal, upload by input and by drop, allow a denied host with
 // one click and see the retry through, replay the session, verify the
 // audit chain, destroy a sandbox from the list; another tenant's cookie
-// gets 404 for that sandbox, and the cookie of a signed-out session 401. The screenshots go to
+// gets 404 for that sandbox, and the cookie of a signed-out session 401.
+// Issue 18's: the form's timeout takes Go durations with inline errors, a
+// failed upstream shows as failed, the replay player opens in view below
+// the header, the audit list counts what the check verified, the charts
+// open with the server's history, the list opens on running sandboxes
+// (stopped ones one click away, in the URL), an unknown path shows the
+// console's "nothing here", and every page fits 420 px. The screenshots go to
 // $AIRLOCK_TEST_ARTIFACTS (default e2e/artifacts/console).
 func TestConsole(t *testing.T) {
 	const test = "the console browser test"
@@ -53,6 +63,10 @@ func TestConsole(t *testing.T) {
 	keyB := must[client.NewKey](t)(admin.CreateKey(ctx, "console-b", "browser")).Key
 	t.Cleanup(func() { destroyAll(t, admin) })
 	doomed := must[client.Sandbox](t)(admin.CreateSandbox(ctx, client.CreateRequest{Metadata: map[string]string{"owner": "console-e2e-doomed"}}))
+	ended := must[client.Sandbox](t)(admin.CreateSandbox(ctx, client.CreateRequest{Metadata: map[string]string{"owner": "console-e2e-ended"}}))
+	if err := admin.DeleteSandbox(ctx, ended.ID); err != nil {
+		t.Fatal(err)
+	}
 
 	upload := make([]byte, 3000) // random bytes: an upload that mangled binary would show
 	rand.Read(upload)
@@ -65,6 +79,7 @@ func TestConsole(t *testing.T) {
 		"AIRLOCK_ALLOWED_HOST=" + fakenet.AllowedName, "AIRLOCK_DENIED_HOST=" + fakenet.DeniedName,
 		"AIRLOCK_UPLOAD_B64=" + base64.StdEncoding.EncodeToString(upload), "AIRLOCK_SECRET_VALUE=" + secretValue,
 		"AIRLOCK_SCREENSHOTS=" + shots, "AIRLOCK_CHROMIUM=" + chromium, "AIRLOCK_DOOMED=" + doomed.ID,
+		"AIRLOCK_STOPPED=" + ended.ID,
 	})
 	id, cookieA, cookieB := out["SANDBOX"], out["COOKIE_A"], out["COOKIE_B"]
 
@@ -135,6 +150,25 @@ func TestConsole(t *testing.T) {
 	if _, err := admin.GetSandbox(ctx, id); err != nil {
 		t.Errorf("A's sandbox after B's attempts: %v", err)
 	}
+	// A path nobody owns: the console's "nothing here" page for a browser
+	// (run.mjs looked at it), the API's JSON 404 for a program.
+	for _, tc := range []struct{ accept, wantType string }{
+		{"text/html,application/xhtml+xml,*/*;q=0.8", "text/html"},
+		{"", "application/json"},
+	} {
+		req, _ := http.NewRequestWithContext(ctx, "GET", s.url+"/nothing-here", nil)
+		if tc.accept != "" {
+			req.Header.Set("Accept", tc.accept)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 404 || !strings.HasPrefix(resp.Header.Get("Content-Type"), tc.wantType) {
+			t.Errorf("GET /nothing-here (Accept %q): %d %s, want 404 %s", tc.accept, resp.StatusCode, resp.Header.Get("Content-Type"), tc.wantType)
+		}
+	}
 
 	for i, name := range consoleShots {
 		f := filepath.Join(shots, fmt.Sprintf("%02d-%s.png", i+1, name))
@@ -145,7 +179,7 @@ func TestConsole(t *testing.T) {
 	if err := admin.DeleteSandbox(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	assertNoSandboxesLeft(t, s, id, doomed.ID)
+	assertNoSandboxesLeft(t, s, id, doomed.ID, ended.ID)
 }
 
 // runConsole runs run.mjs and returns its KEY value lines; it fails t

@@ -104,7 +104,8 @@ func assertNoSandboxesLeft(t *testing.T, s *server, sandboxIDs ...string) {
 	// A cgroup cannot be removed while a process is in it: no cgroup, no
 	// process (the init included).
 	for _, id := range sandboxIDs {
-		if cgs, _ := filepath.Glob("/sys/fs/cgroup/*/airlock/" + id); len(cgs) > 0 {
+		// Groups are named after the uid range, then the sandbox.
+		if cgs, _ := filepath.Glob("/sys/fs/cgroup/*/airlock/*-" + id); len(cgs) > 0 {
 			t.Errorf("cgroups of %s left: %v", id, cgs)
 		}
 	}

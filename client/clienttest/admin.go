@@ -27,7 +27,10 @@ func (s *Server) createTenant(w http.ResponseWriter, r *http.Request) {
 	}
 	s.seq++
 	t := client.Tenant{ID: fmt.Sprintf("ten-%04d", s.seq), Name: req.Name, MaxSandboxes: req.MaxSandboxes,
-		MaxMemoryMB: req.MaxMemoryMB, CreatedAt: time.Now().UTC().Truncate(time.Second)}
+		MaxMemoryMB: req.MaxMemoryMB, MaxStorageMB: 2048, CreatedAt: time.Now().UTC().Truncate(time.Second)}
+	if req.MaxStorageMB != nil {
+		t.MaxStorageMB = *req.MaxStorageMB
+	}
 	s.tenants = append(s.tenants, t)
 	writeJSON(w, 201, t)
 }
@@ -49,6 +52,9 @@ func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.MaxMemoryMB != nil {
 		s.tenants[i].MaxMemoryMB = *req.MaxMemoryMB
+	}
+	if req.MaxStorageMB != nil {
+		s.tenants[i].MaxStorageMB = *req.MaxStorageMB
 	}
 	writeJSON(w, 200, s.tenants[i])
 }

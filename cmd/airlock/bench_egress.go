@@ -107,7 +107,8 @@ func newEgressBench(size int64, logSize int) (b *egressBench, err error) {
 	if b.src, err = newZeroSource(size); err != nil {
 		return b, err
 	}
-	// Loopback is a forbidden range: only an explicit IP rule opens it.
+	// Loopback is a forbidden range: the bench is its own operator, and
+	// opens it with explicit IP rules (OwnRules).
 	rules, err := egress.Compile(egress.Policy{Mode: egress.ModeAllowlist, Allow: []string{
 		b.web.Listener.Addr().String(), b.tlsWeb.Listener.Addr().String(), b.src.ln.Addr().String()}})
 	if err != nil {
@@ -117,7 +118,7 @@ func newEgressBench(size int64, logSize int) (b *egressBench, err error) {
 	if err != nil {
 		return b, err
 	}
-	b.sb = egress.New(egress.Config{LogSize: logSize}).Attach("bench", "bench", rules, ln, nil)
+	b.sb = egress.New(egress.Config{LogSize: logSize, OwnRules: true}).Attach("bench", "bench", rules, ln, nil)
 	b.proxyURL = &url.URL{Scheme: "http", Host: ln.Addr().String()}
 	return b, nil
 }

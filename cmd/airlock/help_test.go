@@ -16,7 +16,7 @@ var helpVerbs = [][]string{
 	{"audit"}, {"audit", "verify"}, {"audit", "export"}, {"audit", "key"},
 	{"replay"}, {"events"}, {"webhooks"}, {"webhooks", "add"}, {"webhooks", "ls"}, {"webhooks", "rm"}, {"webhooks", "deliveries"},
 	{"metrics"}, {"usage"}, {"task"}, {"task", "run"}, {"task", "ls"}, {"task", "get"}, {"task", "cancel"},
-	{"template"}, {"template", "build"}, {"template", "ls"}, {"template", "rm"}, {"mcp"},
+	{"template"}, {"template", "build"}, {"template", "ls"}, {"template", "rm"}, {"mcp"}, {"teardown"},
 }
 
 // TestEveryHelpExitsZeroOnStdout: --help, -h and help VERB print the
@@ -42,7 +42,7 @@ func TestEveryHelpExitsZeroOnStdout(t *testing.T) {
 			}
 		}
 	}
-	for _, v := range []string{"serve", "run", "doctor", "mcp"} {
+	for _, v := range []string{"serve", "run", "doctor", "mcp", "teardown"} {
 		if out, _, _ := runCLI(t, env, nil, v, "--help"); !strings.Contains(out, "-data-dir") {
 			t.Errorf("airlock %s --help does not show --data-dir:\n%s", v, out)
 		}

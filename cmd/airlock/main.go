@@ -20,6 +20,7 @@ Usage:
   airlock run [flags] -- CMD [ARGS...]   run a command in a new sandbox, then destroy it
   airlock doctor [--data-dir DIR]        report which protections this host enforces
   airlock bench spawn|api|egress         measure the runtime, the API, the egress proxy
+  airlock teardown [--data-dir DIR]      destroy every sandbox of a data dir, unmount its disk pool
 
 On a server ($AIRLOCK_URL, default http://127.0.0.1:7070) with the key
 $AIRLOCK_API_KEY, else the admin.key in the data dir:
@@ -61,7 +62,7 @@ var commands = map[string]func(args []string) error{
 	"tenants": tenantsCmd, "secrets": secretsCmd, "keys": keysCmd,
 	"audit": auditCmd, "replay": replayCmd, "events": eventsCmd, "webhooks": webhooksCmd,
 	"metrics": metricsCmd, "usage": usageCmd, "task": taskCmd, "template": templateCmd,
-	"mcp": mcpCmd,
+	"mcp": mcpCmd, "teardown": teardownCmd,
 }
 
 func main() {

@@ -160,7 +160,7 @@ func TestRunCrashLeavesNothing(t *testing.T) {
 	if out, err := after.CombinedOutput(); err != nil {
 		t.Fatalf("next run: %v %s", err, out)
 	}
-	for _, d := range []string{"ids", "sandboxes", "slots"} {
+	for _, d := range []string{"ids", "sandboxes"} {
 		entries, _ := os.ReadDir(filepath.Join(state, d))
 		for _, e := range entries {
 			if !strings.HasPrefix(e.Name(), ".") {

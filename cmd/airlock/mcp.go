@@ -73,7 +73,7 @@ none answers there, on a daemon of its own in this process.`)
 // embeddedDaemon starts a daemon in this process on a private loopback
 // port and returns a client with its admin key, and what stops it.
 func embeddedDaemon(ctx context.Context, dataDir string) (*client.Client, func(), error) {
-	eg, err := egressConfig("", "")
+	eg, err := egressConfig("", "", nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/airlockhq/airlock/client"
@@ -73,12 +75,13 @@ func embeddedEgress(ctx context.Context, sb runtime.Sandbox, id string, p egress
 		httpLn.Close()
 		return nil, nil, err
 	}
-	px := egress.New(egress.Config{AllowHint: func(_, target string) string {
+	// The person running this is the operator of this proxy: an address
+	// their own --allow lists is theirs to open (a server's tenants cannot).
+	px := egress.New(egress.Config{OwnRules: true, AllowHint: func(_, target string) string {
 		return fmt.Sprintf("run again with --allow %s", target)
 	}, OnEvent: func(e egress.Event) {
-		if e.Decision == egress.Denied {
-			fmt.Fprintf(os.Stderr, "airlock: egress denied: %s %s:%d: %s (to allow it: --allow %s:%d)\n",
-				e.Protocol, e.Host, e.Port, e.Reason, e.Host, e.Port)
+		if line := egressNotice(e.Protocol, e.Host, e.Port, e.Decision, e.Reason, e.UpstreamError); line != "" {
+			fmt.Fprintln(os.Stderr, line)
 		}
 	}})
 	att := px.Attach(id, "", rules, httpLn, socksLn)
@@ -92,9 +95,23 @@ func printDenials(ctx context.Context, c *client.Client, id string) {
 		return
 	}
 	for _, e := range evs {
-		if e.Decision == "denied" {
-			fmt.Fprintf(os.Stderr, "airlock: egress denied: %s %s:%d: %s (to allow it: --allow %s:%d)\n",
-				e.Protocol, e.Host, e.Port, e.Reason, e.Host, e.Port)
+		if line := egressNotice(e.Protocol, e.Host, e.Port, e.Decision, e.Reason, e.UpstreamError); line != "" {
+			fmt.Fprintln(os.Stderr, line)
 		}
 	}
+}
+
+// egressNotice is the line a person sees about one egress event: how to
+// allow a denied target, or, when the allow-list let it through and the
+// upstream failed, that the fault lies beyond the allow-list. "" for an
+// event that went well.
+func egressNotice(protocol, host string, port int, decision, reason, upstream string) string {
+	target := net.JoinHostPort(host, strconv.Itoa(port))
+	switch {
+	case decision == egress.Denied:
+		return fmt.Sprintf("airlock: egress denied: %s %s: %s (to allow it: --allow %s)", protocol, target, reason, target)
+	case upstream != "":
+		return fmt.Sprintf("airlock: egress to %s failed upstream: %s (the allow-list allowed it)", target, reason)
+	}
+	return ""
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -218,6 +219,8 @@ func TestRemoteUsageErrorsExit2(t *testing.T) {
 		{"tenants", "set"},
 		{"tenants", "set", "acme"},
 		{"tenants", "set", "acme", "--max-memory", "lots"},
+		{"tenants", "set", "acme", "--max-storage", "lots"},
+		{"tenants", "create", "acme", "--max-storage", "-1G"},
 		{"keys", "create"},
 		{"keys", "rm"},
 	} {
@@ -249,6 +252,15 @@ func TestRemoteTenantsAndKeys(t *testing.T) {
 	}
 	if out := mustCLI(t, srv, "tenants", "ls"); !strings.Contains(out, tid+"  acme  5              -") {
 		t.Errorf("tenants ls after set printed\n%s", out)
+	}
+	// The storage quota: the default unless given, 0 lifts it.
+	mustCLI(t, srv, "tenants", "create", "logs", "--max-storage", "1G")
+	if out := mustCLI(t, srv, "tenants", "ls"); !strings.Contains(out, "MAX STORAGE") || !regexp.MustCompile(`acme .* 2048M `).MatchString(out) ||
+		!regexp.MustCompile(`logs .* 1024M `).MatchString(out) {
+		t.Errorf("tenants ls with storage quotas printed\n%s", out)
+	}
+	if out := mustCLI(t, srv, "tenants", "set", "logs", "--max-storage", "0"); !strings.Contains(out, "max storage -") {
+		t.Errorf("tenants set --max-storage 0 printed %q", out)
 	}
 	if _, errs, code := remoteCLI(t, srv, nil, "tenants", "set", "nope", "--max-sandboxes", "1"); code != 1 || !strings.Contains(errs, `tenant "nope" not found`) {
 		t.Errorf("tenants set of an unknown tenant: exit %d, %q", code, errs)

@@ -37,10 +37,13 @@ func serveCmd(args []string) error {
 	pool := fs.Int("pool", 2, "sandboxes kept booted for fast creates (0 disables)")
 	dns := fs.String("egress-dns", "", "resolver the egress proxy asks, HOST:PORT (default: the host's)")
 	caFile := fs.String("egress-ca-file", "", "PEM file of extra CAs the egress proxy trusts when it opens TLS upstream")
+	var allowPrivate listFlag
+	fs.Var(&allowPrivate, "egress-allow-private", "let every sandbox's IP/CIDR allow entries reach this private range, CIDR (repeatable; loopback and host addresses one at a time, as 127.0.0.1/32; see docs/API.md for the risk)")
 	var tune daemonTuning
 	durationVar(fs, &tune.auditRetention, "audit-retention", sandbox.DefaultAuditRetention, time.Second, 0, "how long (`DURATION`) a sandbox's audit log is kept after its last event")
 	outCap := fs.String("audit-output-cap", "64MiB", "command and terminal output recorded per sandbox's audit log (a marker says when it was reached)")
 	fs.BoolVar(&tune.webhooksAllowPrivate, "webhooks-allow-private", false, "let webhooks reach loopback, private and link-local addresses (receivers on this host or network)")
+	minFree := fs.Float64("min-free-disk", defaultMinFreeDisk, "refuse new sandboxes while the data dir's filesystem has less than this percent free (0: never)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: airlock serve [flags]\n\nRun the server: the REST API under /v1, the console, MCP and the E2B API.\nA DURATION is "+durationSyntax+".")
 		printFlags(fs)
@@ -48,13 +51,20 @@ func serveCmd(args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if *minFree < 0 || *minFree > 100 {
+		fmt.Fprintf(os.Stderr, "airlock serve: --min-free-disk %g: want a percent from 0 (no guard) to 100\n", *minFree)
+		return exitError(2)
+	}
+	if tune.minFreeDisk = *minFree; *minFree == 0 {
+		tune.minFreeDisk = -1
+	}
 	mb, err := parseSizeMB(*outCap)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "airlock serve: --audit-output-cap: %v\n", err)
 		return exitError(2)
 	}
 	tune.auditOutputCap = mb << 20
-	eg, err := egressConfig(*dns, *caFile)
+	eg, err := egressConfig(*dns, *caFile, allowPrivate)
 	if err != nil {
 		return err
 	}
@@ -64,7 +74,7 @@ func serveCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer d.close()
+	defer d.shutdown()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
@@ -122,7 +132,15 @@ type daemonTuning struct {
 	auditOutputCap int64
 	// webhooksAllowPrivate: see events.Options.AllowPrivate.
 	webhooksAllowPrivate bool
+	// minFreeDisk is the percent of the data dir's filesystem kept free
+	// (sandbox.Options.MinFreeDiskPercent): 0 takes defaultMinFreeDisk,
+	// below 0 turns the guard off.
+	minFreeDisk float64
 }
+
+// defaultMinFreeDisk is the free share of the data dir's filesystem below
+// which new sandboxes are refused.
+const defaultMinFreeDisk = 5.0
 
 // wrap, when set, stands between the service and the runtime (the API
 // benchmark times the runtime's share this way).
@@ -139,7 +157,7 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		st.Close()
 		return nil, err
 	}
-	if d.rt, err = linux.New(linux.Config{StateDir: dataDir, PoolSize: pool}); err != nil {
+	if d.rt, err = linux.New(linux.Config{StateDir: dataDir, PoolSize: pool, SweepEvery: 15 * time.Second}); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -158,7 +176,7 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 	}
 	if d.mgr, err = sandbox.NewManager(ctx, st, rt, sandbox.Options{HostCPUs: goruntime.NumCPU(), HostMemoryMB: hostMemoryMB(), Egress: eg, Secrets: box,
 		AuditRetention: tune.auditRetention, AuditOutputCap: tune.auditOutputCap, Metrics: d.metrics, OnAudit: d.events.Publish,
-		Tracer: d.tracing.Tracer}); err != nil {
+		Tracer: d.tracing.Tracer, DataDir: dataDir, MinFreeDiskPercent: tune.minFreeDiskPercent()}); err != nil {
 		d.close()
 		return nil, err
 	}
@@ -172,6 +190,36 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 	}
 	d.handler = api.New(d.mgr, st, api.Options{Tasks: d.tasks, Metrics: d.metrics, Events: d.events, TraceContext: d.tracing.Enabled, AuditSigner: box.Signer(), DataDir: dataDir})
 	return d, nil
+}
+
+// shutdown closes the daemon as serve ends: its warm pool is destroyed
+// and, when no user sandbox is left on it, its disk pool unmounted and
+// the loop device freed. User sandboxes keep running (and their layers
+// mounted) for the next start.
+func (d *daemon) shutdown() {
+	d.close()
+	if d.rt == nil {
+		return
+	}
+	switch released, err := d.rt.ReleaseDiskPool(); {
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "airlock: release disk pool: %v\n", err)
+	case released:
+		fmt.Println("airlock: disk pool unmounted")
+	}
+}
+
+// minFreeDiskPercent is --min-free-disk as the service takes it: the zero
+// value of a tuning built in code is the default, a negative one (the
+// flag's 0) turns the guard off.
+func (t daemonTuning) minFreeDiskPercent() float64 {
+	switch {
+	case t.minFreeDisk == 0:
+		return defaultMinFreeDisk
+	case t.minFreeDisk < 0:
+		return 0
+	}
+	return t.minFreeDisk
 }
 
 func (d *daemon) close() {
@@ -214,7 +262,7 @@ func ensureAdminKey(ctx context.Context, st store.Store, dataDir string) (string
 		return "", false, err
 	}
 	now := time.Now().UTC()
-	t := store.Tenant{ID: "t-" + adminTenant, Name: adminTenant, CreatedAt: now}
+	t := store.Tenant{ID: "t-" + adminTenant, Name: adminTenant, MaxStorageMB: store.DefaultMaxStorageMB, CreatedAt: now}
 	key, hash := api.NewKey()
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -247,9 +295,17 @@ func hostMemoryMB() int64 {
 }
 
 // egressConfig checks the egress flags: a resolver address with a port,
-// and a CA file that holds at least one certificate.
-func egressConfig(dns, caFile string) (*egress.Config, error) {
+// a CA file that holds at least one certificate, and private ranges that
+// egress.ParseAllowPrivate accepts.
+func egressConfig(dns, caFile string, allowPrivate []string) (*egress.Config, error) {
 	cfg := &egress.Config{DNS: dns}
+	for _, a := range allowPrivate {
+		p, err := egress.ParseAllowPrivate(a)
+		if err != nil {
+			return nil, fmt.Errorf("--egress-allow-private %w", err)
+		}
+		cfg.AllowPrivate = append(cfg.AllowPrivate, p)
+	}
 	if dns != "" {
 		if _, port, err := net.SplitHostPort(dns); err != nil || port == "" {
 			return nil, fmt.Errorf("--egress-dns %q: want HOST:PORT", dns)

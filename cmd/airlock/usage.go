@@ -50,7 +50,8 @@ func usageCmd(args []string) error {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: airlock usage [--from T] [--to T] [--tenant ID] [--json]\n\n"+
-			"Print usage summed per tenant over the sandboxes created in [from, to).")
+			"Print usage summed per tenant over the sandboxes created in [from, to), and what the server keeps\n"+
+			"for each tenant now (STORED: what its storage quota counts).")
 		fs.PrintDefaults()
 	}
 	if err := noArgs(fs, args); err != nil {
@@ -77,10 +78,10 @@ func usageCmd(args []string) error {
 	if *asJSON {
 		return printMeteringJSON(rep)
 	}
-	tw := table("TENANT\tSANDBOXES\tSANDBOX-HOURS\tCPU\tMEMORY PEAK\tEGRESS OUT\tEGRESS IN\tEXECS")
+	tw := table("TENANT\tSANDBOXES\tSANDBOX-HOURS\tCPU\tMEMORY PEAK\tEGRESS OUT\tEGRESS IN\tEXECS\tSTORED")
 	for _, u := range rep.Tenants {
-		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.2fs\t%s\t%s\t%s\t%d\n", u.TenantID, u.Sandboxes, u.SandboxHours, u.CPUSeconds,
-			bytesCell(u.MemoryPeakBytes), bytesCell(u.EgressBytesOut), bytesCell(u.EgressBytesIn), u.ExecCount)
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.2fs\t%s\t%s\t%s\t%d\t%s\n", u.TenantID, u.Sandboxes, u.SandboxHours, u.CPUSeconds,
+			bytesCell(u.MemoryPeakBytes), bytesCell(u.EgressBytesOut), bytesCell(u.EgressBytesIn), u.ExecCount, bytesCell(u.StorageBytes))
 	}
 	return tw.Flush()
 }

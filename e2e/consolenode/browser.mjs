@@ -86,3 +86,18 @@ export function apiClient(base, key) {
 export function must(cond, msg) {
   if (!cond) throw new Error(msg);
 }
+
+// tab is one of a sandbox page's tabs.
+export function tab(page, name) {
+  return page.getByRole('tab', { name, exact: true });
+}
+
+// topNav is the console's own navigation, first on every page (a sandbox
+// page adds a breadcrumb, the file browser a path).
+export function topNav(page) {
+  return page.getByRole('navigation').first();
+}
+
+export function navLink(page, name) {
+  return topNav(page).getByRole('link', { name, exact: true });
+}

@@ -1,10 +1,17 @@
-// Drives the Airlock console through issue 10's acceptance scenario in a
-// real headless Chromium against a real `airlock serve` (started by
-// e2e/console_test.go, which passes everything in the environment and
-// checks the server's side afterwards). Prints SANDBOX, COOKIE_A (after
+// Drives the Airlock console through issue 10's acceptance scenario, and
+// issue 18's (durations in the create form, a failed upstream in the
+// network log, the replay player in view, the audit counts, charts with
+// history, the list's state filter, the "nothing here" page, every page at
+// 420 px), in a real headless Chromium against a real `airlock serve`
+// (started by e2e/console_test.go, which passes everything in the
+// environment and checks the server's side afterwards). Prints SANDBOX, COOKIE_A (after
 // sign-out), COOKIE_B and SCREENSHOT lines, and "ok" last when every step
 // held.
-import { launch, newContext, Shots, waitForLine, apiClient, must } from './browser.mjs';
+import { launch, newContext, Shots, waitForLine, apiClient, must, tab, navLink, topNav } from './browser.mjs';
+import { columnsAligned } from './layout.mjs';
+import { failedUpstream } from './netfail.mjs';
+import { narrow } from './narrow.mjs';
+import { notFound, notFoundSignedOut } from './notfound.mjs';
 
 const env = (name) => {
   const v = process.env[name];
@@ -20,6 +27,7 @@ const deniedHost = env('AIRLOCK_DENIED_HOST');
 const upload = Buffer.from(env('AIRLOCK_UPLOAD_B64'), 'base64');
 const secretValue = env('AIRLOCK_SECRET_VALUE');
 const doomed = env('AIRLOCK_DOOMED'); // a sandbox to destroy from the list
+const stopped = env('AIRLOCK_STOPPED'); // a sandbox that has ended already
 const shots = new Shots(env('AIRLOCK_SCREENSHOTS'));
 const api = apiClient(base, keyA);
 
@@ -44,6 +52,8 @@ try {
   await usage(page);
   await admin(page);
   await sandboxList(page, id);
+  await notFound(page, base, shots, id);
+  await narrow(page, base, shots, id, deniedHost);
   await neverShown(page, a.context);
 
   // Tenant B, in a context of its own (dark, to see the other theme).
@@ -56,6 +66,7 @@ try {
 
   page = a.page;
   await signOut(page, a.context);
+  await notFoundSignedOut(page, base, shots);
   must(problems.length === 0, `problems:\n${problems.join('\n')}`);
   console.log('ok');
 } catch (err) {
@@ -102,20 +113,64 @@ async function createSandbox(page) {
   const form = page.getByRole('form', { name: 'New sandbox' });
   await form.waitFor();
   await form.getByLabel('Allowed hosts').fill(allowedHost);
-  await form.getByLabel('Timeout (s)').fill('900');
   await form.getByLabel('Metadata').fill('owner=console-e2e\nticket=issue-10');
+  // The timeout takes what airlock create --timeout takes (Go durations),
+  // and says inline what is wrong with anything else; a bad one creates
+  // nothing.
+  const timeout = form.getByLabel('Timeout', { exact: true });
+  for (const [text, says] of [['900', 'has no unit'], ['48h', 'is longer than the 24h maximum'], ['1 hour', 'has no spaces'], ['5d', 'unknown unit "d"']]) {
+    await timeout.fill(text);
+    await timeout.blur();
+    await form.locator('.field-error').filter({ hasText: says }).waitFor();
+    must(await timeout.getAttribute('aria-invalid') === 'true', `timeout ${JSON.stringify(text)} is not marked invalid`);
+  }
+  await shots.take(page, 'create-form-bad-timeout');
+  const before = JSON.parse(await api('GET', '/v1/sandboxes?limit=1000')).sandboxes.length;
+  await form.getByRole('button', { name: 'Create sandbox' }).click();
+  await page.waitForFunction(() => document.activeElement?.getAttribute('aria-invalid') === 'true');
+  const after = JSON.parse(await api('GET', '/v1/sandboxes?limit=1000')).sandboxes.length;
+  must(after === before && (await form.isVisible()), `a create with timeout "5d": ${after - before} sandboxes made, form shown: ${await form.isVisible()}`);
+  await timeout.fill('15m');
+  await form.locator('.field-error').waitFor({ state: 'detached' });
   await shots.take(page, 'create-form');
   await form.getByRole('button', { name: 'Create sandbox' }).click();
   await page.waitForURL(/\/sandboxes\/[^/?#]+/, { timeout: 60_000 });
   const id = decodeURIComponent(page.url().match(/\/sandboxes\/([^/?#]+)/)[1]);
   await page.getByRole('heading', { name: id }).first().waitFor();
+  const sb = JSON.parse(await api('GET', `/v1/sandboxes/${id}`));
+  const secs = (Date.parse(sb.expires_at) - Date.parse(sb.created_at)) / 1000;
+  must(Math.abs(secs - 900) < 2, `sandbox made with timeout 15m expires ${secs} s after it was created, want 900`);
   return id;
 }
 
-// overview keeps the Overview open while the sandbox burns some CPU, until
-// both live charts have drawn a line of several samples.
+// overview: the charts open with the server's last minutes (a line of
+// several points when they first appear, not an empty chart that fills as
+// it polls); then the Overview stays open while the sandbox burns some
+// CPU, until both live charts have drawn a line of several samples.
 async function overview(page, id) {
+  // The server reads every running sandbox every 10 s: wait for three.
+  const until = Date.now() + 40_000;
+  let kept = 0;
+  while ((kept = JSON.parse(await api('GET', `/v1/sandboxes/${id}/metrics/history`)).samples.length) < 3 && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  must(kept >= 3, `the server keeps ${kept} readings of ${id}, want 3 or more`);
+  await page.evaluate(() => {
+    window.firstCharts = null;
+    const look = () => {
+      const charts = [...document.querySelectorAll('[role=tabpanel] figure.chart svg')];
+      if (charts.length < 2 || window.firstCharts) return;
+      window.firstCharts = charts.map((svg) => [...svg.querySelectorAll('path.line')].map((l) => (l.getAttribute('d').match(/[ML]/g) || []).length));
+      obs.disconnect();
+    };
+    const obs = new MutationObserver(look);
+    obs.observe(document.body, { subtree: true, childList: true, attributes: true });
+  });
   await tab(page, 'Overview').click();
+  await page.waitForFunction(() => window.firstCharts);
+  const first = await page.evaluate(() => window.firstCharts);
+  must(first.every((lines) => lines.length === 1 && lines[0] >= 2),
+    `points of each chart's line when the charts first appeared: ${JSON.stringify(first)}, want a line of 2 or more in each`);
   const busy = api('POST', `/v1/sandboxes/${id}/exec`, { command: 'timeout 8 sh -c "while :; do :; done"; true', timeout_s: 60 });
   await page.waitForFunction(() => {
     const lines = [...document.querySelectorAll('[role=tabpanel] svg path.line')];
@@ -123,10 +178,6 @@ async function overview(page, id) {
   }, null, { timeout: 30_000 });
   await busy;
   await shots.take(page, 'sandbox-overview');
-}
-
-function tab(page, name) {
-  return page.getByRole('tab', { name, exact: true });
 }
 
 async function terminal(page) {
@@ -206,10 +257,15 @@ async function network(page, id) {
     await tab(page, 'Network').click();
     await row('allowed').first().waitFor();
   }
+  await failedUpstream(page, id, deniedHost);
   await shots.take(page, 'network-log');
 }
 
 async function replay(page, id) {
+  // Enough commands for a list longer than the window.
+  for (let i = 1; i <= 14; i++) {
+    await api('POST', `/v1/sandboxes/${id}/exec`, { command: `echo replay-${i}`, timeout_s: 30 });
+  }
   const sessions = JSON.parse(await api('GET', `/v1/sandboxes/${id}/sessions`));
   const list = Array.isArray(sessions) ? sessions : sessions.sessions;
   must(list?.length === 1, `sessions of ${id}: ${JSON.stringify(sessions)}`);
@@ -236,6 +292,26 @@ async function replay(page, id) {
     await played();
   }
   await shots.take(page, 'replay');
+  await columnsAligned(page, 'the replay list');
+
+  // Play pressed at the bottom of a long list: the player opens above it,
+  // in view below the sticky header, with the focus.
+  await page.locator('.player-panel').getByRole('button', { name: 'Close' }).click();
+  await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
+  const lastRow = page.getByRole('row').filter({ hasText: 'echo replay-14' });
+  await lastRow.getByRole('button', { name: 'Play' }).click();
+  await page.locator('.player-panel').filter({ hasText: 'echo replay-14' }).waitFor();
+  await page.waitForFunction(() => document.querySelector('.player-panel .ap-wrapper, .player-panel .ap-player'));
+  const box = await page.evaluate(() => {
+    const header = document.querySelector('header.topbar').getBoundingClientRect();
+    const p = document.querySelector('.player-panel').getBoundingClientRect();
+    return { header: header.bottom, top: p.top, bottom: p.bottom, height: innerHeight, scrollY,
+      focused: !!document.activeElement?.closest('.player-panel') };
+  });
+  must(box.top >= box.header && box.top < box.height - 100,
+    `replay player at ${Math.round(box.top)}..${Math.round(box.bottom)} px (page scrolled ${box.scrollY}), want its top below the header (${box.header} px) and in the window (${box.height} px)`);
+  must(box.focused, 'the focus is not in the replay player after Play');
+  await shots.take(page, 'replay-from-the-bottom');
 }
 
 async function audit(page) {
@@ -243,7 +319,29 @@ async function audit(page) {
   await page.getByLabel('Type').waitFor();
   await page.getByRole('button', { name: 'Verify chain' }).click();
   await page.getByRole('status').filter({ hasText: 'Chain verified' }).first().waitFor();
+  // The count above the list is the count the check verified.
+  const counts = () => page.evaluate(() => {
+    const listed = [...document.querySelectorAll('[role=tabpanel] .toolbar span')].map((e) => e.textContent.match(/^(\d+)\+? events? · oldest first/)).find(Boolean);
+    const verified = document.querySelector('[role=status]')?.textContent.match(/Chain verified: (\d+) event/);
+    return { listed: listed && Number(listed[1]), verified: verified && Number(verified[1]), rows: document.querySelectorAll('[role=tabpanel] tbody tr').length };
+  });
+  try {
+    await page.waitForFunction(() => {
+      const listed = [...document.querySelectorAll('[role=tabpanel] .toolbar span')].map((e) => e.textContent.match(/^(\d+)\+? events? · oldest first/)).find(Boolean);
+      const verified = document.querySelector('[role=status]')?.textContent.match(/Chain verified: (\d+) event/);
+      return listed && verified && listed[1] === verified[1] && document.querySelectorAll('[role=tabpanel] tbody tr').length === Number(listed[1]);
+    }, null, { timeout: 10_000 });
+  } catch {
+    const c = await counts();
+    throw new Error(`after Verify chain: the list says ${c.listed} events and shows ${c.rows} rows, the check verified ${c.verified}`);
+  }
   await shots.take(page, 'audit-verified');
+  const { verified } = await counts();
+  await page.getByRole('button', { name: 'show newer events' }).click();
+  await page.waitForFunction((n) => {
+    const listed = [...document.querySelectorAll('[role=tabpanel] .toolbar span')].map((e) => e.textContent.match(/^(\d+)\+? events? · oldest first/)).find(Boolean);
+    return listed && Number(listed[1]) > n;
+  }, verified);
 
   // Filtered to the keys typed in the terminal, one event opens as JSON.
   await page.getByLabel('Type').selectOption('session.input');
@@ -252,16 +350,6 @@ async function audit(page) {
   await page.waitForFunction(() => ![...document.querySelectorAll('tbody tr')].some((tr) => tr.textContent.includes('sandbox.created')));
   await typed.first().click();
   await page.locator('pre').filter({ hasText: '"type": "session.input"' }).first().waitFor();
-}
-
-// topNav is the console's own navigation, first on every page (a sandbox
-// page adds a breadcrumb, the file browser a path).
-function topNav(page) {
-  return page.getByRole('navigation').first();
-}
-
-function navLink(page, name) {
-  return topNav(page).getByRole('link', { name, exact: true });
 }
 
 async function secrets(page) {
@@ -295,6 +383,22 @@ async function sandboxList(page, id) {
   await navLink(page, 'Sandboxes').click();
   const link = page.getByRole('link', { name: id });
   await link.waitFor();
+  // Running sandboxes by default; the stopped ones one click away, the
+  // choice in the URL (a reload keeps it, Back undoes it).
+  const view = (name) => page.getByRole('radio', { name, exact: true });
+  must(await view('Running').isChecked(), 'the list does not open on Running');
+  must(await page.getByRole('link', { name: stopped }).count() === 0, `the default list shows ${stopped}, which has ended`);
+  await view('Stopped').check();
+  await page.getByRole('link', { name: stopped }).waitFor();
+  must(new URL(page.url()).searchParams.get('state') === 'stopped', `URL after choosing Stopped: ${page.url()}`);
+  await page.waitForFunction((sid) => ![...document.querySelectorAll('a')].some((a) => a.textContent === sid), id);
+  await page.reload();
+  await page.getByRole('link', { name: stopped }).waitFor();
+  must(await view('Stopped').isChecked(), 'a reload forgot the Stopped filter');
+  await shots.take(page, 'sandboxes-stopped');
+  await page.goBack();
+  await link.waitFor();
+  must(await view('Running').isChecked() && !new URL(page.url()).searchParams.has('state'), `Back: ${page.url()}`);
   const row = page.getByRole('row').filter({ has: link });
   await row.getByRole('button', { name: 'Extend' }).waitFor();
   await row.getByRole('button', { name: 'Destroy' }).waitFor();
@@ -333,7 +437,9 @@ async function otherTenant(page, id, sandboxURL) {
   await shots.take(page, 'other-tenant-not-found');
   await navLink(page, 'Sandboxes').click();
   await page.getByRole('heading', { name: 'Sandboxes' }).waitFor();
-  await page.getByText('No sandboxes').first().waitFor();
+  await page.getByText('No running sandboxes').first().waitFor();
+  await page.getByRole('radio', { name: 'All', exact: true }).check();
+  await page.getByText('No sandboxes yet').first().waitFor();
   must(await page.getByText(id).count() === 0, `tenant B's list shows ${id}`);
 }
 

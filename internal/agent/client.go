@@ -143,6 +143,10 @@ func (c *Client) Signal(ctx context.Context, pid, sig int, group bool) error {
 // ReadFile streams the file at path into w and returns the bytes copied.
 func (c *Client) ReadFile(ctx context.Context, path string, w io.Writer) (int64, error) {
 	n, err := c.readFile(ctx, path, w)
+	var e *Error
+	if errors.As(err, &e) && e.Code == CodeNotRegular {
+		return n, &runtime.NotRegularError{Path: path, What: e.Message}
+	}
 	if err != nil {
 		return n, fmt.Errorf("agent read %s: %w", path, err)
 	}

@@ -43,7 +43,11 @@
 //	           its output, d is typed input, w resizes, z is ignored.
 //	           Closing the connection before x kills the process tree.
 //	signal  -> r {}
-//	read    -> d* then r {"size"}
+//	read    -> d* then r {"size"}; a device, FIFO, socket or kernel file
+//	           (/proc, /sys...) is refused before any d, and a file that
+//	           changes size or is written meanwhile ends with '!' (code
+//	           changed) before its last d, so a client never holds all of
+//	           a changed file
 //	write   client sends d* then z -> r {"size"}; the file is replaced
 //	           atomically only after z, never on a broken stream
 //	stat    -> r runtime.FileInfo (lstat semantics)
@@ -53,6 +57,7 @@
 //	rename  -> r {}
 //
 // Any op can end with '!' instead; error codes are not_found, invalid,
-// permission, exists, not_dir, is_dir, no_space and internal. The Client maps
-// them to runtime and io/fs errors (see Error.Is).
+// permission, exists, not_dir, is_dir, no_space, pid_limit, not_regular,
+// changed and internal. The Client maps them to runtime and io/fs errors
+// (see Error.Is).
 package agent

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -69,6 +70,10 @@ func (s *server) exec(c *opConn, req Request) error {
 	// output from ever reaching EOF.
 	io.closeChild()
 	defer io.close()
+	if errors.Is(err, syscall.EAGAIN) {
+		// fork fails with EAGAIN at the pids limit (or RLIMIT_NPROC).
+		return errorf(CodePidLimit, "start %s: the sandbox is at its pid limit (%v)", spec.argv[0], err)
+	}
 	if err != nil {
 		return fmt.Errorf("start %s: %w", spec.argv[0], err)
 	}
@@ -97,11 +102,15 @@ func (s *server) exec(c *opConn, req Request) error {
 
 	res := <-statusc
 	dur := time.Since(start)
-	fired := timer != nil && !timer.Stop()
-	if fired || r.killing.Load() {
-		// The root dies first; report only once the whole tree is gone.
-		r.killTree()
+	if timer != nil {
+		timer.Stop()
 	}
+	// A process's tree lives as long as its root: what the root left
+	// running is killed with it (a fork bomb returns at once and leaves
+	// every member reparented to us), and the exit is reported only once
+	// the whole tree is gone. Servers meant to outlive a command are
+	// started as processes of their own.
+	r.killTree()
 	r.exited.Store(true)
 	r.drain(&out, io.outs...)
 	close(done)

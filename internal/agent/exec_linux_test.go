@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -118,8 +120,11 @@ func TestExecErrors(t *testing.T) {
 	}
 }
 
-// A background child that keeps stdout open must not hold Exec forever.
-func TestExecBackgroundChildHoldsOutput(t *testing.T) {
+// TestExecLeftoversDieWithIt: a command's tree lives as long as the
+// command. A child it left running (here one holding its stdout) neither
+// holds the exec open nor outlives it: a fork bomb, whose root returns at
+// once, used to keep every pid of the sandbox after its exec ended.
+func TestExecLeftoversDieWithIt(t *testing.T) {
 	c := startServer(t, Config{UID: -1, GID: -1, Root: "/", Workdir: t.TempDir()})
 	got, err := run(t, c, runtime.ExecRequest{Shell: "sleep 1000 & echo $!"})
 	if err != nil {
@@ -131,8 +136,8 @@ func TestExecBackgroundChildHoldsOutput(t *testing.T) {
 	}
 	p := procOf(pid)
 	defer p.kill()
-	if p.dead() {
-		t.Errorf("background child %d died with its parent; only timeouts and disconnects kill trees", pid)
+	if !p.dead() {
+		t.Errorf("child %d outlived the exec that started it", pid)
 	}
 }
 
@@ -240,21 +245,25 @@ func TestSignal(t *testing.T) {
 	}
 }
 
-// As PID 1 the agent must reap orphans, or the sandbox fills with zombies.
+// As PID 1 the agent must reap orphans, or the sandbox fills with zombies:
+// a grandchild whose parent exited is reparented to it and, when it exits
+// while the command still runs, must not be left a zombie.
 func TestReapOrphans(t *testing.T) {
 	c := startReaper(t, t.TempDir())
-	got, err := run(t, c, runtime.ExecRequest{Shell: "sleep 1000 >/dev/null 2>&1 & echo $!"})
+	pr, pw := io.Pipe()
+	p, err := c.Start(context.Background(), runtime.ExecRequest{Shell: "(sleep 0.2 >/dev/null 2>&1 & echo $!); exec sleep 30", Stdout: pw})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(got.Stdout))
-	if pid <= 0 {
-		t.Fatalf("no orphan pid in %q", got.Stdout)
+	defer c.Signal(context.Background(), p.Pid(), int(syscall.SIGKILL), false)
+	br := bufio.NewReader(pr)
+	line, err := br.ReadString('\n')
+	go io.Copy(io.Discard, br)
+	pid, _ := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || pid <= 0 {
+		t.Fatalf("no orphan pid: %q %v", line, err)
 	}
 	orphan := procOf(pid)
 	defer orphan.kill()
-	if err := c.Signal(context.Background(), pid, int(syscall.SIGKILL), false); err != nil {
-		t.Fatal(err)
-	}
 	waitFor(t, "orphan to be reaped (not left a zombie)", func() bool { return orphan.state() == 0 })
 }

@@ -3,9 +3,7 @@ package agent
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -94,45 +92,6 @@ func (s *server) openParent(p string) (int, string, error) {
 	return fd, base, err
 }
 
-func (s *server) readFile(c *opConn, p string) error {
-	// O_NONBLOCK: a FIFO planted in the sandbox must not hang the open.
-	fd, err := s.open(p, unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK)
-	if err != nil {
-		return err
-	}
-	f := os.NewFile(uintptr(fd), p)
-	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("stat %s: %w", p, err)
-	}
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFREG:
-	case unix.S_IFDIR:
-		return fmt.Errorf("read %s: %w", p, unix.EISDIR)
-	default:
-		// Devices and FIFOs can be endless or block forever.
-		return errorf(CodeInvalid, "read %s: not a regular file", p)
-	}
-	buf := make([]byte, MaxPayload)
-	var n int64
-	for {
-		m, err := f.Read(buf)
-		if m > 0 {
-			if werr := c.fw.write(FrameData, buf[:m]); werr != nil {
-				return werr
-			}
-			n += int64(m)
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return c.fw.json(FrameResult, SizeResult{Size: n})
-			}
-			return fmt.Errorf("read %s: %w", p, err)
-		}
-	}
-}
-
 // writeFile replaces p atomically: the data goes to a new file in the same
 // directory, which is renamed over p only once complete and synced. The
 // rename replaces a symlink at p instead of writing through it.
@@ -145,6 +104,11 @@ func (s *server) writeFile(c *opConn, p string, mode uint32) error {
 		return err
 	}
 	defer unix.Close(dirfd)
+	if name := kernelFSOf(dirfd); name != "" {
+		// Not a place for files: the kernel's own answer (ENOENT, EACCES)
+		// would only mislead.
+		return errorf(CodeInvalid, "write %s: %s is on the kernel's %s filesystem, where files cannot be created", p, path.Dir(p), name)
+	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		return fmt.Errorf("write %s: %w", p, unix.EISDIR)

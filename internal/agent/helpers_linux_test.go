@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"net"
 	"os"
 	"os/exec"
@@ -178,7 +179,5 @@ func readPid(t *testing.T, file string) proc {
 
 func requiresRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("requires root: switches to uid 65534")
-	}
+	testenv.RequiresRoot(t, "switch to uid 65534")
 }

@@ -111,7 +111,13 @@ const (
 	CodeNotDir     = "not_dir"
 	CodeIsDir      = "is_dir"
 	CodeNoSpace    = "no_space"
+	CodePidLimit   = "pid_limit"
 	CodeInternal   = "internal"
+	// CodeNotRegular refuses a read of a device, FIFO, socket or kernel
+	// file (see runtime.NotRegularError); the message says what it is.
+	CodeNotRegular = "not_regular"
+	// CodeChanged fails a read of a file that changed while it was read.
+	CodeChanged = "changed"
 )
 
 // Error is a failure reported by the agent (the payload of FrameError).
@@ -140,6 +146,12 @@ func (e *Error) Is(target error) bool {
 		return target == syscall.EISDIR || target == runtime.ErrInvalid
 	case CodeNoSpace:
 		return target == syscall.ENOSPC
+	case CodePidLimit:
+		return target == runtime.ErrPidLimit
+	case CodeNotRegular:
+		return target == runtime.ErrInvalid || target == fs.ErrInvalid
+	case CodeChanged:
+		return target == runtime.ErrChanged
 	}
 	return false
 }

@@ -283,9 +283,12 @@ func wireError(err error) *Error {
 			code = CodeNotDir
 		case unix.EISDIR:
 			code = CodeIsDir
-		case unix.ENOSPC, unix.EDQUOT:
+		case unix.ENOSPC, unix.EDQUOT, unix.EFBIG:
 			code = CodeNoSpace
-		case unix.EINVAL, unix.ENAMETOOLONG, unix.ELOOP, unix.EXDEV, unix.E2BIG, unix.ENOEXEC, unix.EBUSY:
+		// The caller's to fix, not an outage: a path too long or looping,
+		// a device that is not there, a value too large for the call.
+		case unix.EINVAL, unix.ENAMETOOLONG, unix.ELOOP, unix.EXDEV, unix.E2BIG, unix.ENOEXEC, unix.EBUSY,
+			unix.ENXIO, unix.ENODEV, unix.EOVERFLOW:
 			code = CodeInvalid
 		}
 	}

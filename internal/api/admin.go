@@ -55,6 +55,7 @@ func (s *server) createTenant(w http.ResponseWriter, r *http.Request) {
 		Name         string `json:"name"`
 		MaxSandboxes int    `json:"max_sandboxes"`
 		MaxMemoryMB  int64  `json:"max_memory_mb"`
+		MaxStorageMB *int64 `json:"max_storage_mb"` // absent: the default
 	}
 	if err := readJSON(w, r, s.maxJSON, &req, false); err != nil {
 		s.fail(w, r, err)
@@ -64,13 +65,16 @@ func (s *server) createTenant(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, invalidf("field \"name\" %q: want 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", req.Name))
 		return
 	}
-	if err := checkQuotas(&req.MaxSandboxes, &req.MaxMemoryMB); err != nil {
+	if req.MaxStorageMB == nil {
+		req.MaxStorageMB = new(int64(store.DefaultMaxStorageMB))
+	}
+	if err := checkQuotas(&req.MaxSandboxes, &req.MaxMemoryMB, req.MaxStorageMB); err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	t := store.Tenant{
 		ID: newID("ten_"), Name: req.Name, MaxSandboxes: req.MaxSandboxes,
-		MaxMemoryMB: req.MaxMemoryMB, CreatedAt: s.now().UTC().Truncate(time.Second),
+		MaxMemoryMB: req.MaxMemoryMB, MaxStorageMB: *req.MaxStorageMB, CreatedAt: s.now().UTC().Truncate(time.Second),
 	}
 	if err := s.store.CreateTenant(r.Context(), t); err != nil {
 		if errors.Is(err, store.ErrConflict) {
@@ -89,16 +93,17 @@ func (s *server) updateTenant(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		MaxSandboxes *int   `json:"max_sandboxes"`
 		MaxMemoryMB  *int64 `json:"max_memory_mb"`
+		MaxStorageMB *int64 `json:"max_storage_mb"`
 	}
 	if err := readJSON(w, r, s.maxJSON, &req, false); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	if req.MaxSandboxes == nil && req.MaxMemoryMB == nil {
-		s.fail(w, r, invalidf("give \"max_sandboxes\", \"max_memory_mb\" or both"))
+	if req.MaxSandboxes == nil && req.MaxMemoryMB == nil && req.MaxStorageMB == nil {
+		s.fail(w, r, invalidf("give one or more of \"max_sandboxes\", \"max_memory_mb\" and \"max_storage_mb\""))
 		return
 	}
-	if err := checkQuotas(req.MaxSandboxes, req.MaxMemoryMB); err != nil {
+	if err := checkQuotas(req.MaxSandboxes, req.MaxMemoryMB, req.MaxStorageMB); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -117,6 +122,9 @@ func (s *server) updateTenant(w http.ResponseWriter, r *http.Request) {
 	if req.MaxMemoryMB != nil {
 		t.MaxMemoryMB = *req.MaxMemoryMB
 	}
+	if req.MaxStorageMB != nil {
+		t.MaxStorageMB = *req.MaxStorageMB
+	}
 	if t, err = s.store.UpdateTenantQuota(r.Context(), t); err != nil {
 		s.fail(w, r, err)
 		return
@@ -126,15 +134,23 @@ func (s *server) updateTenant(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkQuotas refuses a negative quota among those given (nil: not given).
-func checkQuotas(maxSandboxes *int, maxMemoryMB *int64) error {
+func checkQuotas(maxSandboxes *int, maxMemoryMB, maxStorageMB *int64) error {
 	switch {
 	case maxSandboxes != nil && *maxSandboxes < 0:
 		return invalidf("field \"max_sandboxes\" is %d; want 0 (unlimited) or more", *maxSandboxes)
 	case maxMemoryMB != nil && *maxMemoryMB < 0:
 		return invalidf("field \"max_memory_mb\" is %d; want 0 (unlimited) or more", *maxMemoryMB)
+	case maxStorageMB != nil && *maxStorageMB < 0:
+		return invalidf("field \"max_storage_mb\" is %d; want 0 (unlimited) or more", *maxStorageMB)
+	case maxStorageMB != nil && *maxStorageMB > maxStorageQuotaMB:
+		return invalidf("field \"max_storage_mb\" is %d; want at most %d (1 EiB), or 0 for unlimited", *maxStorageMB, maxStorageQuotaMB)
 	}
 	return nil
 }
+
+// maxStorageQuotaMB keeps a storage quota, counted in bytes, within an
+// int64.
+const maxStorageQuotaMB = 1 << 40
 
 func (s *server) listTenants(w http.ResponseWriter, r *http.Request) {
 	ts, err := s.store.ListTenants(r.Context())

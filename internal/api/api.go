@@ -5,7 +5,10 @@ import (
 	_ "embed"
 	"go.opentelemetry.io/otel/propagation"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/events"
@@ -82,6 +85,7 @@ var routes = []route{
 	{"DELETE", "/v1/sandboxes/{id}", sandboxRoute, (*server).deleteSandbox},
 	{"POST", "/v1/sandboxes/{id}/timeout", sandboxRoute, (*server).setTimeout},
 	{"GET", "/v1/sandboxes/{id}/metrics", sandboxRoute, (*server).sandboxMetrics},
+	{"GET", "/v1/sandboxes/{id}/metrics/history", sandboxRoute, (*server).sandboxMetricsHistory},
 	{"GET", "/v1/sandboxes/metrics", anyKey, (*server).sandboxesMetrics},
 	// Ports (ports.go): HTTP to a port the sandbox listens on.
 	{"GET", "/v1/sandboxes/{id}/ports/{port}/", sandboxRoute, (*server).portProxy},
@@ -203,24 +207,65 @@ func New(m sandbox.Manager, st store.Store, opts Options) http.Handler {
 		}
 		s.fail(w, r, errf(http.StatusNotFound, codeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
-	return mux
+	return s.refuseNUL(mux)
 }
 
-// allowed lists the methods that have a route for r's path.
+// refuseNUL answers 400 to a request whose path or query holds a NUL byte,
+// before any route sees it: no id, name or parameter with one reaches the
+// sandbox or the store, where a C string would end at the NUL and name
+// something else than what was checked (the 2026 SOCKS5 hostname bypass).
+func (s *server) refuseNUL(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.IndexByte(r.URL.Path, 0) >= 0 {
+			s.fail(w, r, invalidf("NUL byte in the URL path"))
+			return
+		}
+		for k, vs := range r.URL.Query() {
+			for _, v := range append([]string{k}, vs...) {
+				if strings.IndexByte(v, 0) >= 0 {
+					s.fail(w, r, invalidf("NUL byte in query parameter %q", k))
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// allowed lists the methods that have a route for r's path, in
+// routeMethods' order.
 func allowed(mux *http.ServeMux, r *http.Request) string {
-	var list string
-	for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
+	var list []string
+	for _, m := range routeMethods {
 		probe := r.Clone(r.Context())
 		probe.Method = m
 		if _, pattern := mux.Handler(probe); pattern != "/" && pattern != "" {
-			if list != "" {
-				list += ", "
-			}
-			list += m
+			list = append(list, m)
 		}
 	}
-	return list
+	return strings.Join(list, ", ")
 }
+
+// routeMethods are the methods the route table serves, and HEAD, which
+// the mux serves wherever GET is: an Allow header built from a fixed list
+// missed PATCH (a PUT on /v1/tenants/{name} was a 404 instead of a 405
+// naming PATCH).
+var routeMethods = func() []string {
+	order := []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"}
+	seen := map[string]bool{"HEAD": true}
+	for _, rt := range routes {
+		seen[rt.method] = true
+	}
+	var out []string
+	for _, m := range order {
+		if seen[m] {
+			out = append(out, m)
+			delete(seen, m)
+		}
+	}
+	// Any other method a route may add, after the usual ones.
+	return append(out, slices.Sorted(maps.Keys(seen))...)
+}()
 
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

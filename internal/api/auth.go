@@ -93,11 +93,15 @@ func (s *server) authorize(a access, h http.HandlerFunc) http.HandlerFunc {
 			h(w, r)
 			return
 		}
-		// A call on a sandbox goes into its audit log: route and status.
+		// A call on a sandbox goes into its audit log: route and status,
+		// also when the handler cuts the answer off (a panic of
+		// http.ErrAbortHandler, which the server recovers).
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			s.m.RecordRequest(r.Context(), c, r.PathValue("id"), r.Method, r.Pattern, sw.status, time.Since(start))
+		}()
 		h(sw, r)
-		s.m.RecordRequest(r.Context(), c, r.PathValue("id"), r.Method, r.Pattern, sw.status, time.Since(start))
 	}
 }
 

@@ -21,8 +21,14 @@ const (
 	codeMethodNotAllowed = "method_not_allowed"
 	codeConflict         = "conflict"
 	codeLimitExceeded    = "limit_exceeded"
+	codePidLimit         = "pid_limit"
+	codeStorageQuota     = "storage_quota"
 	codeUnavailable      = "unavailable"
+	codeLowDisk          = "low_disk"
 	codeInternal         = "internal"
+	// codeSlowConsumer is only ever the code of an event stream's last
+	// "dropped" event, never of an error answer.
+	codeSlowConsumer = "slow_consumer"
 )
 
 // apiError is an error the API itself raises with a status, a code and a
@@ -74,8 +80,14 @@ func statusOf(err error) (status int, code, message string) {
 	case errors.Is(err, sandbox.ErrConflict), errors.Is(err, store.ErrConflict),
 		errors.Is(err, runtime.ErrConflict):
 		return http.StatusConflict, codeConflict, err.Error()
+	case errors.Is(err, sandbox.ErrPidLimit):
+		return http.StatusTooManyRequests, codePidLimit, err.Error()
+	case errors.Is(err, sandbox.ErrStorageQuota):
+		return http.StatusTooManyRequests, codeStorageQuota, err.Error()
 	case errors.Is(err, sandbox.ErrLimitExceeded), errors.Is(err, events.ErrLimitExceeded):
 		return http.StatusTooManyRequests, codeLimitExceeded, err.Error()
+	case errors.Is(err, sandbox.ErrLowDisk):
+		return http.StatusServiceUnavailable, codeLowDisk, err.Error()
 	case errors.Is(err, sandbox.ErrUnavailable), errors.Is(err, runtime.ErrUnavailable),
 		errors.Is(err, runtime.ErrUnsupported):
 		return http.StatusServiceUnavailable, codeUnavailable, err.Error()

@@ -29,6 +29,13 @@ func TestStatusOf(t *testing.T) {
 		{runtime.ErrConflict, 409, "conflict", "already exists"},
 		{fmt.Errorf("tenant quota: %w", sandbox.ErrLimitExceeded), 429, "limit_exceeded", "tenant quota: limit exceeded"},
 		{sandbox.ErrUnavailable, 503, "unavailable", "unavailable"},
+		// A tenant's storage quota and the host's free disk get codes of
+		// their own: the first passes only with retention or a new quota,
+		// the second needs the operator.
+		{fmt.Errorf("%w: %w: tenant a keeps 1.0 MiB of 1.0 MiB", sandbox.ErrLimitExceeded, sandbox.ErrStorageQuota), 429, "storage_quota",
+			"limit exceeded: storage quota: tenant a keeps 1.0 MiB of 1.0 MiB"},
+		{fmt.Errorf("%w: %w: the data dir /d has 1 B free", sandbox.ErrUnavailable, sandbox.ErrLowDisk), 503, "low_disk",
+			"unavailable: low disk space: the data dir /d has 1 B free"},
 		{runtime.ErrUnavailable, 503, "unavailable", "unavailable"},
 		{runtime.ErrUnsupported, 503, "unavailable", "not supported on this host"},
 		{context.DeadlineExceeded, 503, "unavailable", "the operation timed out"},

@@ -86,7 +86,7 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	case !begun && err != nil:
 		s.fail(w, r, err)
 	case errors.Is(err, events.ErrSlow):
-		st.event("dropped", errorDetail{Code: "slow_consumer", Message: err.Error()})
+		st.event("dropped", errorDetail{Code: codeSlowConsumer, Message: err.Error()})
 	case errors.Is(err, events.ErrClosed):
 		st.comment("server shutting down; reconnect with Last-Event-ID")
 	case err != nil:

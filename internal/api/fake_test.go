@@ -45,6 +45,9 @@ type fakeManager struct {
 	err error
 	// stream drives ExecStream; nil sends pid 7, "out", "err" and exits 3.
 	stream func(s sandbox.Stream) (sandbox.ExecResult, error)
+	// read, when set, is what ReadFile of a file that exists does (a file
+	// that changes while it is read, say); nil copies the file's data.
+	read func(w io.Writer) (int64, error)
 }
 
 type fakeFile struct {
@@ -219,9 +222,13 @@ func (m *fakeManager) ReadFile(_ context.Context, c sandbox.Caller, id, p string
 		return 0, err
 	}
 	f, ok := m.files[id][abs(p)]
+	read := m.read
 	m.mu.Unlock()
 	if !ok || f.dir {
 		return 0, fmt.Errorf("read %s: %w", p, sandbox.ErrNotFound)
+	}
+	if read != nil {
+		return read(w)
 	}
 	return io.Copy(w, bytes.NewReader(f.data))
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/sandbox"
 )
 
 // filePath reads the required path query parameter of the files routes.
@@ -18,8 +19,8 @@ func filePath(r *http.Request, known ...string) (string, error) {
 	if p == "" {
 		return "", invalidf("query parameter \"path\" is required")
 	}
-	if len(p) > 4096 {
-		return "", invalidf("query parameter \"path\" is longer than 4096 bytes")
+	if len(p) > sandbox.MaxPath {
+		return "", invalidf("query parameter \"path\" is %d bytes; at most %d", len(p), sandbox.MaxPath)
 	}
 	return p, nil
 }
@@ -106,43 +107,20 @@ func (s *server) readFile(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	t := toEntry(fi).Type
-	if t == "dir" || t == "other" {
-		s.fail(w, r, invalidf("path %q is a %s, not a regular file (list a directory with list=1)", p, typeName[t]))
+	if what := notAFile(fi); what != "" {
+		hint := ""
+		if what == "a directory" {
+			hint = " (list a directory with list=1)"
+		}
+		s.fail(w, r, invalidf("path %q is %s, not a regular file%s", p, what, hint))
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "application/octet-stream")
-	if t == "file" {
-		// A symlink's own size is not its target's.
-		h.Set("Content-Length", strconv.FormatInt(fi.Size, 10))
+	dl := &download{w: w, size: -1}
+	if toEntry(fi).Type == "file" {
+		dl.size = fi.Size // a symlink's own size is not its target's
 	}
-	h.Set("X-Content-Type-Options", "nosniff")
-	cw := &countingWriter{w: w}
-	if _, err := s.m.ReadFile(r.Context(), c, id, p, cw); err != nil {
-		if cw.n == 0 {
-			h.Del("Content-Length")
-			s.fail(w, r, err)
-			return
-		}
-		// The status line is gone; the short body (shorter than the
-		// Content-Length) tells the client the download broke.
-		s.log.Error("read file", "sandbox", id, "path", p, "written", cw.n, "err", err)
-	}
-}
-
-var typeName = map[string]string{"dir": "directory", "other": "special file"}
-
-// countingWriter tells whether anything of the answer was sent.
-type countingWriter struct {
-	w http.ResponseWriter
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
+	n, err := s.m.ReadFile(r.Context(), c, id, p, dl)
+	s.finishDownload(w, r, dl, n, err)
 }
 
 func (s *server) removeFile(w http.ResponseWriter, r *http.Request) {

@@ -24,6 +24,21 @@ func (s *server) sandboxMetrics(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, m)
 }
 
+// sandboxMetricsHistory is GET /v1/sandboxes/{id}/metrics/history: the
+// readings of the last minutes, which the console's charts open with.
+func (s *server) sandboxMetricsHistory(w http.ResponseWriter, r *http.Request) {
+	if err := checkQuery(r, nil); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	h, err := s.m.SandboxMetricsHistory(r.Context(), callerOf(r), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
 // MaxMetricsIDs bounds the sandboxes of one GET /v1/sandboxes/metrics.
 const MaxMetricsIDs = 100
 

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
 )
@@ -16,6 +17,23 @@ func (m *fakeManager) SandboxMetrics(_ context.Context, c sandbox.Caller, id str
 	}
 	return sandbox.Metrics{SandboxID: id, State: sb.State, CPUSeconds: 1.5, MemoryPeakBytes: 1 << 20,
 		WallSeconds: 60, EgressBytesOut: 10, EgressBytesIn: 20, ExecCount: 3, CreatedAt: sb.CreatedAt}, nil
+}
+
+// SandboxMetricsHistory answers two readings a second apart for a running
+// sandbox the caller may see, none for an ended one.
+func (m *fakeManager) SandboxMetricsHistory(_ context.Context, c sandbox.Caller, id string) (sandbox.MetricsHistory, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	sb, err := m.lookup(c, id)
+	if err != nil {
+		return sandbox.MetricsHistory{}, err
+	}
+	h := sandbox.MetricsHistory{SandboxID: id, IntervalS: 10, Samples: []sandbox.Sample{}}
+	if sb.State == "running" {
+		at := sb.CreatedAt.Add(time.Second)
+		h.Samples = []sandbox.Sample{{Time: at, CPUSeconds: 0.5, MemoryBytes: 1 << 20}, {Time: at.Add(time.Second), CPUSeconds: 1.5, MemoryBytes: 2 << 20}}
+	}
+	return h, nil
 }
 
 // Usage keeps the query it got and answers one line for the tenant the

@@ -47,6 +47,36 @@ func TestSandboxMetricsRoute(t *testing.T) {
 	}
 }
 
+// TestSandboxMetricsHistoryRoute: a sandbox's recent readings, as the
+// console's charts open with them; the sandbox's token may read them,
+// another tenant gets 404, an unknown parameter 400.
+func TestSandboxMetricsHistoryRoute(t *testing.T) {
+	e := newEnv(t)
+	id := e.sandbox(e.alice)
+	path := "/v1/sandboxes/" + id + "/metrics/history"
+	var got sandbox.MetricsHistory
+	e.must(call{method: "GET", path: path, cred: e.alice}, 200, &got)
+	if got.SandboxID != id || got.IntervalS <= 0 || len(got.Samples) != 2 || got.Samples[1].CPUSeconds != 1.5 {
+		t.Errorf("history: %+v, want the fake's two samples of %s", got, id)
+	}
+	var raw map[string]any
+	e.must(call{method: "GET", path: path, cred: e.alice}, 200, &raw)
+	sample, _ := raw["samples"].([]any)[0].(map[string]any)
+	var keys []string
+	for k := range sample {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if d := cmp.Diff([]string{"cpu_seconds", "memory_bytes", "time"}, keys); d != "" {
+		t.Errorf("sample keys (-want +got):\n%s", d)
+	}
+	e.must(call{method: "GET", path: path, cred: e.token(e.alice, id, 60)}, 200, nil)
+	if code, _ := e.must(call{method: "GET", path: path, cred: e.bob}, 404, nil).errCode(); code != "not_found" {
+		t.Errorf("bob reading alice's history: %s", code)
+	}
+	e.must(call{method: "GET", path: path + "?window=1h", cred: e.alice}, 400, nil)
+}
+
 // TestSandboxesMetricsRoute: several sandboxes' metrics in one call; ids
 // the caller does not own are left out, as if they did not exist.
 func TestSandboxesMetricsRoute(t *testing.T) {

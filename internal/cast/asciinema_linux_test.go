@@ -2,6 +2,7 @@ package cast
 
 import (
 	"bytes"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,10 +94,7 @@ func openPTY(t *testing.T) (master, peer *os.File) {
 	t.Helper()
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("open /dev/ptmx: %v", err)
-		}
-		t.Skipf("no pseudo-terminals here to run asciinema in: %v", err)
+		testenv.Lacking(t, "no pseudo-terminals here to run asciinema in: "+err.Error())
 	}
 	fd := int(m.Fd())
 	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {

@@ -41,7 +41,8 @@ type fields struct {
 	TimedOut   bool     `json:"timed_out"`
 	OOMKilled  bool     `json:"oom_killed"`
 	LimitBytes int64    `json:"limit_bytes"`
-	Error      string   `json:"error"` // why a command or shell broke off
+	Reason     string   `json:"reason"` // why output stopped being recorded
+	Error      string   `json:"error"`  // why a command or shell broke off
 }
 
 // record is an audit event of one of Types with its data decoded.
@@ -115,6 +116,9 @@ func (r record) status() string {
 
 // cappedLabel marks where the log stopped recording output.
 func (r record) cappedLabel() string {
+	if r.Reason == "storage_quota" {
+		return fmt.Sprintf("output not recorded from here on (the tenant's storage quota of %d bytes reached)", r.LimitBytes)
+	}
 	return fmt.Sprintf("output not recorded from here on (audit output cap of %d bytes reached)", r.LimitBytes)
 }
 

@@ -107,6 +107,17 @@ func TestSession(t *testing.T) {
 			ev(20, "m", "b"),
 		},
 	}, {
+		name: "output stopped by the tenant's storage quota is marked so",
+		log: func(l *logOf) {
+			l.add(0, audit.SessionOutput, ses("a")).
+				add(10, audit.OutputCapped, kv("reason", "storage_quota", "limit_bytes", 1048576, "used_bytes", 1048600))
+		},
+		wantHeader: Header{Version: 2, Width: 80, Height: 24, Timestamp: t0.Unix(), Duration: 0.01, Title: "session ses_1"},
+		want: []Event{
+			ev(0, "o", "a"),
+			ev(10, "m", "output not recorded from here on (the tenant's storage quota of 1048576 bytes reached)"),
+		},
+	}, {
 		name: "a recorder clock that steps back does not make time go back",
 		log: func(l *logOf) {
 			l.add(1000, audit.SessionOutput, ses("a")).

@@ -25,6 +25,27 @@ var dist embed.FS
 // to one of them gets index.html and the app routes it.
 var routes = map[string]bool{"signin": true, "sandboxes": true, "secrets": true, "usage": true, "admin": true}
 
+// others are the paths the rest of the server answers (the API with its
+// health check and Prometheus scrape, MCP, the E2B facade), each with
+// what lies under it. The console never takes them, even from a browser.
+var others = []string{"/v1", "/healthz", "/metrics", "/mcp", "/e2b"}
+
+// otherPart reports whether p is one of others or under one.
+func otherPart(p string) bool {
+	for _, o := range others {
+		if p == o || strings.HasPrefix(p, o+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// wantsPage reports whether r is a browser loading a page (its Accept
+// names HTML), not a program that expects the API's JSON errors.
+func wantsPage(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
 // Handler serves the console. Match says which requests are its own.
 type Handler struct {
 	files fs.FS
@@ -50,25 +71,29 @@ func newHandler(files fs.FS) *Handler {
 func (h *Handler) Built() bool { return h.index != nil }
 
 // Match reports whether a request is the console's: GET or HEAD of /, of
-// one of the app's pages, or of a built asset. Everything else (the API,
-// unknown paths, other methods) is not, so the API keeps answering those
-// with its JSON errors.
+// one of the app's pages, of a built asset, or, from a browser (Accept
+// names HTML), of any path the rest of the server does not own, which gets
+// the app's own "nothing here" page. Everything else (the API, MCP, E2B,
+// other methods, unknown paths asked for by programs) is not, so the API
+// keeps answering those with its JSON errors.
 func (h *Handler) Match(r *http.Request) bool {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return false
 	}
 	p := r.URL.Path
 	switch {
-	case p == "/" || p == "/index.html":
+	case p == "/" || p == "/index.html" || h.page(p):
 		return true
-	case strings.HasPrefix(p, "/v1/"):
-		return false // the API's, without a look into the build
+	case otherPart(p):
+		return false // theirs, without a look into the build
 	}
+	return h.asset(p) != "" || (wantsPage(r) && h.index != nil)
+}
+
+// page reports whether p is one of the app's pages.
+func (h *Handler) page(p string) bool {
 	first, _, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
-	if routes[first] {
-		return true
-	}
-	return h.asset(p) != ""
+	return routes[first]
 }
 
 // asset is the file name in the build for path p, or "".
@@ -106,6 +131,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hdr.Set("Content-Type", "text/html; charset=utf-8")
 		w.WriteHeader(http.StatusServiceUnavailable)
 		w.Write(notBuilt)
+		return
+	}
+	if p := r.URL.Path; p != "/" && p != "/index.html" && !h.page(p) {
+		// A path the console does not know: the app shows its "nothing
+		// here" page, and the status says so too.
+		hdr.Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		if r.Method != http.MethodHead {
+			w.Write(h.index)
+		}
 		return
 	}
 	http.ServeContent(w, r, "index.html", h.built, bytes.NewReader(h.index))

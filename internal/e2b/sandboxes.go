@@ -78,8 +78,8 @@ func (b createBody) createRequest() (client.CreateRequest, error) {
 	}
 	for _, a := range allow {
 		if a == "0.0.0.0/0" || a == "::/0" {
-			// As an Airlock entry it would also open loopback, private
-			// ranges and the host's own addresses.
+			// As an Airlock entry it matches IP literals only, never a
+			// name, so it would not mean what E2B means by it.
 			return req, fmt.Errorf("network.allowOut %q is not supported: Airlock allows names and addresses one by one, and no entry opens every destination", a)
 		}
 	}

@@ -18,7 +18,9 @@ const sniTimeout = 10 * time.Second
 // and address checks answer 403 before any tunnel exists; once it does, a
 // TLS ClientHello naming another server than the CONNECT target closes it
 // (domain fronting: the allow-list saw one name, the TLS server would
-// route by another). TLS to a host a secret is bound to is intercepted.
+// route by another). The Host header is not consulted: the tunnel goes to
+// the target the allow-list checked, and clients (node's http.request
+// among them) send the proxy's own address there. TLS to a host a secret is bound to is intercepted.
 func (s *Sandbox) connect(cc *countConn, br *bufio.Reader, req *http.Request, up0, down0 int64) {
 	start := time.Now()
 	ev := Event{Protocol: "connect"}
@@ -28,6 +30,7 @@ func (s *Sandbox) connect(cc *countConn, br *bufio.Reader, req *http.Request, up
 		s.refuse(cc, ev, http.StatusBadRequest, "bad CONNECT target: "+err.Error(), "")
 		return
 	}
+
 	up, ok := s.decide(cc, &ev, t)
 	if !ok {
 		return
@@ -52,7 +55,7 @@ func (s *Sandbox) connect(cc *countConn, br *bufio.Reader, req *http.Request, up
 		case isTLS:
 			// TLS to a host a secret is bound to: terminated here so
 			// that the placeholder can be swapped for the value.
-			ev.Reason = s.intercept(cc, br, up, t, set, ev)
+			ev.Reason, ev.UpstreamError = s.intercept(cc, br, up, t, set, ev)
 		default:
 			splice(cc, br, up, idle)
 		}

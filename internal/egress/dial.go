@@ -45,9 +45,15 @@ type deniedAddrError struct {
 	host string
 	addr netip.Addr
 	why  string
+	// operatorOnly: no rule of the sandbox can open it; only the
+	// operator can (or, for a localhost name, nobody).
+	operatorOnly bool
 }
 
 func (e *deniedAddrError) Error() string {
+	if !e.addr.IsValid() {
+		return fmt.Sprintf("%s is a %s name", e.host, e.why)
+	}
 	if e.host != "" && e.host != e.addr.String() {
 		return fmt.Sprintf("%s resolves to %s address %s", e.host, e.why, e.addr)
 	}
@@ -55,19 +61,13 @@ func (e *deniedAddrError) Error() string {
 }
 
 // checkAddr refuses an address in a forbidden range or of the host itself,
-// unless an IP/CIDR allow rule lists it.
+// unless the operator opened it and an IP/CIDR allow rule lists it.
 func (p *Proxy) checkAddr(r *Rules, host string, ip netip.Addr, port int) error {
 	ip = ip.Unmap()
-	why := ""
-	if bad, name := Forbidden(ip); bad {
-		why = name
-	} else if p.host.has(ip) {
-		why = "host's own"
+	if ok, why, ruleOpens := p.reach(r, ip, port); !ok {
+		return &deniedAddrError{host: host, addr: ip, why: why, operatorOnly: !ruleOpens}
 	}
-	if why == "" || r.AllowsIP(ip, port) {
-		return nil
-	}
-	return &deniedAddrError{host: host, addr: ip, why: why}
+	return nil
 }
 
 // dial connects to host:port for a sandbox under r. A name is resolved
@@ -80,8 +80,17 @@ func (p *Proxy) dial(ctx context.Context, r *Rules, name string, ip netip.Addr, 
 	host := name
 	addrs := []netip.Addr{ip}
 	if name != "" {
+		if isLocalhostName(name) {
+			// Answered from /etc/hosts or by the resolver itself, never
+			// by a server: refused before any lookup.
+			return nil, netip.Addr{}, &deniedAddrError{host: name, why: "loopback (RFC 6761)", operatorOnly: true}
+		}
 		var err error
-		if addrs, err = p.resolver.LookupNetIP(ctx, "ip", name); err != nil {
+		// Rooted, so that no search domain of the host's resolv.conf is
+		// tried: "api.example" that does not resolve must not become
+		// "api.example.corp.internal", a host the rules never named (and
+		// with ndots:5, as in Kubernetes, the search list comes first).
+		if addrs, err = p.lookup(ctx, name+"."); err != nil {
 			return nil, netip.Addr{}, fmt.Errorf("resolve %s: %w", name, err)
 		}
 	} else {
@@ -109,7 +118,7 @@ func (p *Proxy) dial(ctx context.Context, r *Rules, name string, ip netip.Addr, 
 		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
-		return nil, netip.Addr{}, fmt.Errorf("resolve %s: no addresses", host)
+		return nil, netip.Addr{}, fmt.Errorf("resolve %s: %w", host, &net.DNSError{Err: "no addresses", Name: host, IsNotFound: true})
 	}
 	return nil, netip.Addr{}, errors.Join(errs...)
 }

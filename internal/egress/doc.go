@@ -9,9 +9,11 @@
 // or resolved: a client that names a host gets that name checked and
 // resolved here, so DNS rebinding and "evil.test resolves to 127.0.0.1"
 // tricks meet the same checks as a literal address. It must never dial a
-// loopback, private, link-local, cloud-metadata or host address unless an
-// IP/CIDR rule lists that address explicitly (Rules.AllowsIP), and never
-// treat a string that some resolver would read as an IP address as a name.
+// loopback, private, link-local, cloud-metadata or host address for a
+// tenant's rule alone: only the operator opens such ranges
+// (Config.AllowPrivate), and then an IP/CIDR rule must still list the
+// address explicitly (Rules.AllowsIP). It must never treat a string that
+// some resolver would read as an IP address as a name.
 //
 // TLS is intercepted only for hosts a secret is bound to (SetSecrets): the
 // proxy ends the sandbox's TLS with a certificate from that sandbox's own

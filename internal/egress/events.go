@@ -23,6 +23,12 @@ type Event struct {
 	BytesDown  int64     `json:"bytes_down"`       // to the sandbox
 	DurationMS float64   `json:"duration_ms"`
 
+	// UpstreamError is set when the policy allowed the connection and the
+	// upstream side failed: one of UpstreamDNS, UpstreamRefused,
+	// UpstreamUnreachable, UpstreamTimeout, UpstreamTLS, UpstreamReset,
+	// UpstreamOther; Reason says what failed. Decision stays "allowed".
+	UpstreamError string `json:"upstream_error,omitempty"`
+
 	// Kind is "" for a connection or request, else a secret event
 	// (KindSecretInjected, KindSecretMisdirected) about binding Secret.
 	Kind   string `json:"kind,omitempty"`

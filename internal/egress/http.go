@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -50,27 +51,51 @@ func (s *Sandbox) serveHTTP(c net.Conn) {
 // and closes the connection.
 func (s *Sandbox) refuse(cc *countConn, ev Event, status int, reason, rule string) {
 	ev.Decision, ev.Reason, ev.Rule, ev.Status = Denied, reason, rule, status
+	s.refuseWith(cc, ev, status, reason, rule, s.hint(ev))
+}
+
+// refuseWith is refuse with its own hint ("" for none).
+func (s *Sandbox) refuseWith(cc *countConn, ev Event, status int, reason, rule, hint string) {
+	ev.Decision, ev.Reason, ev.Rule, ev.Status = Denied, reason, rule, status
 	// Logged before the answer goes out: whoever reads the log after
 	// seeing the refusal finds it there.
 	s.event(ev)
-	writeRefusal(cc, ev, s.hint(ev))
+	writeRefusal(cc, ev, hint)
 	cc.Close()
+}
+
+// operatorHint says who can open an address no rule of a sandbox reaches:
+// telling a tenant to add it to the allow-list would send them to a 400.
+func operatorHint(de *deniedAddrError) string {
+	if !de.addr.IsValid() {
+		return "" // a localhost name: nobody
+	}
+	return fmt.Sprintf("the server's operator must open it for every sandbox (airlock serve --egress-allow-private %s), then list it in the allow list",
+		netip.PrefixFrom(de.addr, de.addr.BitLen()))
 }
 
 // writeRefusal writes the proxy's own error answer. A policy denial names
 // the rule that decided and how to allow the target, so an agent (or its
-// operator) reading the error knows what to change.
+// operator) reading the error knows what to change; an upstream failure
+// says that the allow-list let it through and what failed instead.
 func writeRefusal(w io.Writer, ev Event, hint string) {
 	verb := "failed"
 	if ev.Decision == Denied {
 		verb = "denied"
 	}
 	body := fmt.Sprintf("airlock egress: %s %s:%d %s: %s\n", ev.Protocol, ev.Host, ev.Port, verb, ev.Reason)
+	if ev.UpstreamError != "" {
+		verb = "upstream-error"
+		body = fmt.Sprintf("airlock egress: %s: %s\n", net.JoinHostPort(ev.Host, strconv.Itoa(ev.Port)), ev.Reason)
+	}
 	if hint != "" {
 		body += "to allow it, " + hint + "\n"
 	}
 	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nX-Airlock-Egress: %s\r\n",
 		ev.Status, http.StatusText(ev.Status), len(body), verb)
+	if ev.UpstreamError != "" {
+		fmt.Fprintf(w, "X-Airlock-Egress-Error: %s\r\n", ev.UpstreamError)
+	}
 	if ev.Decision == Denied {
 		rule := ev.Rule
 		if rule == "" {
@@ -82,6 +107,16 @@ func writeRefusal(w io.Writer, ev Event, hint string) {
 		fmt.Fprintf(w, "X-Airlock-Egress-Allow: %s\r\n", headerSafe(hint))
 	}
 	fmt.Fprintf(w, "Connection: close\r\n\r\n%s", body)
+}
+
+// failUpstream answers and logs an upstream failure of an allowed request
+// whose answer has not started, and closes the connection.
+func (s *Sandbox) failUpstream(cc *countConn, ev Event, ue *upstreamError) {
+	ev.markUpstream(ue)
+	ev.Status = ue.status()
+	s.event(ev)
+	writeRefusal(cc, ev, "")
+	cc.Close()
 }
 
 // hint says how to allow a denied target, for refusals of a named target.
@@ -118,13 +153,14 @@ func (s *Sandbox) decide(cc *countConn, ev *Event, t target) (up net.Conn, ok bo
 	up, addr, err := s.p.dial(s.ctx, r, t.name, t.ip, t.port)
 	if err != nil {
 		if de, denied := addrDenied(err); denied {
-			s.refuse(cc, *ev, http.StatusForbidden, de.Error(), d.Rule)
+			if de.operatorOnly {
+				s.refuseWith(cc, *ev, http.StatusForbidden, de.Error(), d.Rule, operatorHint(de))
+			} else {
+				s.refuse(cc, *ev, http.StatusForbidden, de.Error(), d.Rule)
+			}
 			return nil, false
 		}
-		ev.Decision, ev.Reason, ev.Status = Allowed, "upstream: "+err.Error(), http.StatusBadGateway
-		s.event(*ev)
-		writeRefusal(cc, *ev, "")
-		cc.Close()
+		s.failUpstream(cc, *ev, upstreamFailure(err, false))
 		return nil, false
 	}
 	ev.Addr = addr.String()
@@ -162,10 +198,17 @@ func (s *Sandbox) forward(cc *countConn, br *bufio.Reader, req *http.Request, ho
 	if !upgrade {
 		req.Header.Set("Connection", "close")
 	}
-	finish := func(status int, reason string) {
+	finish := func(status int, err error) {
 		up1, down1 := cc.mark()
 		up1 -= int64(br.Buffered()) // the next request's, read ahead
-		ev.Decision, ev.Status, ev.Reason = Allowed, status, reason
+		ev.Decision, ev.Status = Allowed, status
+		var ue *upstreamError
+		switch {
+		case errors.As(err, &ue):
+			ev.markUpstream(ue)
+		case err != nil:
+			ev.Reason = "relaying the answer: " + err.Error()
+		}
 		ev.BytesUp, ev.BytesDown = up1-up0, down1-down0
 		ev.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 		s.event(ev)
@@ -174,35 +217,40 @@ func (s *Sandbox) forward(cc *countConn, br *bufio.Reader, req *http.Request, ho
 		// WebSocket and other upgrades: the request goes up as is and the
 		// connection becomes a tunnel to the same, already checked, host.
 		if err := req.Write(up); err != nil {
-			finish(http.StatusBadGateway, "upstream: "+err.Error())
+			ue := upstreamFailure(err, false)
+			writeRefusal(cc, Event{Protocol: "http", Host: ev.Host, Port: ev.Port, Status: ue.status(), UpstreamError: ue.kind, Reason: ue.msg}, "")
+			finish(ue.status(), ue)
 			return false
 		}
 		splice(cc, br, up, s.p.cfg.IdleTimeout)
-		finish(http.StatusSwitchingProtocols, "")
+		finish(http.StatusSwitchingProtocols, nil)
 		return false
 	}
-	status, keep, err := relay(cc, up, req, s.p.cfg.IdleTimeout)
-	if err != nil {
-		finish(status, "upstream: "+err.Error())
-		return false
-	}
-	finish(status, "")
-	return keep
+	status, keep, err := relay(cc, up, req, ev, s.p.cfg.IdleTimeout)
+	finish(status, err)
+	return keep && err == nil
 }
 
 // relay writes req to up and its response back to the client. The idle
 // timeout bounds each wait for progress, not the whole exchange: a long
-// answer that keeps flowing (a model streaming tokens) is not cut.
-func relay(cc *countConn, up net.Conn, req *http.Request, idle time.Duration) (status int, keep bool, err error) {
+// answer that keeps flowing (a model streaming tokens) is not cut. A
+// failure before the answer starts is answered here and returned as an
+// *upstreamError.
+func relay(cc *countConn, up net.Conn, req *http.Request, ev Event, idle time.Duration) (status int, keep bool, err error) {
 	up = &idleConn{Conn: up, idle: idle}
+	fail := func(err error) (int, bool, error) {
+		ue := upstreamFailure(err, false)
+		ev.markUpstream(ue)
+		ev.Status = ue.status()
+		writeRefusal(cc, ev, "")
+		return ev.Status, false, ue
+	}
 	if err := req.Write(up); err != nil {
-		writeRefusal(cc, Event{Protocol: "http", Host: req.URL.Hostname(), Status: http.StatusBadGateway, Reason: err.Error()}, "")
-		return http.StatusBadGateway, false, err
+		return fail(err)
 	}
 	resp, err := readHopResponse(bufio.NewReaderSize(up, maxHead), req)
 	if err != nil {
-		writeRefusal(cc, Event{Protocol: "http", Host: req.URL.Hostname(), Status: http.StatusBadGateway, Reason: err.Error()}, "")
-		return http.StatusBadGateway, false, err
+		return fail(err)
 	}
 	defer resp.Body.Close()
 	clean(resp.Header, false)

@@ -33,12 +33,12 @@ type mitm struct {
 // the dialed upstream, which the caller holds for Sandbox.Close to cut (a
 // request waiting on the upstream's answer would not see the sandbox's
 // side close). It returns a reason for the tunnel's event, "" if
-// nothing went wrong.
-func (s *Sandbox) intercept(cc *countConn, br *bufio.Reader, raw net.Conn, t target, set *secretSet, tun Event) string {
+// nothing went wrong, and the kind of upstream failure if that was it.
+func (s *Sandbox) intercept(cc *countConn, br *bufio.Reader, raw net.Conn, t target, set *secretSet, tun Event) (reason, upstream string) {
 	idle := s.p.cfg.IdleTimeout
 	leaf, err := set.ca.leaf(t.name, time.Now())
 	if err != nil {
-		return "intercept: " + err.Error()
+		return "intercept: " + err.Error(), ""
 	}
 	client := tls.Server(&idleConn{Conn: newBufConn(cc, br), idle: idle}, &tls.Config{
 		Certificates: []tls.Certificate{*leaf},
@@ -47,7 +47,7 @@ func (s *Sandbox) intercept(cc *countConn, br *bufio.Reader, raw net.Conn, t tar
 	})
 	defer client.Close()
 	if err := handshake(client, sniTimeout); err != nil {
-		return "intercept: TLS handshake with the sandbox (does it trust the sandbox CA?): " + err.Error()
+		return "intercept: TLS handshake with the sandbox (does it trust the sandbox CA?): " + err.Error(), ""
 	}
 	up := tls.Client(&idleConn{Conn: raw, idle: idle}, s.p.upstreamTLS(t.name))
 	defer up.Close()
@@ -55,16 +55,16 @@ func (s *Sandbox) intercept(cc *countConn, br *bufio.Reader, raw net.Conn, t tar
 	m := &mitm{s: s, client: pc, cbr: bufio.NewReaderSize(pc, maxHead),
 		up: up, ubr: bufio.NewReaderSize(up, maxHead), t: t, base: tun}
 	m.base.Protocol, m.base.Decision, m.base.Reason = "https", Allowed, ""
-	var upErr error
+	var upErr *upstreamError
 	if err := handshake(up, s.p.cfg.DialTimeout); err != nil {
-		upErr = fmt.Errorf("upstream TLS: %w", err)
+		upErr = upstreamFailure(err, true)
 	}
 	for m.serve(upErr) {
 	}
 	if upErr != nil {
-		return upErr.Error()
+		return set.scrubString(upErr.msg), upErr.kind
 	}
-	return ""
+	return "", ""
 }
 
 func handshake(c *tls.Conn, timeout time.Duration) error {
@@ -76,7 +76,7 @@ func handshake(c *tls.Conn, timeout time.Duration) error {
 // serve handles one request and logs it; it reports whether the tunnel
 // may carry another. A failed upstream handshake is answered 502 to the
 // first request, so that the agent reads why.
-func (m *mitm) serve(upErr error) bool {
+func (m *mitm) serve(upErr *upstreamError) bool {
 	start := time.Now()
 	up0, down0 := m.mark()
 	ev := m.base
@@ -98,7 +98,7 @@ func (m *mitm) mark() (up, down int64) {
 	return m.client.in.Load() - int64(m.cbr.Buffered()), m.client.out.Load()
 }
 
-func (m *mitm) handle(ev *Event, upErr error) bool {
+func (m *mitm) handle(ev *Event, upErr *upstreamError) bool {
 	hosts, err := peekHosts(m.cbr)
 	if err != nil {
 		if errors.Is(err, errHeadTooLarge) {
@@ -115,7 +115,7 @@ func (m *mitm) handle(ev *Event, upErr error) bool {
 		return m.refuse(ev, http.StatusForbidden, Denied, reason)
 	}
 	if upErr != nil {
-		return m.refuse(ev, http.StatusBadGateway, Allowed, m.rules().set.scrubString(upErr.Error()))
+		return m.failUpstream(ev, upErr)
 	}
 	upgrade := req.Header.Get("Upgrade") != ""
 	clean(req.Header, upgrade)
@@ -177,6 +177,13 @@ func (m *mitm) checkTarget(req *http.Request, hosts []string) string {
 	return ""
 }
 
+// failUpstream answers an upstream failure inside the sandbox's TLS
+// session, its message scrubbed of secret values; the tunnel ends.
+func (m *mitm) failUpstream(ev *Event, ue *upstreamError) bool {
+	ev.UpstreamError = ue.kind
+	return m.refuse(ev, ue.status(), Allowed, m.rules().set.scrubString(ue.msg))
+}
+
 // refuse answers inside the sandbox's TLS session; the tunnel ends.
 func (m *mitm) refuse(ev *Event, status int, decision, reason string) bool {
 	ev.Status, ev.Decision, ev.Reason = status, decision, reason
@@ -193,11 +200,11 @@ func (m *mitm) roundTrip(ev *Event, req *http.Request, use *requestUse, upgrade 
 		m.s.event(e)
 	}
 	if werr != nil {
-		return m.refuse(ev, http.StatusBadGateway, Allowed, "upstream: "+m.tr.set.scrubString(werr.Error()))
+		return m.failUpstream(ev, upstreamFailure(werr, false))
 	}
 	resp, err := readResponse(m.ubr, req)
 	if err != nil {
-		return m.refuse(ev, http.StatusBadGateway, Allowed, "upstream: "+m.tr.set.scrubString(err.Error()))
+		return m.failUpstream(ev, upstreamFailure(err, false))
 	}
 	defer resp.Body.Close()
 	switching := upgrade && resp.StatusCode == http.StatusSwitchingProtocols

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -73,7 +74,8 @@ func newMitmEnv(t *testing.T, opt mitmOptions) *mitmEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{DNS: dns, RootCAs: upRoots, OnEvent: e.events.add}
+	cfg := Config{DNS: dns, RootCAs: upRoots, OnEvent: e.events.add,
+		AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}} // the test servers' address
 	if opt.noRootCAs {
 		cfg.RootCAs = nil
 	}

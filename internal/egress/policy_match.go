@@ -51,7 +51,8 @@ func (r *Rules) Match(name string, ip netip.Addr, port int) Decision {
 
 // AllowsIP reports whether an IP/CIDR allow rule, and no deny rule, lists
 // ip:port explicitly. The proxy asks it before dialing an address Forbidden
-// refuses, so that an operator can open, say, 10.0.0.0/8 on purpose.
+// refuses that the operator opened (Config.AllowPrivate): a tenant's rule
+// alone never opens one.
 //
 // A rule broader than the forbidden block holding ip does not count:
 // "0.0.0.0/0" or "::/0" lists the internet, not 127.0.0.1, and

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -40,6 +41,17 @@ type Config struct {
 	// RootCAs are extra roots trusted when the proxy itself opens TLS to an
 	// upstream (credential injection); nil means the host's roots only.
 	RootCAs *x509.CertPool
+	// AllowPrivate is the operator's opening of forbidden addresses for
+	// every sandbox (airlock serve --egress-allow-private), each checked
+	// by ParseAllowPrivate. Without it no rule of a tenant reaches
+	// loopback, private, link-local, metadata, CGNAT, multicast, reserved
+	// or the host's own addresses; with it, a tenant's IP/CIDR rule must
+	// still list the address (Rules.AllowsIP).
+	AllowPrivate []netip.Prefix
+	// OwnRules says the rules are the operator's own word (airlock run,
+	// embedded, for the person at the terminal): an IP/CIDR allow rule
+	// then opens the forbidden addresses it lists, as AllowsIP reads it.
+	OwnRules bool
 	// MaxConns bounds a sandbox's open connections to the proxy (default 256).
 	MaxConns int
 	// IdleTimeout closes a connection or tunnel quiet in both directions
@@ -63,7 +75,10 @@ type Config struct {
 // sandbox that may reach out through listeners in that sandbox's network
 // namespace.
 type Proxy struct {
-	cfg      Config
+	cfg Config
+	// lookup resolves a name the rules allowed (p.resolver's LookupNetIP;
+	// tests watch the names it is asked).
+	lookup   func(ctx context.Context, name string) ([]netip.Addr, error)
 	resolver *net.Resolver
 	host     hostAddrs
 }
@@ -88,6 +103,9 @@ func New(cfg Config) *Proxy {
 		p.resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			return d.DialContext(ctx, network, cfg.DNS)
 		}}
+	}
+	p.lookup = func(ctx context.Context, name string) ([]netip.Addr, error) {
+		return p.resolver.LookupNetIP(ctx, "ip", name)
 	}
 	return p
 }

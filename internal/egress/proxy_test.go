@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,8 +20,9 @@ import (
 
 // The proxy tests run the proxy on loopback listeners in the test's own
 // network namespace, against servers on 127.0.0.1. Loopback is forbidden
-// unless an IP rule lists it, so every policy here names "127.0.0.1:<port>"
-// for the servers the proxy may reach.
+// unless the operator opens it (startProxy opens 127.0.0.1 by default) and
+// an IP rule lists it, so every policy here names "127.0.0.1:<port>" for
+// the servers the proxy may reach.
 
 // waitFor is how long a test waits for something that must happen; it
 // bounds a failure, not a speed.
@@ -52,6 +54,11 @@ func startProxy(t *testing.T, cfg Config, p Policy) *testProxy {
 	}
 	if cfg.LogSize == 0 {
 		cfg.LogSize = 10000 // the tests read events through Log
+	}
+	if cfg.AllowPrivate == nil {
+		// The operator's opening of the test servers' address; a test
+		// of the operator's choice passes an empty, non-nil list.
+		cfg.AllowPrivate = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	}
 	hl, sl := listen(t), listen(t)
 	sb := New(cfg).Attach("sb1", "tenant1", mustCompile(t, p), hl, sl)

@@ -32,6 +32,8 @@ func FuzzRequestTarget(f *testing.F) {
 		"CONNECT 2130706433:22 HTTP/1.1\r\n\r\n",
 		"CONNECT a.test HTTP/1.1\r\n\r\n",
 		"CONNECT a.test:+443 HTTP/1.1\r\n\r\n",
+		"CONNECT a.test:443 HTTP/1.1\r\nHost: b.test:443\r\n\r\n",
+		"CONNECT a.test:443 HTTP/1.1\r\nHost: A.TEST.\r\n\r\n",
 		"POST http://a.test/x HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5\r\n\r\nHost:",
 	} {
 		f.Add([]byte(s))

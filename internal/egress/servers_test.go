@@ -26,7 +26,21 @@ type tcpServer struct {
 
 func startTCP(t *testing.T, handle func(net.Conn)) *tcpServer {
 	t.Helper()
-	s := &tcpServer{ln: listen(t), handle: handle, conns: map[net.Conn]bool{}}
+	return serveTCP(t, listen(t), handle)
+}
+
+// startTCPOn is startTCP on addr.
+func startTCPOn(t *testing.T, addr string, handle func(net.Conn)) *tcpServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveTCP(t, ln, handle)
+}
+
+func serveTCP(t *testing.T, ln net.Listener, handle func(net.Conn)) *tcpServer {
+	s := &tcpServer{ln: ln, handle: handle, conns: map[net.Conn]bool{}}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

@@ -7,8 +7,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"strings"
-	"syscall"
 	"time"
 )
 
@@ -17,8 +15,10 @@ const (
 	socksOK             = 0
 	socksFailure        = 1
 	socksNotAllowed     = 2
+	socksNetUnreach     = 3
 	socksHostUnreach    = 4
 	socksRefused        = 5
+	socksTTLExpired     = 6
 	socksCmdUnsupported = 7
 	socksAddrUnsupport  = 8
 )
@@ -66,12 +66,13 @@ func (s *Sandbox) serveSOCKS(c net.Conn) {
 	}
 	up, addr, err := s.p.dial(s.ctx, r, t.name, t.ip, t.port)
 	if err != nil {
-		ev.Decision, ev.Reason = Allowed, "upstream: "+err.Error()
-		code := byte(socksHostUnreach)
+		code := byte(socksNotAllowed)
 		if de, denied := addrDenied(err); denied {
-			code, ev.Decision, ev.Reason = socksNotAllowed, Denied, de.Error()
-		} else if errors.Is(err, syscall.ECONNREFUSED) {
-			code = socksRefused
+			ev.Decision, ev.Reason = Denied, de.Error()
+		} else {
+			ue := upstreamFailure(err, false)
+			ev.markUpstream(ue)
+			code = ue.socksCode()
 		}
 		socksReply(cc, code)
 		s.event(ev)
@@ -140,7 +141,10 @@ func readSOCKSRequest(r io.Reader) (target, error) {
 		if _, err := io.ReadFull(r, b); err != nil {
 			return target{}, err
 		}
-		name, ip, err := ParseHost(strings.TrimSpace(string(b)))
+		// As sent, untrimmed: a name with a NUL, a space or a "%" is
+		// refused by ParseHost, never cut or cleaned into another name
+		// than the one the client's own checks saw.
+		name, ip, err := ParseHost(string(b))
 		if err != nil {
 			return target{}, err
 		}

@@ -22,6 +22,9 @@ var (
 	ErrUnavailable = errors.New("unavailable")
 	ErrUnsupported = errors.New("not supported on this host")
 	ErrConflict    = errors.New("already exists")
+	// ErrPidLimit: the sandbox holds as many processes as its pids limit
+	// allows, so nothing new can start until some end.
+	ErrPidLimit = errors.New("pid limit reached")
 )
 
 // Limits bound what one sandbox may consume. Zero fields take the defaults.

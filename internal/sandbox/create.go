@@ -14,12 +14,6 @@ import (
 	"github.com/airlockhq/airlock/internal/store"
 )
 
-// Bounds on caller-chosen metadata, so one record cannot grow without limit.
-const (
-	MaxMetadataPairs = 32
-	MaxMetadataBytes = 256
-)
-
 // create validates the request, checks the tenant's quota and inserts the
 // record atomically, then boots the sandbox. An unknown template is
 // ErrNotFound (like any other missing resource); a sandbox token cannot
@@ -104,7 +98,10 @@ func (s *Service) Check(ctx context.Context, c Caller, req CreateRequest) error 
 	if t.MaxMemoryMB > 0 && rec.MemoryMB > t.MaxMemoryMB {
 		return fmt.Errorf("%w: %d MiB memory requested, tenant %s may use %d MiB in all", ErrLimitExceeded, rec.MemoryMB, t.Name, t.MaxMemoryMB)
 	}
-	return nil
+	if err := s.checkStorage(t); err != nil {
+		return err
+	}
+	return s.disk.check(s.now())
 }
 
 // admit checks the tenant's quota and inserts the record as creating, under
@@ -116,6 +113,12 @@ func (s *Service) admit(ctx context.Context, rec store.Sandbox) error {
 	t, err := s.tenants.get(ctx, s.st, rec.TenantID, s.now())
 	if err != nil {
 		return fmt.Errorf("load tenant %s: %w", rec.TenantID, err)
+	}
+	if err := s.disk.check(s.now()); err != nil {
+		return err
+	}
+	if err := s.checkStorage(t); err != nil {
+		return err
 	}
 	// A tenant without quotas has nothing to count: skip the query.
 	if t.MaxSandboxes > 0 || t.MaxMemoryMB > 0 {
@@ -144,6 +147,9 @@ func (s *Service) newRecord(ctx context.Context, c Caller, req CreateRequest) (s
 	if c.TenantID == "" || c.SandboxID != "" {
 		return store.Sandbox{}, fmt.Errorf("%w: a sandbox token cannot create sandboxes", ErrInvalid)
 	}
+	if !printable(req.Template) {
+		return store.Sandbox{}, fmt.Errorf("%w: template %s: a template name is printable, without control characters", ErrInvalid, clip(req.Template))
+	}
 	if req.Template != "" && !s.HasTemplate(ctx, req.Template) {
 		return store.Sandbox{}, fmt.Errorf("%w: template %q", ErrNotFound, req.Template)
 	}
@@ -158,14 +164,14 @@ func (s *Service) newRecord(ctx context.Context, c Caller, req CreateRequest) (s
 	if req.IdleTimeoutS < 0 || req.IdleTimeoutS > int64(MaxTimeout/time.Second) {
 		return store.Sandbox{}, fmt.Errorf("%w: idle_timeout_s %d must be between 0 (none) and %d", ErrInvalid, req.IdleTimeoutS, int64(MaxTimeout/time.Second))
 	}
-	if err := validEnv(req.Env); err != nil {
+	if err := ValidEnv(req.Env); err != nil {
 		return store.Sandbox{}, err
 	}
 	if err := validMetadata(req.Metadata); err != nil {
 		return store.Sandbox{}, err
 	}
-	if req.Workdir != "" && (!path.IsAbs(req.Workdir) || strings.ContainsRune(req.Workdir, 0)) {
-		return store.Sandbox{}, fmt.Errorf("%w: workdir %q must be an absolute path", ErrInvalid, req.Workdir)
+	if err := validWorkdir(req.Workdir); err != nil {
+		return store.Sandbox{}, err
 	}
 	id, err := newID()
 	if err != nil {
@@ -237,25 +243,19 @@ func createTimeout(secs int64) (time.Duration, error) {
 	return time.Duration(secs) * time.Second, nil
 }
 
-// validEnv refuses names the kernel's "NAME=value\0" environment format
-// cannot carry unambiguously.
-func validEnv(env map[string]string) error {
-	for k, v := range env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-			return fmt.Errorf("%w: environment variable %q: names must be non-empty without '=' or NUL, values without NUL", ErrInvalid, k)
-		}
+// validWorkdir accepts "" (the default) or an absolute path the kernel
+// can take.
+func validWorkdir(w string) error {
+	switch {
+	case w == "":
+		return nil
+	case strings.IndexByte(w, 0) >= 0:
+		return fmt.Errorf("%w: workdir: NUL byte in path", ErrInvalid)
+	case !path.IsAbs(w):
+		return fmt.Errorf("%w: workdir %s must be an absolute path", ErrInvalid, clip(w))
 	}
-	return nil
-}
-
-func validMetadata(md map[string]string) error {
-	if len(md) > MaxMetadataPairs {
-		return fmt.Errorf("%w: %d metadata pairs, at most %d", ErrInvalid, len(md), MaxMetadataPairs)
-	}
-	for k, v := range md {
-		if k == "" || len(k) > MaxMetadataBytes || len(v) > MaxMetadataBytes {
-			return fmt.Errorf("%w: metadata %.40q: keys must be 1-%d bytes, values at most %d", ErrInvalid, k, MaxMetadataBytes, MaxMetadataBytes)
-		}
+	if err := CheckPathLength(path.Clean(w)); err != nil {
+		return fmt.Errorf("workdir: %w", err)
 	}
 	return nil
 }

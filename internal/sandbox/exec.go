@@ -158,6 +158,9 @@ func (s *Service) prepareExec(ctx context.Context, c Caller, id string, req Exec
 			// there would resolve it.
 			rreq.Cwd = path.Join(workdir(rec.Workdir), rreq.Cwd)
 		}
+		if err := CheckPathLength(path.Clean(rreq.Cwd)); err != nil {
+			return nil, rreq, fmt.Errorf("cwd: %w", err)
+		}
 	}
 	if req.Stdin != "" {
 		rreq.Stdin = strings.NewReader(req.Stdin)
@@ -178,12 +181,20 @@ func validExec(req ExecRequest) error {
 	case req.TimeoutS < 0 || req.TimeoutS > int64(MaxTimeout/time.Second):
 		return fmt.Errorf("%w: timeout_s %d must be between 0 and %d", ErrInvalid, req.TimeoutS, int64(MaxTimeout/time.Second))
 	}
-	for _, a := range append([]string{req.Command, req.Cwd}, req.Cmd...) {
-		if strings.ContainsRune(a, 0) {
-			return fmt.Errorf("%w: NUL byte in command or cwd", ErrInvalid)
+	// A NUL would cut the string short in the kernel: what runs would not
+	// be what was sent.
+	switch {
+	case strings.IndexByte(req.Command, 0) >= 0:
+		return fmt.Errorf("%w: NUL byte in command", ErrInvalid)
+	case strings.IndexByte(req.Cwd, 0) >= 0:
+		return fmt.Errorf("%w: NUL byte in cwd", ErrInvalid)
+	}
+	for i, a := range req.Cmd {
+		if strings.IndexByte(a, 0) >= 0 {
+			return fmt.Errorf("%w: NUL byte in cmd[%d]", ErrInvalid, i)
 		}
 	}
-	return validEnv(req.Env)
+	return ValidEnv(req.Env)
 }
 
 func workdir(w string) string {
@@ -202,6 +213,8 @@ func (s *Service) execError(ctx context.Context, id string, err error) error {
 		return gone
 	}
 	switch {
+	case errors.Is(err, runtime.ErrPidLimit):
+		return pidLimitError(fmt.Sprintf("exec in %s: the sandbox is at its pid limit: wait for some of its processes to end, or create it with a higher pids limit", id))
 	case errors.Is(err, runtime.ErrInvalid), errors.Is(err, runtime.ErrNotFound), errors.Is(err, fs.ErrPermission):
 		// A bad request or a missing or forbidden program or cwd: the
 		// caller's to fix, not a missing sandbox (which 404 would say).

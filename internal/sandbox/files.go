@@ -22,6 +22,10 @@ import (
 // paths canonical; confinement is the runtime's job, which resolves them
 // inside the sandbox's root, so "../../etc/passwd" is the sandbox's
 // /etc/passwd and never the host's.
+//
+// A path the kernel could not take (a NUL, a name over MaxName bytes, over
+// MaxPath bytes in all once resolved) is ErrInvalid naming the bad part,
+// on every file operation alike.
 func ResolvePath(p string) (string, error) {
 	if p == "" {
 		return "", fmt.Errorf("%w: path is required", ErrInvalid)
@@ -32,7 +36,11 @@ func ResolvePath(p string) (string, error) {
 	if !path.IsAbs(p) {
 		p = DefaultWorkdir + "/" + p
 	}
-	return path.Clean(p), nil
+	p = path.Clean(p)
+	if err := CheckPathLength(p); err != nil {
+		return "", err
+	}
+	return p, nil
 }
 
 // fileOp resolves the sandbox and the path for one file operation.
@@ -151,6 +159,7 @@ func (s *Service) fileError(ctx context.Context, id, p string, err error) error 
 	if lost, ok := s.lostError(ctx, id, err); ok {
 		return lost
 	}
+	var nre *runtime.NotRegularError
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, runtime.ErrNotFound):
 		return fmt.Errorf("%w: no such file: %s", ErrNotFound, p)
@@ -160,8 +169,24 @@ func (s *Service) fileError(ctx context.Context, id, p string, err error) error 
 		return fmt.Errorf("%w: %s: %v", ErrConflict, p, err)
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return fmt.Errorf("%w: no space left in the sandbox: %s", ErrLimitExceeded, p)
+	case errors.As(err, &nre):
+		return fmt.Errorf("%w: %s is %s, not a regular file: the file API reads regular files only (read it with exec, e.g. cat)", ErrInvalid, p, nre.What)
+	case errors.Is(err, runtime.ErrChanged):
+		return fmt.Errorf("%w: %s: %v; read it again once it is no longer written", ErrConflict, p, innermost(err))
 	case errors.Is(err, runtime.ErrInvalid), errors.Is(err, fs.ErrInvalid):
 		return fmt.Errorf("%w: %s: %v", ErrInvalid, p, err)
 	}
 	return fmt.Errorf("%w: %s: %v", ErrUnavailable, p, err)
+}
+
+// innermost is the error at the end of err's chain: the runtime's own
+// words, without the layers of context around them.
+func innermost(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
 }

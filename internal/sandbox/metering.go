@@ -44,6 +44,8 @@ type run struct {
 	// booting is when an admitted create started, zero once it runs: a
 	// booting sandbox has no usage row yet.
 	booting time.Time
+	// hist is its recent readings, for charts (metering_history.go).
+	hist sampleRing
 }
 
 // countAudit chains the audit events counter in front of next.
@@ -258,6 +260,7 @@ func (s *Service) liveUsageNow(ctx context.Context, id string) (store.SandboxUsa
 			mergeStats(&u, st)
 			s.meter.mu.Lock()
 			mergeStats(&r.u, st)
+			r.hist.add(sample{at: s.now().UnixNano(), cpu: u.CPUSeconds, mem: st.MemoryBytes})
 			s.meter.mu.Unlock()
 		}
 	}

@@ -101,7 +101,7 @@ func TestPrometheusCounters(t *testing.T) {
 	target := strings.TrimPrefix(up.URL, "http://")
 
 	m := metrics.New(nil)
-	svc, err := sandbox.NewManager(ctx, shared, testRuntime(t), sandbox.Options{Metrics: m, Egress: &egress.Config{}})
+	svc, err := sandbox.NewManager(ctx, shared, testRuntime(t), sandbox.Options{Metrics: m, Egress: &egress.Config{AllowPrivate: loopbackOpened}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,9 @@ type UsageReport struct {
 }
 
 // TenantUsage is one tenant's line of a UsageReport. MemoryPeakBytes is
-// the highest peak of any one of its sandboxes.
+// the highest peak of any one of its sandboxes. StorageBytes is what the
+// server keeps for the tenant now, whatever the window (what its storage
+// quota counts).
 type TenantUsage struct {
 	TenantID        string  `json:"tenant_id"`
 	Sandboxes       int64   `json:"sandboxes"`
@@ -58,6 +60,7 @@ type TenantUsage struct {
 	EgressBytesOut  int64   `json:"egress_bytes_out"`
 	EgressBytesIn   int64   `json:"egress_bytes_in"`
 	ExecCount       int64   `json:"exec_count"`
+	StorageBytes    int64   `json:"storage_bytes"`
 }
 
 // SandboxMetrics returns a sandbox's usage: read live from its cgroup and
@@ -138,6 +141,10 @@ func (s *Service) Usage(ctx context.Context, c Caller, q UsageQuery) (UsageRepor
 	// One tenant asked for gets its line even when it used nothing.
 	if q.TenantID != "" && len(rep.Tenants) == 0 {
 		rep.Tenants = append(rep.Tenants, TenantUsage{TenantID: q.TenantID})
+	}
+	// What each tenant keeps now, whatever the window.
+	for i := range rep.Tenants {
+		rep.Tenants[i].StorageBytes = s.audit.storageUsed(rep.Tenants[i].TenantID)
 	}
 	return rep, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/sandbox"
@@ -92,9 +93,15 @@ func TestUsageScopes(t *testing.T) {
 	stubStats.Store(sb.ID, runtime.Stats{CPUSeconds: 1, MemoryBytes: 50})
 	advance(6 * time.Minute) // b's runs on: 0.1 h so far
 
-	lineA := sandbox.TenantUsage{TenantID: a.TenantID, Sandboxes: 1, SandboxHours: 0.5, CPUSeconds: 4, MemoryPeakBytes: 300}
-	lineB := sandbox.TenantUsage{TenantID: b.TenantID, Sandboxes: 1, SandboxHours: 0.1, CPUSeconds: 1, MemoryPeakBytes: 50}
-	zero := func(c sandbox.Caller) sandbox.TenantUsage { return sandbox.TenantUsage{TenantID: c.TenantID} }
+	// What each tenant keeps now (its audit logs) is in its line, whatever
+	// the window; reading a log writes out what the audit log holds.
+	svc.AuditLog(ctx, a, sa.ID, store.AuditFilter{Limit: 1}, func(audit.Event) error { return nil })
+	kept := func(c sandbox.Caller) int64 { n, _ := st.StorageBytes(ctx, c.TenantID); return n }
+	lineA := sandbox.TenantUsage{TenantID: a.TenantID, Sandboxes: 1, SandboxHours: 0.5, CPUSeconds: 4, MemoryPeakBytes: 300, StorageBytes: kept(a)}
+	lineB := sandbox.TenantUsage{TenantID: b.TenantID, Sandboxes: 1, SandboxHours: 0.1, CPUSeconds: 1, MemoryPeakBytes: 50, StorageBytes: kept(b)}
+	zero := func(c sandbox.Caller) sandbox.TenantUsage {
+		return sandbox.TenantUsage{TenantID: c.TenantID, StorageBytes: kept(c)}
+	}
 	approx := cmp.Comparer(func(x, y float64) bool { return x-y < 1e-9 && y-x < 1e-9 })
 	for _, tc := range []struct {
 		name string

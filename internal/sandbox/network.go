@@ -31,6 +31,14 @@ func (s *Service) compileNetwork(p *egress.Policy) (*egress.Rules, string, error
 	if norm.Mode != egress.ModeNone && s.proxy == nil {
 		return nil, "", fmt.Errorf("%w: network: this server runs without the egress proxy", ErrInvalid)
 	}
+	if norm.Mode != egress.ModeNone {
+		// A tenant's entry naming only the host, loopback or a private
+		// network is refused here; wider ones are held to public
+		// addresses where the proxy dials.
+		if err := s.proxy.CheckReach(norm); err != nil {
+			return nil, "", fmt.Errorf("%w: network: %v", ErrInvalid, err)
+		}
+	}
 	if norm.Mode == egress.ModeNone && len(norm.Deny) == 0 {
 		return rules, "", nil
 	}

@@ -32,7 +32,26 @@ var (
 	// passes once the tenant's other sandboxes end (unlike a request no
 	// host could hold).
 	ErrTenantQuota = errors.New("tenant quota")
+	// ErrPidLimit is the ErrLimitExceeded of a sandbox that holds as many
+	// processes as its pids limit allows: it passes as they end.
+	ErrPidLimit = errors.New("pid limit")
+	// ErrStorageQuota is the ErrLimitExceeded of a tenant that keeps as
+	// much as its storage quota allows. Unlike ErrTenantQuota it does not
+	// pass when sandboxes end: only retention or a larger quota frees it.
+	ErrStorageQuota = errors.New("storage quota")
+	// ErrLowDisk is the ErrUnavailable of a data dir's filesystem with
+	// less free space than the operator's minimum.
+	ErrLowDisk = errors.New("low disk space")
 )
+
+// pidLimitError is a command refused at the sandbox's pid limit:
+// ErrLimitExceeded and ErrPidLimit both match it.
+type pidLimitError string
+
+func (e pidLimitError) Error() string { return string(e) }
+func (e pidLimitError) Is(target error) bool {
+	return target == ErrLimitExceeded || target == ErrPidLimit
+}
 
 // quotaError is a tenant quota refusal: ErrLimitExceeded and
 // ErrTenantQuota both match it; its message is ErrLimitExceeded's.
@@ -42,6 +61,22 @@ func (e quotaError) Error() string { return ErrLimitExceeded.Error() + ": " + st
 func (e quotaError) Is(target error) bool {
 	return target == ErrLimitExceeded || target == ErrTenantQuota
 }
+
+// storageQuotaError is a refusal for a tenant's storage quota:
+// ErrLimitExceeded and ErrStorageQuota match it.
+type storageQuotaError string
+
+func (e storageQuotaError) Error() string { return ErrLimitExceeded.Error() + ": " + string(e) }
+func (e storageQuotaError) Is(target error) bool {
+	return target == ErrLimitExceeded || target == ErrStorageQuota
+}
+
+// lowDiskError is a refusal for the data dir's free space: ErrUnavailable
+// and ErrLowDisk match it.
+type lowDiskError string
+
+func (e lowDiskError) Error() string        { return ErrUnavailable.Error() + ": " + string(e) }
+func (e lowDiskError) Is(target error) bool { return target == ErrUnavailable || target == ErrLowDisk }
 
 // Defaults and bounds for a create request.
 const (
@@ -216,5 +251,8 @@ type Manager interface {
 	// Metering: what a sandbox used (live while it runs, final after it
 	// ended, kept across restarts), and usage summed per tenant.
 	SandboxMetrics(ctx context.Context, c Caller, id string) (Metrics, error)
+	// SandboxMetricsHistory is a running sandbox's readings of the last
+	// minutes, kept in memory for charts (none once it has ended).
+	SandboxMetricsHistory(ctx context.Context, c Caller, id string) (MetricsHistory, error)
 	Usage(ctx context.Context, c Caller, q UsageQuery) (UsageReport, error)
 }

@@ -59,6 +59,11 @@ type Options struct {
 	// execs, egress, audit events) and serves sandboxes by state; nil
 	// runs without.
 	Metrics *metrics.Metrics
+	// DataDir is where the store and the sandboxes live; with
+	// MinFreeDiskPercent > 0, new sandboxes are refused (ErrLowDisk)
+	// while its filesystem has less than that share free.
+	DataDir            string
+	MinFreeDiskPercent float64
 }
 
 // Service implements Manager on a store and a runtime. It owns the reaper
@@ -85,6 +90,7 @@ type Service struct {
 	work     map[string]*workload // background processes and sessions by sandbox id
 	idle     idleTracker
 	tenants  tenantCache  // for quota checks
+	disk     diskGuard    // the data dir's free space
 	box      *secrets.Box // nil: no secrets
 	meter    *meter       // usage of running sandboxes (metering.go)
 
@@ -123,6 +129,7 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 		attached: map[string]*netState{},
 		work:     map[string]*workload{},
 		box:      opts.Secrets,
+		disk:     diskGuard{dir: opts.DataDir, minPct: opts.MinFreeDiskPercent, log: opts.Logger},
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -139,7 +146,7 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 	if s.tracer == nil {
 		s.tracer = noop.NewTracerProvider().Tracer("")
 	}
-	s.audit = newAuditLog(st, opts.Logger, opts.Now, opts.AuditOutputCap, opts.OnAudit)
+	s.audit = newAuditLog(st, opts.Logger, opts.Now, opts.AuditOutputCap, s.storageQuota, opts.OnAudit)
 	if opts.Egress != nil {
 		cfg := *opts.Egress
 		next := cfg.OnEvent

@@ -203,7 +203,7 @@ func (s *Service) CreateSession(ctx context.Context, c Caller, id string, req Se
 	if err := validSize(req.Cols, req.Rows); err != nil {
 		return SessionInfo{}, err
 	}
-	if err := validEnv(req.Env); err != nil {
+	if err := ValidEnv(req.Env); err != nil {
 		return SessionInfo{}, err
 	}
 	env := req.Env
@@ -329,6 +329,10 @@ func (se *session) await(ctx context.Context, n string, timeout time.Duration) (
 func (s *Service) sessionExec(ctx context.Context, c Caller, id, sid string, req SessionExecRequest) (SessionExecResult, error) {
 	if req.Command == "" {
 		return SessionExecResult{}, fmt.Errorf("%w: command is required", ErrInvalid)
+	}
+	if strings.IndexByte(req.Command, 0) >= 0 {
+		// A shell drops a NUL: what would run is not what was sent.
+		return SessionExecResult{}, fmt.Errorf("%w: NUL byte in command", ErrInvalid)
 	}
 	if req.TimeoutS < 0 || req.TimeoutS > int64(MaxTimeout/time.Second) {
 		return SessionExecResult{}, fmt.Errorf("%w: timeout_s %d must be between 0 and %d", ErrInvalid, req.TimeoutS, int64(MaxTimeout/time.Second))

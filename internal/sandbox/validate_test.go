@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	goruntime "runtime"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ type stubRuntime struct {
 	live    map[string]bool
 	creates atomic.Int64
 	fail    error // returned by Create when set
+	readErr error // returned by every sandbox's ReadFile
 }
 
 func newStub() *stubRuntime { return &stubRuntime{live: map[string]bool{}} }
@@ -68,6 +70,10 @@ type stubSandbox struct {
 }
 
 func (s stubSandbox) ID() string { return s.id }
+
+func (s stubSandbox) ReadFile(context.Context, string, io.Writer) (int64, error) {
+	return 0, s.r.readErr
+}
 
 func (s stubSandbox) Destroy(context.Context) error {
 	s.r.mu.Lock()
@@ -128,6 +134,13 @@ func TestCreateRefusesBadInput(t *testing.T) {
 		{"long metadata key", sandbox.CreateRequest{Metadata: map[string]string{long: "v"}}, sandbox.ErrInvalid},
 		{"long metadata value", sandbox.CreateRequest{Metadata: map[string]string{"k": long}}, sandbox.ErrInvalid},
 		{"relative workdir", sandbox.CreateRequest{Workdir: "src"}, sandbox.ErrInvalid},
+		{"workdir name too long", sandbox.CreateRequest{Workdir: "/" + strings.Repeat("w", 256)}, sandbox.ErrInvalid},
+		{"metadata key with an escape", sandbox.CreateRequest{Metadata: map[string]string{"\x1b[31mowner": "v"}}, sandbox.ErrInvalid},
+		{"metadata key with NUL", sandbox.CreateRequest{Metadata: map[string]string{"k\x00": "v"}}, sandbox.ErrInvalid},
+		{"metadata value with NUL", sandbox.CreateRequest{Metadata: map[string]string{"k": "v\x00"}}, sandbox.ErrInvalid},
+		{"metadata value with a newline", sandbox.CreateRequest{Metadata: map[string]string{"k": "a\nowner=root"}}, sandbox.ErrInvalid},
+		{"metadata value with a bidi override", sandbox.CreateRequest{Metadata: map[string]string{"k": "\u202egnp.exe"}}, sandbox.ErrInvalid},
+		{"metadata value not UTF-8", sandbox.CreateRequest{Metadata: map[string]string{"k": "\xff"}}, sandbox.ErrInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := svc.Create(context.Background(), c, tc.req)

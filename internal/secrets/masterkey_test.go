@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/hex"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -204,9 +205,7 @@ func TestLoadBoxRefusesFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tt.uid >= 0 {
-				if os.Geteuid() != 0 {
-					t.Skip("giving a file to another user needs root")
-				}
+				testenv.RequiresRoot(t, "give a file to another user")
 				if err := os.Chown(path, tt.uid, -1); err != nil {
 					t.Fatal(err)
 				}

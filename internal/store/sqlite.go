@@ -35,22 +35,27 @@ type SQLite struct {
 	// holds updates on their way to the database (sqlite_sbdefer.go).
 	sandboxes sandboxCache
 	deferred  deferredSandboxes
+	// storage mirrors each tenant's stored bytes (sqlite_storage.go).
+	storage storageCounts
 
 	writes    atomic.Int64 // bumped by every write; the checkpointer polls it
+	wal       string       // the WAL file's path
+	tune      tuning
 	stopCkpt  chan struct{}
 	ckptDone  chan struct{}
 	closeOnce sync.Once
 }
 
-// checkpointEvery is how often the WAL is copied back into the database
-// when something was written.
-const checkpointEvery = time.Second
-
 var _ Store = (*SQLite)(nil)
+
+// busyTimeout is how long a statement waits for another process's lock.
+const busyTimeout = 5 * time.Second
 
 // OpenSQLite opens or creates the database at path, with mode 0600 when it
 // creates it, and brings its schema up to date.
-func OpenSQLite(path string) (*SQLite, error) {
+func OpenSQLite(path string) (*SQLite, error) { return openSQLite(path, defaultTuning) }
+
+func openSQLite(path string, tune tuning) (*SQLite, error) {
 	// Create the file ourselves: SQLite would create it with 0644 less the
 	// umask, and it holds key hashes. Its -wal and -shm files copy this mode.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -62,7 +67,7 @@ func OpenSQLite(path string) (*SQLite, error) {
 	}
 
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
@@ -81,33 +86,17 @@ func OpenSQLite(path string) (*SQLite, error) {
 	db.SetMaxIdleConns(8)
 	db.SetConnMaxIdleTime(0)
 
-	s := &SQLite{db: db, stopCkpt: make(chan struct{}), ckptDone: make(chan struct{})}
+	s := &SQLite{db: db, wal: path + "-wal", tune: tune, stopCkpt: make(chan struct{}), ckptDone: make(chan struct{})}
 	if err := s.migrate(context.Background()); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if err := s.storage.load(context.Background(), db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	go s.checkpointLoop()
 	return s, nil
-}
-
-// checkpointLoop checkpoints the WAL after writes, passively: it never
-// waits for readers or blocks writers.
-func (s *SQLite) checkpointLoop() {
-	defer close(s.ckptDone)
-	t := time.NewTicker(checkpointEvery)
-	defer t.Stop()
-	var seen int64
-	for {
-		select {
-		case <-s.stopCkpt:
-			return
-		case <-t.C:
-		}
-		if n := s.writes.Load(); n != seen {
-			seen = n
-			s.db.ExecContext(context.Background(), `PRAGMA wal_checkpoint(PASSIVE)`)
-		}
-	}
 }
 
 // Close checkpoints the WAL into the database and closes it.
@@ -144,6 +133,12 @@ func (s *SQLite) prepared(ctx context.Context, query string) (*sql.Stmt, error) 
 // commits it. Errors of beginning and committing say what; fn's own are
 // returned as they are.
 func (s *SQLite) writeTx(ctx context.Context, what string, fn func(tx *sql.Tx) error) error {
+	return s.writeTxThen(ctx, what, fn, nil)
+}
+
+// writeTxThen is writeTx that calls then, if not nil, once the
+// transaction has committed, still under the write lock.
+func (s *SQLite) writeTxThen(ctx context.Context, what string, fn func(tx *sql.Tx) error, then func()) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -157,6 +152,9 @@ func (s *SQLite) writeTx(ctx context.Context, what string, fn func(tx *sql.Tx) e
 	s.writes.Add(1)
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
+	}
+	if then != nil {
+		then()
 	}
 	return nil
 }

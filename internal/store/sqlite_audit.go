@@ -36,24 +36,27 @@ const auditSchema = `CREATE TABLE audit_events (
 	);`
 
 // AppendAudit adds linked events (audit.Link) to their sandboxes' logs
-// and moves the heads, in one transaction.
+// and moves the heads, in one transaction, which also counts the events
+// against their tenants' storage.
 func (s *SQLite) AppendAudit(ctx context.Context, events []audit.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	return s.writeTx(ctx, "append audit events", func(tx *sql.Tx) error {
+	return s.storageTx(ctx, "append audit events", func(tx *sql.Tx, d storageDelta) error {
 		ins, err := s.prepared(ctx, `INSERT INTO audit_events (sandbox_id, seq, time, tenant_id, actor, type, data, prev, hash)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return fmt.Errorf("append audit events: %w", err)
 		}
-		head, err := s.prepared(ctx, `INSERT INTO audit_heads (sandbox_id, tenant_id, seq, hash, time) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (sandbox_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, time = excluded.time`)
+		head, err := s.prepared(ctx, `INSERT INTO audit_heads (sandbox_id, tenant_id, seq, hash, time, output_capped) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (sandbox_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, time = excluded.time,
+			output_capped = max(output_capped, excluded.output_capped)`)
 		if err != nil {
 			return fmt.Errorf("append audit events: %w", err)
 		}
 		insTx, headTx := tx.StmtContext(ctx, ins), tx.StmtContext(ctx, head)
 		last := map[string]audit.Event{}
+		capped := map[string]bool{}
 		for _, e := range events {
 			if _, err := insTx.ExecContext(ctx, e.Sandbox, e.Seq, toNanos(e.Time), e.Tenant, e.Actor, e.Type, string(e.Data), e.Prev, e.Hash); err != nil {
 				if strings.Contains(err.Error(), "UNIQUE") {
@@ -62,14 +65,30 @@ func (s *SQLite) AppendAudit(ctx context.Context, events []audit.Event) error {
 				return fmt.Errorf("append audit event %d of %s: %w", e.Seq, e.Sandbox, err)
 			}
 			last[e.Sandbox] = e
+			capped[e.Sandbox] = capped[e.Sandbox] || e.Type == audit.OutputCapped
+			d.add(e.Tenant, AuditEventBytes(e))
 		}
 		for _, e := range last {
-			if _, err := headTx.ExecContext(ctx, e.Sandbox, e.Tenant, e.Seq, e.Hash, toNanos(e.Time)); err != nil {
+			if _, err := headTx.ExecContext(ctx, e.Sandbox, e.Tenant, e.Seq, e.Hash, toNanos(e.Time), capped[e.Sandbox]); err != nil {
 				return fmt.Errorf("move audit head of %s: %w", e.Sandbox, err)
 			}
 		}
 		return nil
 	})
+}
+
+// AuditOutputCapped says whether the sandbox's log holds an
+// audit.output_capped event: its output is no longer recorded.
+func (s *SQLite) AuditOutputCapped(ctx context.Context, sandboxID string) (bool, error) {
+	var capped bool
+	err := s.queryRow(ctx, `SELECT output_capped FROM audit_heads WHERE sandbox_id = ?`, sandboxID).Scan(&capped)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("audit head of %s: %w", sandboxID, err)
+	}
+	return capped, nil
 }
 
 // AuditHead returns the newest event's sequence number and hash (0 and
@@ -132,24 +151,31 @@ func (s *SQLite) AuditEvents(ctx context.Context, sandboxID string, f AuditFilte
 }
 
 // PruneAudit deletes the logs of sandboxes whose newest event is older
-// than before, and returns how many logs went.
+// than before, with their network logs, and returns how many logs went.
 func (s *SQLite) PruneAudit(ctx context.Context, before time.Time) (int, error) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, fmt.Errorf("prune audit: %w", err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `DELETE FROM audit_events WHERE sandbox_id IN
-		(SELECT sandbox_id FROM audit_heads WHERE time < ?)`, toNanos(before)); err != nil {
-		return 0, fmt.Errorf("prune audit: %w", err)
-	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM audit_heads WHERE time < ?`, toNanos(before))
-	if err != nil {
-		return 0, fmt.Errorf("prune audit: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	s.writes.Add(1)
-	return int(n), tx.Commit()
+	var n int64
+	err := s.storageTx(ctx, "prune audit", func(tx *sql.Tx, d storageDelta) error {
+		cut := toNanos(before)
+		const old = `sandbox_id IN (SELECT sandbox_id FROM audit_heads WHERE time < ?)`
+		for _, q := range []string{
+			fmt.Sprintf(`SELECT tenant_id, SUM(octet_length(data)) + COUNT(*) * %d FROM audit_events WHERE %s GROUP BY tenant_id`, auditRowBytes, old),
+			fmt.Sprintf(`SELECT tenant_id, SUM(octet_length(data)) + COUNT(*) * %d FROM net_events WHERE %s GROUP BY tenant_id`, netRowBytes, old),
+		} {
+			if err := d.addRows(ctx, tx, -1, q, cut); err != nil {
+				return fmt.Errorf("prune audit: %w", err)
+			}
+		}
+		for _, q := range []string{`DELETE FROM audit_events WHERE ` + old, `DELETE FROM net_events WHERE ` + old} {
+			if _, err := tx.ExecContext(ctx, q, cut); err != nil {
+				return fmt.Errorf("prune audit: %w", err)
+			}
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM audit_heads WHERE time < ?`, cut)
+		if err != nil {
+			return fmt.Errorf("prune audit: %w", err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return int(n), err
 }

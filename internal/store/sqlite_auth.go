@@ -7,12 +7,12 @@ import (
 	"fmt"
 )
 
-const tenantCols = `id, name, max_sandboxes, max_memory_mb, created_at`
+const tenantCols = `id, name, max_sandboxes, max_memory_mb, max_storage_mb, created_at`
 
 // CreateTenant inserts t; an existing id or name is ErrConflict.
 func (s *SQLite) CreateTenant(ctx context.Context, t Tenant) error {
-	_, err := s.exec(ctx, `INSERT INTO tenants (`+tenantCols+`) VALUES (?, ?, ?, ?, ?)`,
-		t.ID, t.Name, t.MaxSandboxes, t.MaxMemoryMB, toNanos(t.CreatedAt))
+	_, err := s.exec(ctx, `INSERT INTO tenants (`+tenantCols+`) VALUES (?, ?, ?, ?, ?, ?)`,
+		t.ID, t.Name, t.MaxSandboxes, t.MaxMemoryMB, t.MaxStorageMB, toNanos(t.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("create tenant %s: %w", t.ID, err)
 	}
@@ -21,7 +21,8 @@ func (s *SQLite) CreateTenant(ctx context.Context, t Tenant) error {
 
 // UpdateTenantQuota: see Store.
 func (s *SQLite) UpdateTenantQuota(ctx context.Context, t Tenant) (Tenant, error) {
-	n, err := s.exec(ctx, `UPDATE tenants SET max_sandboxes = ?, max_memory_mb = ? WHERE id = ?`, t.MaxSandboxes, t.MaxMemoryMB, t.ID)
+	n, err := s.exec(ctx, `UPDATE tenants SET max_sandboxes = ?, max_memory_mb = ?, max_storage_mb = ? WHERE id = ?`,
+		t.MaxSandboxes, t.MaxMemoryMB, t.MaxStorageMB, t.ID)
 	if err == nil && n == 0 {
 		err = ErrNotFound
 	}
@@ -65,7 +66,7 @@ func (s *SQLite) ListTenants(ctx context.Context) ([]Tenant, error) {
 func scanTenant(r scanner) (Tenant, error) {
 	var t Tenant
 	var created sql.NullInt64
-	if err := r.Scan(&t.ID, &t.Name, &t.MaxSandboxes, &t.MaxMemoryMB, &created); err != nil {
+	if err := r.Scan(&t.ID, &t.Name, &t.MaxSandboxes, &t.MaxMemoryMB, &t.MaxStorageMB, &created); err != nil {
 		return Tenant{}, notFound(err)
 	}
 	t.CreatedAt = fromNanos(created)

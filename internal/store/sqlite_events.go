@@ -58,13 +58,14 @@ const eventsSchema = `CREATE TABLE tenant_events (
 		PRIMARY KEY (delivery_id, n)
 	) WITHOUT ROWID;`
 
-// AppendEvents stores events in one transaction, sets each one's ID, and
-// creates the deliveries each one lists.
+// AppendEvents stores events in one transaction, sets each one's ID,
+// creates the deliveries each one lists, and counts the events against
+// their tenants' storage.
 func (s *SQLite) AppendEvents(ctx context.Context, events []TenantEvent) error {
 	if len(events) == 0 {
 		return nil
 	}
-	return s.writeTx(ctx, "append events", func(tx *sql.Tx) error {
+	return s.storageTx(ctx, "append events", func(tx *sql.Tx, d storageDelta) error {
 		ins, err := s.prepared(ctx, `INSERT INTO tenant_events (tenant_id, sandbox_id, type, time, data) VALUES (?, ?, ?, ?, ?)`)
 		if err != nil {
 			return fmt.Errorf("append events: %w", err)
@@ -87,6 +88,7 @@ func (s *SQLite) AppendEvents(ctx context.Context, events []TenantEvent) error {
 			if e.ID, err = res.LastInsertId(); err != nil {
 				return fmt.Errorf("append event of %s: %w", e.SandboxID, err)
 			}
+			d.add(e.TenantID, int64(len(e.Data))+eventRowBytes)
 			for _, d := range e.Deliveries {
 				t := toNanos(e.Time)
 				if _, err := dlTx.ExecContext(ctx, d.ID, e.ID, e.Type, t, t, d.WebhookID, e.TenantID); err != nil {
@@ -136,33 +138,33 @@ func (s *SQLite) TenantEvents(ctx context.Context, tenantID string, after int64,
 // still needs, and the finished deliveries that ended before before with
 // their attempts. It returns how many events went.
 func (s *SQLite) PruneEvents(ctx context.Context, before time.Time, keep int) (int, error) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, fmt.Errorf("prune events: %w", err)
-	}
-	defer tx.Rollback()
-	cut := int64(-1)
-	if keep > 0 {
-		// IDs ascend without reuse, so the newest keep are above max-keep.
-		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) - ? FROM tenant_events`, keep).Scan(&cut); err != nil {
-			return 0, fmt.Errorf("prune events: %w", err)
+	var n int64
+	err := s.storageTx(ctx, "prune events", func(tx *sql.Tx, d storageDelta) error {
+		cut := int64(-1)
+		if keep > 0 {
+			// IDs ascend without reuse, so the newest keep are above max-keep.
+			if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) - ? FROM tenant_events`, keep).Scan(&cut); err != nil {
+				return fmt.Errorf("prune events: %w", err)
+			}
 		}
-	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM tenant_events WHERE (time < ? OR id <= ?)
-		AND id NOT IN (SELECT event_id FROM webhook_deliveries WHERE state = 'pending')`, toNanos(before), cut)
-	if err != nil {
-		return 0, fmt.Errorf("prune events: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_attempts WHERE delivery_id IN
-		(SELECT id FROM webhook_deliveries WHERE state != 'pending' AND ended_at < ?)`, toNanos(before)); err != nil {
-		return 0, fmt.Errorf("prune deliveries: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE state != 'pending' AND ended_at < ?`, toNanos(before)); err != nil {
-		return 0, fmt.Errorf("prune deliveries: %w", err)
-	}
-	s.writes.Add(1)
-	return int(n), tx.Commit()
+		const old = `(time < ? OR id <= ?) AND id NOT IN (SELECT event_id FROM webhook_deliveries WHERE state = 'pending')`
+		if err := d.addRows(ctx, tx, -1, fmt.Sprintf(`SELECT tenant_id, SUM(octet_length(data)) + COUNT(*) * %d
+			FROM tenant_events WHERE %s GROUP BY tenant_id`, eventRowBytes, old), toNanos(before), cut); err != nil {
+			return fmt.Errorf("prune events: %w", err)
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM tenant_events WHERE `+old, toNanos(before), cut)
+		if err != nil {
+			return fmt.Errorf("prune events: %w", err)
+		}
+		n, _ = res.RowsAffected()
+		if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_attempts WHERE delivery_id IN
+			(SELECT id FROM webhook_deliveries WHERE state != 'pending' AND ended_at < ?)`, toNanos(before)); err != nil {
+			return fmt.Errorf("prune deliveries: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE state != 'pending' AND ended_at < ?`, toNanos(before)); err != nil {
+			return fmt.Errorf("prune deliveries: %w", err)
+		}
+		return nil
+	})
+	return int(n), err
 }

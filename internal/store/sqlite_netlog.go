@@ -6,12 +6,13 @@ import (
 	"fmt"
 )
 
-// AppendNetEvents inserts events in one transaction.
+// AppendNetEvents inserts events in one transaction, which also counts
+// them against their tenants' storage.
 func (s *SQLite) AppendNetEvents(ctx context.Context, events []NetEvent) error {
 	if len(events) == 0 {
 		return nil
 	}
-	return s.writeTx(ctx, "append net events", func(tx *sql.Tx) error {
+	return s.storageTx(ctx, "append net events", func(tx *sql.Tx, d storageDelta) error {
 		st, err := s.prepared(ctx, `INSERT INTO net_events (sandbox_id, tenant_id, time, data) VALUES (?, ?, ?, ?)`)
 		if err != nil {
 			return fmt.Errorf("append net events: %w", err)
@@ -21,6 +22,7 @@ func (s *SQLite) AppendNetEvents(ctx context.Context, events []NetEvent) error {
 			if _, err := txst.ExecContext(ctx, e.SandboxID, e.TenantID, toNanos(e.Time), string(e.Data)); err != nil {
 				return fmt.Errorf("append net event of %s: %w", e.SandboxID, err)
 			}
+			d.add(e.TenantID, int64(len(e.Data))+netRowBytes)
 		}
 		return nil
 	})

@@ -96,6 +96,8 @@ var migrations = []string{
 	consoleSchema,
 	// Tasks, their events and artifacts (sqlite_tasks.go).
 	tasksSchema,
+	// Tenant storage quotas and what each tenant keeps (sqlite_storage.go).
+	storageSchema,
 }
 
 // migrate applies the migrations the database has not run yet, in one

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -144,13 +145,32 @@ func scanTask(r scanner) (Task, error) {
 	return t, nil
 }
 
-// CreateTask inserts t; an existing id is ErrConflict.
+// CreateTask inserts t (its spec counts against its tenant's storage);
+// an existing id is ErrConflict.
 func (s *SQLite) CreateTask(ctx context.Context, t Task) error {
-	if _, err := s.exec(ctx, `INSERT INTO tasks (`+taskCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, taskArgs(t)...); err != nil {
+	err := s.storageTx(ctx, "create task", func(tx *sql.Tx, d storageDelta) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (`+taskCols+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, taskArgs(t)...); err != nil {
+			return mapErr(err)
+		}
+		d.add(t.TenantID, int64(len(t.Spec))+taskRowBytes)
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("create task %s: %w", t.ID, err)
 	}
 	return nil
+}
+
+// taskTenant returns the tenant of a task, "" if there is no such task
+// (its events and artifacts then count for nobody, as in storageRecount).
+func taskTenant(ctx context.Context, tx *sql.Tx, taskID string) (string, error) {
+	var tenant string
+	err := tx.QueryRowContext(ctx, `SELECT tenant_id FROM tasks WHERE id = ?`, taskID).Scan(&tenant)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return tenant, err
 }
 
 // GetTask returns the task with the id, or ErrNotFound.
@@ -209,7 +229,11 @@ func (s *SQLite) AppendTaskEvents(ctx context.Context, taskID string, events []T
 	if len(events) == 0 {
 		return nil
 	}
-	return s.writeTx(ctx, "append task events", func(tx *sql.Tx) error {
+	return s.storageTx(ctx, "append task events", func(tx *sql.Tx, d storageDelta) error {
+		tenant, err := taskTenant(ctx, tx, taskID)
+		if err != nil {
+			return fmt.Errorf("append task events of %s: %w", taskID, err)
+		}
 		var last int64
 		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM task_events WHERE task_id = ?`, taskID).Scan(&last); err != nil {
 			return fmt.Errorf("append task events of %s: %w", taskID, err)
@@ -221,6 +245,9 @@ func (s *SQLite) AppendTaskEvents(ctx context.Context, taskID string, events []T
 			if _, err := tx.ExecContext(ctx, `INSERT INTO task_events (task_id, seq, time, type, sandbox_id, data)
 				VALUES (?, ?, ?, ?, ?, ?)`, taskID, e.Seq, toNanos(e.Time), e.Type, e.SandboxID, e.Data); err != nil {
 				return fmt.Errorf("append task events of %s: %w", taskID, err)
+			}
+			if tenant != "" {
+				d.add(tenant, int64(len(e.Data))+taskEventRowBytes)
 			}
 		}
 		return nil
@@ -252,18 +279,41 @@ func (s *SQLite) TaskEvents(ctx context.Context, taskID string, after int64, lim
 }
 
 // SaveTaskArtifacts stores a task's artifacts in one transaction,
-// replacing any of the same kind and name.
+// replacing any of the same kind and name, and counts them (less what
+// they replace) against their tenants' storage.
 func (s *SQLite) SaveTaskArtifacts(ctx context.Context, arts []TaskArtifact) error {
-	return s.writeTx(ctx, "save task artifacts", func(tx *sql.Tx) error {
+	return s.storageTx(ctx, "save task artifacts", func(tx *sql.Tx, d storageDelta) error {
+		tenants := map[string]string{}
 		for _, a := range arts {
+			tenant, ok := tenants[a.TaskID]
+			if !ok {
+				var err error
+				if tenant, err = taskTenant(ctx, tx, a.TaskID); err != nil {
+					return fmt.Errorf("save artifact %s of task %s: %w", a.Name, a.TaskID, err)
+				}
+				tenants[a.TaskID] = tenant
+			}
 			content := a.Content
 			if content == nil {
 				content = []byte{}
+			}
+			var old sql.NullInt64
+			err := tx.QueryRowContext(ctx, `SELECT octet_length(content) FROM task_artifacts WHERE task_id = ? AND kind = ? AND name = ?`,
+				a.TaskID, a.Kind, a.Name).Scan(&old)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("save artifact %s of task %s: %w", a.Name, a.TaskID, err)
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO task_artifacts
 				(task_id, name, kind, size, sha256, truncated, content) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 				a.TaskID, a.Name, a.Kind, a.Size, a.SHA256, a.Truncated, content); err != nil {
 				return fmt.Errorf("save artifact %s of task %s: %w", a.Name, a.TaskID, err)
+			}
+			if tenant == "" {
+				continue
+			}
+			d.add(tenant, int64(len(content))+artifactRowBytes)
+			if old.Valid {
+				d.add(tenant, -(old.Int64 + artifactRowBytes))
 			}
 		}
 		return nil

@@ -33,7 +33,7 @@ func openTest(t *testing.T) (*SQLite, string) {
 var t0 = time.Date(2025, 3, 14, 15, 9, 26, 535897932, time.FixedZone("X", 5*3600))
 
 func fixture() (Tenant, Key, Token, Sandbox) {
-	tn := Tenant{ID: "ten_1", Name: "acme", MaxSandboxes: 10, MaxMemoryMB: 8192, CreatedAt: t0}
+	tn := Tenant{ID: "ten_1", Name: "acme", MaxSandboxes: 10, MaxMemoryMB: 8192, MaxStorageMB: 512, CreatedAt: t0}
 	k := Key{ID: "key_1", TenantID: tn.ID, Name: "ci", Hash: []byte{0, 1, 2, 0xff}, Admin: true, CreatedAt: t0}
 	tok := Token{ID: "tok_1", SandboxID: "sb_1", TenantID: tn.ID, Hash: []byte("tokhash"), ExpiresAt: t0.Add(time.Hour)}
 	sb := Sandbox{

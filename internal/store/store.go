@@ -23,9 +23,10 @@ var (
 // Tenant owns keys and sandboxes.
 type Tenant struct {
 	ID           string    `json:"id"`
-	Name         string    `json:"name"`          // unique
-	MaxSandboxes int       `json:"max_sandboxes"` // concurrent, 0 = unlimited
-	MaxMemoryMB  int64     `json:"max_memory_mb"` // sum over live sandboxes, 0 = unlimited
+	Name         string    `json:"name"`           // unique
+	MaxSandboxes int       `json:"max_sandboxes"`  // concurrent, 0 = unlimited
+	MaxMemoryMB  int64     `json:"max_memory_mb"`  // sum over live sandboxes, 0 = unlimited
+	MaxStorageMB int64     `json:"max_storage_mb"` // what the server keeps for it (logs, events, tasks), 0 = unlimited
 	CreatedAt    time.Time `json:"created_at"`
 }
 
@@ -229,11 +230,22 @@ type Store interface {
 	// AuditHead returns a log's newest sequence number and hash (0 and ""
 	// when the sandbox has none).
 	AuditHead(ctx context.Context, sandboxID string) (int64, string, error)
+	// AuditOutputCapped says whether a log holds an audit.output_capped
+	// event (false when the sandbox has none).
+	AuditOutputCapped(ctx context.Context, sandboxID string) (bool, error)
 	// AuditEvents returns a sandbox's audit events in order, filtered.
 	AuditEvents(ctx context.Context, sandboxID string, f AuditFilter) ([]audit.Event, error)
-	// PruneAudit deletes the logs whose newest event is older than before
-	// and returns how many went.
+	// PruneAudit deletes the logs whose newest event is older than before,
+	// with those sandboxes' network logs, and returns how many went.
 	PruneAudit(ctx context.Context, before time.Time) (int, error)
+
+	// StorageBytes is what the store keeps for a tenant as its storage
+	// quota counts it (audit and network logs, its event stream, tasks
+	// with their events and artifacts): a count the writers keep in the
+	// transactions that add and delete rows, so reading it costs no scan.
+	StorageBytes(ctx context.Context, tenantID string) (int64, error)
+	// StorageByTenant is StorageBytes of every tenant that keeps any.
+	StorageByTenant(ctx context.Context) (map[string]int64, error)
 
 	// SaveUsage writes sandboxes' usage in one transaction, inserting or
 	// merging: counters only grow (each keeps the larger of the stored and

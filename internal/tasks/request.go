@@ -129,10 +129,16 @@ func (r *Request) validate(has func(template string) bool) error {
 			return invalid("command holds a NUL byte")
 		}
 	}
-	for k, v := range r.Env {
-		if !envName.MatchString(k) || strings.ContainsRune(v, 0) || strings.HasPrefix(k, "AIRLOCK_") {
-			return invalid("env %.40q: names are [A-Za-z_][A-Za-z0-9_]* and not AIRLOCK_*, values without NUL", k)
+	if err := sandbox.ValidEnv(r.Env); err != nil {
+		return fmt.Errorf("env: %w", err)
+	}
+	for k := range r.Env {
+		if strings.HasPrefix(k, "AIRLOCK_") {
+			return invalid("env %.40q: AIRLOCK_* names are the task's own", k)
 		}
+	}
+	if m := r.Model; m != nil && strings.ContainsRune(m.Provider+m.BaseURL+m.Name, 0) {
+		return invalid("model: NUL byte in provider, base_url or name")
 	}
 	if r.Limits.CPUs < 0 || r.Limits.MemoryMB < 0 || r.Limits.Pids < 0 || r.Limits.DiskMB < 0 {
 		return invalid("limits must not be negative (0 takes the sandbox default)")
@@ -211,12 +217,15 @@ func (r *Request) validRepo() error {
 // workspace.
 func validPath(p string) error {
 	switch {
-	case p == "" || len(p) > 4096 || strings.ContainsRune(p, 0):
-		return invalid("file path %.60q: want 1..4096 bytes without NUL", p)
+	case p == "" || len(p) > sandbox.MaxPath || strings.ContainsRune(p, 0):
+		return invalid("file path %.60q: want 1..%d bytes without NUL", p, sandbox.MaxPath)
 	case strings.HasPrefix(p, "/"):
 		return invalid("file path %.60q: want a path relative to the workspace", p)
 	case path.Clean(p) != p || p == "." || p == ".." || strings.HasPrefix(p, "../"):
 		return invalid("file path %.60q: want a clean path inside the workspace (no ., .. or //)", p)
+	}
+	if err := sandbox.CheckPathLength(p); err != nil {
+		return fmt.Errorf("file path: %w", err)
 	}
 	return nil
 }

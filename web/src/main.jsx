@@ -1,12 +1,12 @@
 // The Airlock console: a single-page app over the public API.
 import { render } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, onUnauthorized } from './api.js';
 import { navigate, usePath, Link } from './router.jsx';
-import { Icon, Loading, Logo } from './ui/kit.jsx';
+import { Empty, Icon, Loading, Logo } from './ui/kit.jsx';
 import { SignIn } from './pages/signin.jsx';
 import { Sandboxes } from './pages/sandboxes.jsx';
-import { Sandbox } from './pages/sandbox.jsx';
+import { Sandbox, TABS } from './pages/sandbox.jsx';
 import { Secrets } from './pages/secrets.jsx';
 import { Usage } from './pages/usage.jsx';
 import { Admin } from './pages/admin.jsx';
@@ -39,7 +39,7 @@ function App() {
   }, []);
 
   useEffect(() => {
-    if (session === null && path !== '/signin') {
+    if (session === null && path !== '/signin' && known(path)) {
       if (path !== '/') afterSignIn = path;
       navigate('/signin', { replace: true });
     }
@@ -52,6 +52,13 @@ function App() {
   }, [path]);
 
   if (session === undefined) return <Loading label="Loading the console…" />;
+  if (!session && !known(path)) {
+    return (
+      <main id="main" class="signin">
+        <NotFound path={path} home="/signin" homeLabel="Sign in" />
+      </main>
+    );
+  }
   if (!session || path === '/signin') {
     const done = (s) => {
       setSession(s);
@@ -77,7 +84,7 @@ function App() {
       <a class="skip" href="#main">
         Skip to content
       </a>
-      <header class="topbar">
+      <Topbar>
         <nav class="nav" aria-label="Main">
           <Link href="/sandboxes" class="brand" aria-label="Airlock home">
             <Logo />
@@ -105,7 +112,7 @@ function App() {
             </button>
           </div>
         </nav>
-      </header>
+      </Topbar>
       <main id="main" tabIndex={-1}>
         <Page path={path} session={session} />
       </main>
@@ -125,7 +132,65 @@ function NavItem({ href, path, icon, children }) {
   );
 }
 
+// Topbar is the sticky header. Its height (one row, or two on a narrow
+// screen) goes to --topbar-h, which the page's scroll-padding keeps clear,
+// so nothing scrolled into view or focused ends up behind it.
+function Topbar({ children }) {
+  const ref = useRef(null);
+  useEffect(() => {
+    const root = document.documentElement;
+    const ro = new ResizeObserver(() => root.style.setProperty('--topbar-h', ref.current.offsetHeight + 'px'));
+    ro.observe(ref.current);
+    return () => ro.disconnect();
+  }, []);
+  return (
+    <header class="topbar" ref={ref}>
+      {children}
+    </header>
+  );
+}
+
+// known reports whether path is one of the console's pages; any other
+// gets the not-found page, signed in or not.
+function known(path) {
+  const p = path.split('/').filter(Boolean);
+  try {
+    p.forEach((x) => decodeURIComponent(x));
+  } catch {
+    return false; // a malformed escape (%E0) names nothing
+  }
+  switch (p[0]) {
+    case undefined:
+      return true;
+    case 'sandboxes':
+      return p.length <= 2 || (p.length === 3 && TABS.some((t) => t[0] === p[2]));
+    case 'signin':
+    case 'secrets':
+    case 'usage':
+    case 'admin':
+      return p.length === 1;
+  }
+  return false;
+}
+
+function NotFound({ path, home = '/sandboxes', homeLabel = 'Go to the sandboxes' }) {
+  return (
+    <div class="page not-found">
+      <h1>Nothing here</h1>
+      <Empty title="The console has no such page" icon="alert">
+        <p>
+          There is nothing at <span class="mono break">{path}</span>: the link may be old, or mistyped.
+        </p>
+        <Link href={home} class="button">
+          {homeLabel}
+        </Link>
+      </Empty>
+    </div>
+  );
+}
+
 function Page({ path, session }) {
+  if (!known(path)) return <NotFound path={path} />;
   const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
   switch (parts[0]) {
     case 'sandboxes':
@@ -137,21 +202,14 @@ function Page({ path, session }) {
       return <Usage session={session} />;
     case 'admin':
       return <Admin session={session} />;
-    default:
-      return (
-        <div class="page">
-          <h1>Page not found</h1>
-          <p class="muted">
-            There is nothing at {path}. <Link href="/sandboxes">Go to the sandboxes</Link>.
-          </p>
-        </div>
-      );
   }
+  return null;
 }
 
 function pageTitle(path) {
   const p = path.split('/').filter(Boolean);
   const names = { sandboxes: 'Sandboxes', secrets: 'Secrets', usage: 'Usage', admin: 'Keys & tenants', signin: 'Sign in' };
+  if (!known(path)) return 'Nothing here';
   if (p[0] === 'sandboxes' && p[1]) return decodeURIComponent(p[1]);
   return names[p[0]] || '';
 }

@@ -24,6 +24,29 @@ export function usePath() {
   return path;
 }
 
+// useQuery is the page's query string as URLSearchParams, and a setter
+// that replaces the given keys (an empty value removes one) in a new
+// history entry (or in place, with replace), so a filter survives a reload
+// and the back button undoes it.
+export function useQuery() {
+  const [search, setSearch] = useState(location.search);
+  useEffect(() => {
+    const f = () => setSearch(location.search);
+    listeners.add(f);
+    return () => listeners.delete(f);
+  }, []);
+  const set = (changes, opts) => {
+    const q = new URLSearchParams(location.search);
+    for (const [k, v] of Object.entries(changes)) {
+      if (v === '' || v === undefined || v === null) q.delete(k);
+      else q.set(k, v);
+    }
+    const s = q.toString();
+    navigate(location.pathname + (s ? '?' + s : ''), opts);
+  };
+  return [new URLSearchParams(search), set];
+}
+
 // Link is an <a> that routes inside the app on a plain click and leaves
 // modified clicks (new tab, new window) to the browser.
 export function Link({ href, children, ...rest }) {

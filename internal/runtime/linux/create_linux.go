@@ -33,9 +33,6 @@ var defaultEnv = map[string]string{
 	"LANG":    "C.UTF-8",
 }
 
-// boot creates a sandbox named name (its directory and cgroup) that no
-// public id points at yet: the cold path binds it at once, the warm pool
-// later.
 // layering is what a sandbox adds to the base template: a built
 // template's layer, or a writable /usr/local for a template build.
 type layering struct {
@@ -44,16 +41,36 @@ type layering struct {
 	Build        bool
 }
 
+// boot creates a sandbox named name (its directory and cgroup) that no
+// public id points at yet: the cold path binds it at once, the warm pool
+// later. The caller marks its directory as being created (creating.add)
+// until the sandbox is bound or pooled, so that a sweep of this process
+// never takes it for one left behind.
 func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, host string, lay layering) (_ *sandbox, err error) {
 	dir := filepath.Join(r.sandboxesDir(), name)
+	// The uid range is claimed before the directory exists, so that every
+	// sandbox directory has a registry record naming its creator from the
+	// start: a reclaimer tells one being created from one whose creator
+	// died by that record, whatever its age.
+	s := slot{n: -1}
+	if !r.rootless {
+		end := r.phase("create: claim uid range")
+		s, err = claimSlot(dir)
+		end()
+		if err != nil {
+			return nil, err
+		}
+	}
 	if err := os.Mkdir(dir, 0o700); err != nil {
+		s.release(dir)
 		if errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("%w: sandbox %s", runtime.ErrConflict, name)
 		}
 		return nil, fmt.Errorf("create sandbox dir: %w", err)
 	}
-	p := persisted{Name: name, Slot: -1, Limits: lim, Template: lay.Template, TemplateName: lay.TemplateName, Build: lay.Build}
+	p := persisted{Name: name, Slot: s.n, Limits: lim, Template: lay.Template, TemplateName: lay.TemplateName, Build: lay.Build}
 	sb := newSandbox(r, p, dir)
+	sb.slot = s
 	defer func() {
 		if err != nil {
 			if derr := sb.destroy(); derr != nil {
@@ -68,13 +85,6 @@ func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, hos
 		// every capability dropped.
 		uid, gid = -1, -1
 	} else {
-		end := r.phase("create: claim uid range")
-		s, err := claimSlot(r.cfg.StateDir, name)
-		end()
-		if err != nil {
-			return nil, err
-		}
-		sb.slot, sb.p.Slot = s, s.n
 		hostUID = s.hostUID()
 		if r.quota != nil {
 			end := r.phase("create: disk limit")
@@ -107,6 +117,17 @@ func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, hos
 		return nil, err
 	}
 	return sb, sb.save()
+}
+
+// cgroupName names a sandbox's cgroup after its uid range first, so that
+// no two live sandboxes on the host, whatever their data dirs, ever share
+// a group; the sandbox's own name follows for people reading the tree.
+func cgroupName(slot int, name string) string {
+	if slot < 0 {
+		return name
+	}
+	n := strconv.Itoa(slot) + "-" + name
+	return n[:min(len(n), 64)]
 }
 
 // layoutLayers adds a template's mount point and a build's writable
@@ -272,6 +293,10 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostU
 	cmd.Env = []string{"GOMAXPROCS=1"}
 	cmd.Stderr = logf
 	cmd.ExtraFiles = []*os.File{cfgR, stW, lnFile}
+	if sb.slot.f != nil {
+		// The init holds its uid range's lock for as long as it lives.
+		cmd.ExtraFiles = append(cmd.ExtraFiles, sb.slot.f)
+	}
 	ids := 1
 	if !r.rootless {
 		ids = uidCount
@@ -299,15 +324,16 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostU
 	}
 	if r.cgErr == nil && !r.rootless {
 		end := r.phase("create: cgroup")
-		cg, err := cgroups.New(cfg.ID, sb.p.Limits)
+		name := cgroupName(sb.slot.n, cfg.ID)
+		cg, err := cgroups.New(name, sb.p.Limits)
 		end()
 		if err != nil {
 			return fmt.Errorf("create cgroup: %w", err)
 		}
-		sb.cg, sb.p.Cgroup = cg, true
+		sb.cg, sb.p.Cgroup, sb.p.CgroupName = cg, true, name
 	}
 	end := r.phase("create: clone init")
-	proc, err := r.startInit(cmd)
+	proc, err := r.startInit(cmd, hostUID)
 	end()
 	if err != nil {
 		return fmt.Errorf("start sandbox init: %w", err)
@@ -315,6 +341,9 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostU
 	sb.p.Pid = proc.Pid
 	sb.p.Start = procStart(sb.p.Pid)
 	sb.proc = proc
+	if err := sb.slot.recordInit(sb.dir, sb.p.Pid, sb.p.Start); err != nil {
+		return err
+	}
 	cfgR.Close()
 	stW.Close()
 	if sb.cg != nil {
@@ -334,14 +363,19 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostU
 // except for a caller that wants its sandboxes to die with it: the
 // parent-death signal is the forking thread's, and the spawner's thread is
 // not the caller's.
-func (r *Runtime) startInit(cmd *exec.Cmd) (*os.Process, error) {
+// The init's user namespace is owned by hostUID (see owner_linux.go).
+func (r *Runtime) startInit(cmd *exec.Cmd, hostUID int) (*os.Process, error) {
+	owner := hostUID
+	if r.rootless {
+		owner = -1
+	}
 	if r.cfg.DieWithCaller {
-		if err := cmd.Start(); err != nil {
+		if err := asOwner(owner, cmd.Start); err != nil {
 			return nil, err
 		}
 		return cmd.Process, nil
 	}
-	return r.spawner.spawn(cmd)
+	return r.spawner.spawn(cmd, owner)
 }
 
 // waitReady reads the init's one-line status; the init closes the pipe (and

@@ -1,6 +1,10 @@
 package linux
 
-import "github.com/airlockhq/airlock/internal/runtime/linux/quota"
+import (
+	"time"
+
+	"github.com/airlockhq/airlock/internal/runtime/linux/quota"
+)
 
 // diskLimiter caps the bytes a sandbox's writable layer may use.
 type diskLimiter interface {
@@ -8,6 +12,7 @@ type diskLimiter interface {
 	Usage(project uint32) (int64, error)
 	Clear(project uint32) error
 	Close() error
+	WaitDetached(time.Duration) error
 	Mode() string
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -60,12 +61,30 @@ func (p *pool) take(spec runtime.Spec, lim runtime.Limits) *sandbox {
 		return nil
 	}
 	sb := p.ready[0]
+	// Still being created until Create has bound it.
+	creating.add(sb.dir)
 	p.ready = p.ready[1:]
 	select {
 	case p.wake <- struct{}{}:
 	default:
 	}
 	return sb
+}
+
+// has says whether the pool holds the sandbox in directory name, booted
+// and not yet handed out.
+func (p *pool) has(name string) bool {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, sb := range p.ready {
+		if sb.p.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // fill boots sandboxes until the pool is full, then waits for a take.
@@ -89,8 +108,12 @@ func (p *pool) fill() {
 			}
 			continue
 		}
-		sb, err := p.r.boot(context.Background(), poolName(), p.lim, defaultHostname, layering{})
+		name := poolName()
+		dir := filepath.Join(p.r.sandboxesDir(), name)
+		creating.add(dir)
+		sb, err := p.r.boot(context.Background(), name, p.lim, defaultHostname, layering{})
 		if err != nil {
+			creating.remove(dir)
 			// The host may be out of uid ranges, memory or disk: retry
 			// slowly rather than spin; Create still works cold.
 			p.mu.Lock()
@@ -102,13 +125,16 @@ func (p *pool) fill() {
 		}
 		backoff = 0
 		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
+		closed := p.closed
+		if !closed {
+			p.ready = append(p.ready, sb)
+		}
+		p.mu.Unlock()
+		creating.remove(dir)
+		if closed {
 			sb.destroy()
 			return
 		}
-		p.ready = append(p.ready, sb)
-		p.mu.Unlock()
 	}
 }
 

@@ -3,14 +3,11 @@ package linux
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime"
-	"github.com/airlockhq/airlock/internal/runtime/linux/cgroups"
 	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
 )
 
@@ -82,64 +79,4 @@ func shOut(t *testing.T, sb runtime.Sandbox, script string) (string, runtime.Exi
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(out.String()), st
-}
-
-// TestReclaimHalfBooted: a sandbox whose creator died between starting its
-// init and saving its state (no state file, its init alive) is destroyed
-// by the next pool owner's start, and by Teardown: processes, cgroup, uid
-// range and directory.
-func TestReclaimHalfBooted(t *testing.T) {
-	linuxtest.Require(t)
-	bin, _ := linuxtest.Build(t)
-	state := linuxtest.StateDir(t)
-	r, err := New(Config{StateDir: state, Binary: bin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Teardown()
-	halfBoot := func(name string) *sandbox {
-		t.Helper()
-		sb, err := r.boot(context.Background(), name, runtime.Limits{}.WithDefaults(), defaultHostname, layering{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Remove(filepath.Join(sb.dir, stateFile)); err != nil {
-			t.Fatal(err)
-		}
-		if sb.cg == nil {
-			t.Skip("no cgroup: a half-booted sandbox cannot be found")
-		}
-		return sb
-	}
-	gone := func(sb *sandbox) {
-		t.Helper()
-		if procAlive(sb.p.Pid, sb.p.Start) {
-			t.Errorf("%s: init %d still runs", sb.p.Name, sb.p.Pid)
-		}
-		if _, err := os.Stat(sb.dir); err == nil {
-			t.Errorf("%s: directory left", sb.p.Name)
-		}
-		if slotOwnedBy(state, sb.p.Name) >= 0 {
-			t.Errorf("%s: uid range still claimed", sb.p.Name)
-		}
-		if _, err := cgroups.Open(sb.p.Name); err == nil {
-			t.Errorf("%s: cgroup left", sb.p.Name)
-		}
-	}
-	pooled := halfBoot(poolPrefix + "halfboot")
-	cold := halfBoot("halfboot-cold")
-	// A new pool owner takes the pool's for abandoned at once; a cold
-	// create's, only once it is old (it might still be under way).
-	r2, err := New(Config{StateDir: state, Binary: bin, PoolSize: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gone(pooled)
-	if !procAlive(cold.p.Pid, cold.p.Start) {
-		t.Error("a fresh half-booted cold sandbox was reclaimed")
-	}
-	if err := r2.Teardown(); err != nil {
-		t.Fatalf("teardown: %v", err)
-	}
-	gone(cold)
 }

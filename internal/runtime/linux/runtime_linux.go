@@ -38,6 +38,10 @@ type Config struct {
 	// PoolSize is how many sandboxes with default settings are kept booted
 	// and unclaimed, so Create only has to hand one out. 0 disables the pool.
 	PoolSize int
+	// SweepEvery, when set, makes the runtime look for what crashed
+	// processes left in the state dir (and for host-wide leftovers of any
+	// Airlock process) this often, not only when it starts.
+	SweepEvery time.Duration
 	// Trace, when set, receives the duration of each phase of create and
 	// destroy (for `airlock bench spawn -v`).
 	Trace func(phase string, d time.Duration)
@@ -67,6 +71,9 @@ type Runtime struct {
 
 	mu   sync.Mutex
 	live map[string]*sandbox // by public id
+
+	sweepStop chan struct{} // closed by Close to end the sweeper, if one runs
+	sweepDone chan struct{}
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
@@ -159,60 +166,21 @@ func New(cfg Config) (*Runtime, error) {
 		r.reap(true)
 		r.pool = newPool(r, cfg.PoolSize)
 	}
+	if cfg.SweepEvery > 0 {
+		r.sweepStop, r.sweepDone = make(chan struct{}), make(chan struct{})
+		go r.sweeper(cfg.SweepEvery)
+	}
 	return r, nil
-}
-
-// reap destroys what earlier processes left behind: sandboxes whose init is
-// dead (a crashed `airlock run`, an agent killed by the kernel), and, for the
-// pool owner, unclaimed pool sandboxes. A sandbox still being created has no
-// state file yet and a live one has a live init: neither is touched, so
-// several processes may share a state dir.
-func (r *Runtime) reap(unclaimed bool) {
-	entries, _ := os.ReadDir(r.sandboxesDir())
-	for _, e := range entries {
-		sb, err := r.attach(e.Name())
-		if errors.Is(err, runtime.ErrNotFound) && e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-			// No state file: still being created, or its creator died
-			// mid-boot. A pool sandbox with no owner left, or any such
-			// directory a minute old (a boot takes milliseconds), is the
-			// latter.
-			info, ierr := e.Info()
-			old := ierr == nil && time.Since(info.ModTime()) > abandonedAfter
-			if old || unclaimed && strings.HasPrefix(e.Name(), poolPrefix) {
-				r.reclaimStateless(e.Name())
-			}
-			continue
-		}
-		if err != nil {
-			continue
-		}
-		dead := sb.p.Pid > 0 && !procAlive(sb.p.Pid, sb.p.Start)
-		pooled := unclaimed && sb.p.ID == "" && strings.HasPrefix(e.Name(), poolPrefix)
-		if dead || pooled {
-			sb.destroy()
-		}
-	}
-}
-
-// abandonedAfter is the age past which a sandbox directory without a state
-// file is taken for one whose creator died.
-const abandonedAfter = time.Minute
-
-// reclaimStateless destroys a sandbox directory that has no state file,
-// its creator having died mid-boot: its processes are found by its
-// cgroup, its uid range by the owner file of its slot.
-func (r *Runtime) reclaimStateless(name string) error {
-	p := persisted{Name: name, Slot: slotOwnedBy(r.cfg.StateDir, name)}
-	sb := newSandbox(r, p, filepath.Join(r.sandboxesDir(), name))
-	if cg, err := cgroups.Open(name); err == nil {
-		sb.cg = cg
-	}
-	return sb.destroy()
 }
 
 // Close stops the warm pool and destroys its unclaimed sandboxes. Claimed
 // sandboxes keep running: a restarted daemon re-attaches to them.
 func (r *Runtime) Close() error {
+	if r.sweepStop != nil {
+		close(r.sweepStop)
+		<-r.sweepDone
+		r.sweepStop = nil
+	}
 	if r.pool == nil {
 		r.spawner.close()
 		return nil
@@ -252,6 +220,7 @@ func (r *Runtime) Teardown() error {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	var slots map[string]slotEntry
 	for _, e := range entries {
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
 			continue
@@ -260,18 +229,77 @@ func (r *Runtime) Teardown() error {
 		if sb, err = r.cached(e.Name()); err == nil {
 			err = sb.Destroy(ctx)
 		} else if errors.Is(err, runtime.ErrNotFound) {
-			err = r.reclaimStateless(e.Name())
+			if slots == nil {
+				slots = scanSlots()
+			}
+			err = r.reclaimStateless(e.Name(), slots)
 		}
 		if err != nil && !errors.Is(err, runtime.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("destroy %s: %w", e.Name(), err))
 		}
 	}
-	if r.quota != nil {
-		if err := r.quota.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("unmount disk pool: %w", err))
+	errs = append(errs, r.unmountDiskPool())
+	return errors.Join(errs...)
+}
+
+// unmountDiskPool unmounts the disk pool and waits for its loop device to
+// detach.
+func (r *Runtime) unmountDiskPool() error {
+	if r.quota == nil {
+		return nil
+	}
+	if err := r.quota.Close(); err != nil {
+		return fmt.Errorf("unmount disk pool: %w", err)
+	}
+	return r.quota.WaitDetached(5 * time.Second)
+}
+
+// ReleaseDiskPool unmounts the disk pool (and frees its loop device) if no
+// sandbox is left on it: for a server's shutdown, after Close has
+// destroyed its warm pool. While a sandbox lives it stays mounted, since
+// the sandbox's layer is on it: a restarted server re-attaches to the
+// mounted pool, where mounting the image again beside the live filesystem
+// would give two loop devices of one btrfs.
+func (r *Runtime) ReleaseDiskPool() (released bool, err error) {
+	entries, err := os.ReadDir(r.sandboxesDir())
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			return false, nil
 		}
 	}
-	return errors.Join(errs...)
+	return r.quota != nil, r.unmountDiskPool()
+}
+
+// TeardownStateDir destroys every sandbox of the state dir and unmounts
+// its disk pool, for operators and tests (`airlock teardown`). It refuses
+// while another process keeps its warm pool there, as a running server
+// does: stopping that server first is the operator's choice, not ours.
+func TeardownStateDir(stateDir string) (destroyed int, err error) {
+	if _, err := os.Stat(stateDir); err != nil {
+		return 0, fmt.Errorf("%w: data dir %s: %v", runtime.ErrNotFound, stateDir, err)
+	}
+	lock, err := os.OpenFile(filepath.Join(stateDir, "pool.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return 0, fmt.Errorf("pool lock: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return 0, fmt.Errorf("%w: a server is running on %s (it keeps its warm pool there): stop it first", runtime.ErrConflict, stateDir)
+	}
+	r, err := New(Config{StateDir: stateDir})
+	if err != nil {
+		return 0, err
+	}
+	entries, _ := os.ReadDir(r.sandboxesDir())
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			destroyed++
+		}
+	}
+	return destroyed, r.Teardown()
 }
 
 // Create starts a sandbox and returns once its agent answers.
@@ -308,6 +336,7 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Sandbo
 		return nil, fmt.Errorf("%w: sandbox %s", runtime.ErrConflict, spec.ID)
 	}
 	if sb := r.pool.take(spec, lim); sb != nil {
+		defer creating.remove(sb.dir)
 		if err := r.bind(ctx, sb, spec, lim); err != nil {
 			sb.destroy()
 			return nil, err
@@ -322,6 +351,9 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Sandbo
 	if tmplDir != "" {
 		lay.TemplateName = spec.Template
 	}
+	dir := filepath.Join(r.sandboxesDir(), spec.ID)
+	creating.add(dir)
+	defer creating.remove(dir)
 	sb, err := r.boot(ctx, spec.ID, lim, host, lay)
 	if err != nil {
 		return nil, err
@@ -403,20 +435,30 @@ const stateFile = "state.json"
 
 // persisted is what a restarted daemon needs to re-attach to a sandbox.
 type persisted struct {
-	ID      string            `json:"id"`   // public id, "" while in the warm pool
-	Name    string            `json:"name"` // directory and cgroup name
-	Pid     int               `json:"pid"`
-	Start   uint64            `json:"start"` // the init's start time, so a recycled pid is never killed
-	Slot    int               `json:"slot"`
-	Limits  runtime.Limits    `json:"limits"`
-	Cgroup  bool              `json:"cgroup"`
-	Env     map[string]string `json:"env,omitempty"`
-	Workdir string            `json:"workdir,omitempty"`
+	ID     string         `json:"id"`   // public id, "" while in the warm pool
+	Name   string         `json:"name"` // directory and cgroup name
+	Pid    int            `json:"pid"`
+	Start  uint64         `json:"start"` // the init's start time, so a recycled pid is never killed
+	Slot   int            `json:"slot"`
+	Limits runtime.Limits `json:"limits"`
+	Cgroup bool           `json:"cgroup"`
+	// CgroupName is the group's name ("" for sandboxes made before groups
+	// were named after the uid range: their name is Name).
+	CgroupName string            `json:"cgroup_name,omitempty"`
+	Env        map[string]string `json:"env,omitempty"`
+	Workdir    string            `json:"workdir,omitempty"`
 	// Template is the built template's directory under templates/ ("" for
 	// base), TemplateName its name; Build marks a template build.
 	Template     string `json:"template,omitempty"`
 	TemplateName string `json:"template_name,omitempty"`
 	Build        bool   `json:"build,omitempty"`
+}
+
+func (p persisted) cgroup() string {
+	if p.CgroupName != "" {
+		return p.CgroupName
+	}
+	return p.Name
 }
 
 // attach loads a sandbox from its directory.
@@ -435,7 +477,7 @@ func (r *Runtime) attach(name string) (*sandbox, error) {
 	}
 	sb := newSandbox(r, p, dir)
 	if p.Cgroup {
-		cg, err := cgroups.Open(p.Name)
+		cg, err := cgroups.Open(p.cgroup())
 		if err != nil {
 			return nil, fmt.Errorf("re-attach cgroup of %s: %w", name, err)
 		}

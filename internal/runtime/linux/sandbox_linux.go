@@ -38,11 +38,7 @@ type sandbox struct {
 var _ runtime.Sandbox = (*sandbox)(nil)
 
 func newSandbox(r *Runtime, p persisted, dir string) *sandbox {
-	sb := &sandbox{r: r, p: p, dir: dir, client: agent.Dial(filepath.Join(dir, "agent.sock"))}
-	if p.Slot >= 0 {
-		sb.slot = slot{n: p.Slot, dir: filepath.Join(r.cfg.StateDir, "slots", fmt.Sprint(p.Slot))}
-	}
-	return sb
+	return &sandbox{r: r, p: p, dir: dir, slot: slot{n: p.Slot}, client: agent.Dial(filepath.Join(dir, "agent.sock"))}
 }
 
 func (s *sandbox) ID() string { return s.p.ID }
@@ -253,9 +249,9 @@ func (s *sandbox) destroy() error {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("remove sandbox dir: %w", err))
 	}
-	if err := s.slot.release(); err != nil {
-		errs = append(errs, fmt.Errorf("release uid range: %w", err))
-	}
+	// The registry frees the range only once the init is gone too (see
+	// slotRecord), so this cannot hand it out while a process of it lives.
+	s.slot.release(s.dir)
 	if s.p.Template != "" && err == nil {
 		// It may have been the last sandbox on a replaced or deleted
 		// template's layer.

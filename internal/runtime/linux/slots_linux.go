@@ -1,78 +1,322 @@
 package linux
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Each sandbox gets a uid/gid range of its own, so that uid 1000 in one
 // sandbox is a different host user from uid 1000 in any other: a process that
 // escaped its mount namespace still could not touch a neighbour's files or
-// signal its processes. Ranges sit far above the ids distributions hand out
-// (and above the usual /etc/subuid ranges).
+// signal its processes, and per-user kernel limits (inotify instances,
+// user-namespace counts, RLIMIT_NPROC) are not shared. Ranges sit far above
+// the ids distributions hand out (and above the usual /etc/subuid ranges).
 const (
 	uidBase  = 1 << 30
 	uidCount = 65536
 	maxSlots = 16384
 )
 
-// slot is a claimed uid range. Slots are claimed with an exclusive mkdir in
-// the state directory, so two daemons (or a restarted one) never hand out the
-// same range, and the claim survives restarts until the sandbox is destroyed.
+// slotsDir is the host-wide registry of uid ranges: one file per slot, for
+// every Airlock process on the host whatever its data dir (two servers,
+// `airlock mcp`'s embedded daemon, `airlock run`, tests). A registry per
+// data dir let two servers hand the same range to sandboxes of different
+// tenants, whose per-uid kernel limits then crossed servers (one sandbox
+// used up fs.inotify.max_user_instances and another server's sandbox got
+// EMFILE). /run is per boot, as the claims are. The slot also names the
+// sandbox's cgroup and its ext4 project id, so those are unique host-wide
+// too.
+var slotsDir = "/run/airlock/slots"
+
+// A slot file is flock'd by whoever holds the range: the claiming process
+// until the init exists, then the init itself, which inherits the locked
+// file at the clone and keeps it for life. The record in it names the
+// sandbox's directory, the claimer and the init. A range is free only when
+// its lock can be taken *and* the recorded init is not alive: the kernel
+// drops an exiting init's locks before it has killed the rest of its pid
+// namespace, and the init's pid alone stays alive (not a zombie) until
+// every process of the sandbox is gone. So a range is never handed out
+// while a process of it lives.
+type slotRecord struct {
+	Dir          string `json:"dir"`
+	Claimer      int    `json:"claimer"`
+	ClaimerStart uint64 `json:"claimer_start"`
+	Init         int    `json:"init,omitempty"`
+	InitStart    uint64 `json:"init_start,omitempty"`
+}
+
+func (rec slotRecord) initAlive() bool { return rec.Init > 0 && procAlive(rec.Init, rec.InitStart) }
+
+func (rec slotRecord) claimerAlive() bool {
+	return rec.Claimer > 0 && procAlive(rec.Claimer, rec.ClaimerStart)
+}
+
+// slot is a claimed uid range.
 type slot struct {
-	n   int
-	dir string
+	n int
+	f *os.File // the locked registry file until the init holds the lock
 }
 
 func (s slot) hostUID() int      { return uidBase + s.n*uidCount }
 func (s slot) projectID() uint32 { return uint32(s.n + 1) }
 
-func claimSlot(stateDir, id string) (slot, error) {
-	root := filepath.Join(stateDir, "slots")
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return slot{}, fmt.Errorf("create slots dir: %w", err)
+func slotPath(n int) string { return filepath.Join(slotsDir, strconv.Itoa(n)) }
+
+// held is the set of slots this process claimed and has not released, so a
+// claim skips them without a syscall.
+var held = struct {
+	sync.Mutex
+	m map[int]bool
+}{m: map[int]bool{}}
+
+var (
+	self      = sync.OnceValue(func() slotRecord { return slotRecord{Claimer: os.Getpid(), ClaimerStart: procStart(os.Getpid())} })
+	mkSlotDir = sync.OnceValue(func() error { return os.MkdirAll(slotsDir, 0o700) })
+)
+
+// claimSlot claims a free uid range for the sandbox in dir, first fit.
+func claimSlot(dir string) (slot, error) {
+	if err := mkSlotDir(); err != nil {
+		return slot{}, fmt.Errorf("uid range registry: %w", err)
 	}
+	rec := self()
+	rec.Dir = dir
 	for n := range maxSlots {
-		dir := filepath.Join(root, strconv.Itoa(n))
-		err := os.Mkdir(dir, 0o700)
-		if errors.Is(err, os.ErrExist) {
+		held.Lock()
+		mine := held.m[n]
+		held.Unlock()
+		if mine {
 			continue
 		}
+		f, ok, err := lockSlot(n, true)
 		if err != nil {
+			return slot{}, err
+		}
+		if !ok {
+			continue
+		}
+		if old, _ := readRecord(f); old.initAlive() {
+			f.Close()
+			continue
+		}
+		if err := writeRecord(f, rec); err != nil {
+			f.Close()
 			return slot{}, fmt.Errorf("claim uid range: %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, "owner"), []byte(id), 0o600); err != nil {
-			os.RemoveAll(dir)
-			return slot{}, fmt.Errorf("claim uid range: %w", err)
-		}
-		return slot{n: n, dir: dir}, nil
+		held.Lock()
+		held.m[n] = true
+		held.Unlock()
+		return slot{n: n, f: f}, nil
 	}
-	return slot{}, errors.New("no free uid range: too many sandboxes")
+	return slot{}, errors.New("no free uid range: too many sandboxes on this host")
 }
 
-// slotOwnedBy returns the slot claimed for the sandbox named name, -1 if
-// none is.
-func slotOwnedBy(stateDir, name string) int {
-	root := filepath.Join(stateDir, "slots")
-	entries, _ := os.ReadDir(root)
+// lockSlot opens slot n's file (creating it if create) and takes its lock
+// without waiting; ok is false when someone holds it.
+func lockSlot(n int, create bool) (_ *os.File, ok bool, _ error) {
+	flags := os.O_RDWR
+	if create {
+		flags |= os.O_CREATE
+	}
+	f, err := os.OpenFile(slotPath(n), flags|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, false, fmt.Errorf("uid range registry: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("uid range registry: lock slot %d: %w", n, err)
+	}
+	return f, true, nil
+}
+
+func readRecord(f *os.File) (slotRecord, error) {
+	var rec slotRecord
+	b := make([]byte, 4096)
+	n, err := f.ReadAt(b, 0)
+	if n == 0 {
+		return rec, err
+	}
+	return rec, json.Unmarshal(b[:n], &rec)
+}
+
+func writeRecord(f *os.File, rec slotRecord) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(b, 0); err != nil {
+		return err
+	}
+	return f.Truncate(int64(len(b)))
+}
+
+// recordInit notes the init that now holds the range (it inherited the
+// lock) and lets go of this process's copy of the lock.
+func (s *slot) recordInit(dir string, pid int, start uint64) error {
+	if s.f == nil {
+		return nil
+	}
+	rec := self()
+	rec.Dir, rec.Init, rec.InitStart = dir, pid, start
+	err := writeRecord(s.f, rec)
+	s.f.Close()
+	s.f = nil
+	if err != nil {
+		return fmt.Errorf("record uid range holder: %w", err)
+	}
+	return nil
+}
+
+// release gives the range back after the sandbox in dir is gone: it
+// clears the record if it still names dir. The registry itself frees the
+// range only once no process holds its lock and the recorded init is dead,
+// so a release can never hand out a range a process still runs as.
+func (s *slot) release(dir string) {
+	if s.f != nil {
+		s.f.Close()
+		s.f = nil
+	}
+	if s.n < 0 {
+		return
+	}
+	held.Lock()
+	delete(held.m, s.n)
+	held.Unlock()
+	f, ok, err := lockSlot(s.n, false)
+	if err != nil || !ok {
+		return
+	}
+	defer f.Close()
+	if rec, _ := readRecord(f); rec.Dir == dir && !rec.initAlive() {
+		f.Truncate(0)
+	}
+}
+
+// slotEntry is one slot as a reclaimer sees it.
+type slotEntry struct {
+	n      int
+	rec    slotRecord
+	locked bool // someone holds the lock: a claimer mid-create, or an init
+}
+
+// scanSlots reads every slot file, keyed by the sandbox directory it
+// names. Only reclaimers call it (a directory left without state), never
+// the create path.
+func scanSlots() map[string]slotEntry {
+	entries, _ := os.ReadDir(slotsDir)
+	out := make(map[string]slotEntry, len(entries))
 	for _, e := range entries {
 		n, err := strconv.Atoi(e.Name())
+		if err != nil || n < 0 || n >= maxSlots {
+			continue
+		}
+		ent, err := inspectSlot(n)
+		if err != nil || ent.rec.Dir == "" {
+			continue
+		}
+		out[ent.rec.Dir] = ent
+	}
+	return out
+}
+
+// inspectSlot reads slot n's record and whether its lock is held.
+func inspectSlot(n int) (slotEntry, error) {
+	ent := slotEntry{n: n}
+	f, err := os.OpenFile(slotPath(n), os.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return ent, err
+	}
+	defer f.Close()
+	ent.rec, _ = readRecord(f)
+	err = unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+	ent.locked = errors.Is(err, unix.EWOULDBLOCK)
+	return ent, nil
+}
+
+// adoptSlot registers a sandbox made before the registry was host-wide
+// (its range was claimed in the data dir): its init does not hold the lock,
+// so the record naming its live init is what keeps the range taken.
+func adoptSlot(n int, dir string, pid int, start uint64) error {
+	if err := mkSlotDir(); err != nil {
+		return fmt.Errorf("uid range registry: %w", err)
+	}
+	f, ok, err := lockSlot(n, true)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("uid range %d of %s is held by another process", n, dir)
+	}
+	defer f.Close()
+	old, _ := readRecord(f)
+	if old.Dir == dir && old.Init == pid {
+		return nil
+	}
+	if old.initAlive() {
+		return fmt.Errorf("uid range %d of %s is also held by %s", n, dir, old.Dir)
+	}
+	rec := self()
+	rec.Dir, rec.Init, rec.InitStart = dir, pid, start
+	return writeRecord(f, rec)
+}
+
+// slotProcesses lists the host processes running as a uid of slot n's
+// range: the last way to find a sandbox's init when its creator died after
+// cloning it and before recording or placing it.
+func slotProcesses(n int) []int {
+	lo := uidBase + n*uidCount
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	var pids []int
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
 		if err != nil {
 			continue
 		}
-		if b, err := os.ReadFile(filepath.Join(root, e.Name(), "owner")); err == nil && string(b) == name {
-			return n
+		var st syscall.Stat_t
+		// /proc/PID is owned by the process's effective uid, except for a
+		// process that is not dumpable (the init), which shows root: read
+		// its real uid from status then.
+		if syscall.Stat("/proc/"+name, &st) != nil {
+			continue
+		}
+		uid := int(st.Uid)
+		if uid == 0 {
+			uid = statusUID(pid)
+		}
+		if uid >= lo && uid < lo+uidCount {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func statusUID(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for line := range strings.Lines(string(b)) {
+		var uid int
+		if _, err := fmt.Sscanf(line, "Uid:\t%d", &uid); err == nil {
+			return uid
 		}
 	}
 	return -1
-}
-
-func (s slot) release() error {
-	if s.dir == "" {
-		return nil
-	}
-	return os.RemoveAll(s.dir)
 }

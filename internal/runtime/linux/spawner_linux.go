@@ -41,6 +41,7 @@ type spawnRequest struct {
 	GIDMaps    []syscall.SysProcIDMap `json:"gid_maps"`
 	Setgroups  bool                   `json:"setgroups"`
 	Credential *syscall.Credential    `json:"credential"`
+	Owner      int                    `json:"owner,omitempty"` // the user namespace's owner (see asOwner)
 }
 
 type spawnReply struct {
@@ -118,7 +119,7 @@ func (s *spawner) close() {
 // file) as a child of this process and returns it; the caller waits on it.
 // A spawner that died since the last call is replaced first. A request
 // whose answer is lost is not retried: the init might be running.
-func (s *spawner) spawn(cmd *exec.Cmd) (*os.Process, error) {
+func (s *spawner) spawn(cmd *exec.Cmd, owner int) (*os.Process, error) {
 	stderr, ok := cmd.Stderr.(*os.File)
 	if !ok || cmd.Stdin != nil || cmd.Stdout != nil {
 		return nil, errors.New("spawn: stderr must be a file, stdin and stdout unset")
@@ -126,7 +127,7 @@ func (s *spawner) spawn(cmd *exec.Cmd) (*os.Process, error) {
 	attr := cmd.SysProcAttr
 	req := spawnRequest{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Cloneflags: attr.Cloneflags,
 		UIDMaps: attr.UidMappings, GIDMaps: attr.GidMappings, Setgroups: attr.GidMappingsEnableSetgroups,
-		Credential: attr.Credential}
+		Credential: attr.Credential, Owner: owner}
 	b, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -273,7 +274,7 @@ func spawnOne(msg, oob []byte) (int, error) {
 		GidMappingsEnableSetgroups: req.Setgroups,
 		Credential:                 req.Credential,
 	}
-	if err := cmd.Start(); err != nil {
+	if err := asOwner(req.Owner, cmd.Start); err != nil {
 		return 0, err
 	}
 	pid := cmd.Process.Pid

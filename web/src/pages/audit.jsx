@@ -23,31 +23,39 @@ export function Audit({ sb }) {
   const [verify, setVerify] = useState(null);
   const [verifying, setVerifying] = useState(false);
 
+  // upTo is the newest event a chain check covered: after a check the
+  // timeline shows those events only, so its count is the check's. Events
+  // recorded since (the check's own request among them) wait for "Show
+  // newer events".
+  const [upTo, setUpTo] = useState(0);
+
   const load = async (after, signal) => {
     const text = await api(sandboxPath(sb.id, '/audit'), { query: { type, after, limit: PAGE }, text: true, signal });
-    return ndjson(text);
+    const got = ndjson(text);
+    const kept = upTo ? got.filter((e) => e.seq <= upTo) : got;
+    return { got: kept, more: got.length === PAGE && kept.length === got.length };
   };
 
-  const refresh = usePoll(
+  usePoll(
     async (signal) => {
       try {
-        const got = await load(undefined, signal);
+        const { got, more } = await load(undefined, signal);
         setEvents(got);
-        setMore(got.length === PAGE);
+        setMore(more);
         setErr(null);
       } catch (e) {
         if (e.name !== 'AbortError') setErr(e);
       }
     },
     0,
-    [sb.id, type],
+    [sb.id, type, upTo],
   );
 
   const loadMore = async () => {
     try {
-      const got = await load(events[events.length - 1].seq);
+      const { got, more } = await load(events[events.length - 1].seq);
       setEvents(events.concat(got));
-      setMore(got.length === PAGE);
+      setMore(more);
     } catch (e) {
       setErr(e);
     }
@@ -57,12 +65,19 @@ export function Audit({ sb }) {
     setVerifying(true);
     setVerify(null);
     try {
-      setVerify(await api(sandboxPath(sb.id, '/audit/verify')));
-      refresh(); // show the events the check covered
+      const v = await api(sandboxPath(sb.id, '/audit/verify'));
+      setVerify(v);
+      // An intact chain is events 1..v.events: show exactly those.
+      setUpTo(v.ok ? v.events : 0);
     } catch (e) {
       setVerify({ error: e.message });
     }
     setVerifying(false);
+  };
+
+  const newer = () => {
+    setVerify(null);
+    setUpTo(0);
   };
 
   const toggle = (seq) => {
@@ -83,7 +98,9 @@ export function Audit({ sb }) {
             ))}
           </select>
         </div>
-        <span class="muted small grow">{events ? `${events.length}${more ? '+' : ''} events · oldest first` : ''}</span>
+        <span class="muted small grow" id="audit-count">
+          {events ? `${events.length}${more ? '+' : ''} ${type ? type + ' ' : ''}event${events.length === 1 && !more ? '' : 's'} · oldest first` : ''}
+        </span>
         <a class="button" href={sandboxPath(sb.id, '/audit/export')} download>
           Export
         </a>
@@ -95,6 +112,8 @@ export function Audit({ sb }) {
       {verify && verify.ok && (
         <Notice>
           Chain verified: {verify.events} event{verify.events === 1 ? '' : 's'}, each linked to the one before by its SHA-256 hash.
+          The list shows those {verify.events};{' '}
+          <button type="button" class="linkish" onClick={newer}>show newer events</button> adds the ones recorded since.
         </Notice>
       )}
       {verify && verify.ok === false && (
@@ -205,6 +224,7 @@ function summary(e) {
     case 'file.read':
       return `${d.path} (${d.size} bytes)`;
     case 'net.connection':
+      if (d.upstream_error) return `failed (${d.upstream_error}) ${d.host}:${d.port}${d.reason ? ': ' + d.reason : ''}`;
       return `${d.decision} ${d.host}:${d.port}${d.rule ? ' by ' + d.rule : ''}`;
     case 'secret.injected':
     case 'secret.misdirected':

@@ -1,9 +1,11 @@
 // The network log, with one click to allow a denied host: read the live
 // policy, add the host, put it back.
+import { Fragment } from 'preact';
 import { useRef, useState } from 'preact/hooks';
 import { api, sandboxPath } from '../api.js';
 import { Empty, ErrorText, Loading, Notice, Pill, usePoll } from '../ui/kit.jsx';
 import { bytes, clock } from '../format.js';
+import { outcome } from '../netlog.js';
 
 // entryFor is the allow entry for a host and port: a bare name covers 80
 // and 443.
@@ -19,6 +21,7 @@ export function Network({ sb }) {
   const [notice, setNotice] = useState('');
   const [busy, setBusy] = useState('');
   const [decision, setDecision] = useState('');
+  const [open, setOpen] = useState(() => new Set());
   const last = useRef(0);
   const all = useRef([]);
 
@@ -68,7 +71,12 @@ export function Network({ sb }) {
 
   if (events === null) return err ? <ErrorText error={err} /> : <Loading />;
   const allowed = new Set((policy && policy.allow) || []);
-  const shown = events.filter((e) => !decision || e.decision === decision).slice().reverse();
+  const shown = events.filter((e) => !decision || outcome(e).kind === decision).slice().reverse();
+  const toggle = (seq) => {
+    const n = new Set(open);
+    n.has(seq) ? n.delete(seq) : n.add(seq);
+    setOpen(n);
+  };
 
   return (
     <div class="stack-lg">
@@ -103,6 +111,7 @@ export function Network({ sb }) {
             <option value="">All</option>
             <option value="allowed">allowed</option>
             <option value="denied">denied</option>
+            <option value="failed">failed upstream</option>
           </select>
         </div>
         <span class="muted small">{events.length} connection{events.length === 1 ? '' : 's'} · newest first</span>
@@ -131,11 +140,21 @@ export function Network({ sb }) {
             <tbody>
               {shown.map((e) => {
                 const entry = entryFor(e);
+                const o = outcome(e);
+                const id = 'net-' + e.seq;
                 return (
-                  <tr key={e.seq}>
+                  <Fragment key={e.seq}>
+                  <tr>
                     <td class="mono small">{clock(e.time)}</td>
                     <td>
-                      <Pill value={e.decision} />
+                      {o.kind === 'failed' ? (
+                        <button type="button" class={'pill pill-button ' + o.color} title={o.reason}
+                          aria-expanded={open.has(e.seq) ? 'true' : 'false'} aria-controls={id} onClick={() => toggle(e.seq)}>
+                          {o.label}
+                        </button>
+                      ) : (
+                        <Pill value={o.label} kind={o.color} />
+                      )}
                     </td>
                     <td class="mono" title={`${e.protocol}${e.addr ? ' to ' + e.addr : ''}`}>
                       {e.host}
@@ -162,6 +181,17 @@ export function Network({ sb }) {
                         ))}
                     </td>
                   </tr>
+                  {o.kind === 'failed' && open.has(e.seq) && (
+                    <tr class="expanded" id={id}>
+                      <td colSpan={8}>
+                        <p class="net-failure">
+                          Allowed{e.rule ? <> by <span class="mono">{e.rule}</span></> : ''}, but the proxy could not reach{' '}
+                          <span class="mono">{e.host}:{e.port}</span> ({e.upstream_error}): <span class="mono">{o.reason}</span>
+                        </p>
+                      </td>
+                    </tr>
+                  )}
+                  </Fragment>
                 );
               })}
             </tbody>

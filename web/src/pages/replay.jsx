@@ -51,10 +51,15 @@ export function Replay({ sb }) {
         <div class="table-wrap">
           <table class="table">
             <caption class="table-caption">
-              <span>Recordings, oldest first</span>
-              <button type="button" class="button small" onClick={() => setPlaying('all')}>
-                Watch everything in order
-              </button>
+              {/* A flex box inside the caption: a caption that is a flex box
+                  itself stops being the table's caption and shifts the
+                  header off its columns. */}
+              <div class="caption-row">
+                <span>Recordings, oldest first</span>
+                <button type="button" class="button small" onClick={() => setPlaying('all')}>
+                  Watch everything in order
+                </button>
+              </div>
             </caption>
             <thead>
               <tr>
@@ -108,6 +113,7 @@ function markersOf(cast) {
 }
 
 function Player({ item, onClose }) {
+  const panel = useRef(null);
   const el = useRef(null);
   const player = useRef(null);
   const [cast, setCast] = useState(null);
@@ -124,6 +130,15 @@ function Player({ item, onClose }) {
   }, [item.url]);
 
   const markers = cast ? markersOf(cast) : [];
+
+  // The player opens above the list: bring it into view (below the sticky
+  // header, by the page's scroll-padding) and take the focus, or a Play
+  // pressed far down the list would start something nobody sees.
+  useEffect(() => {
+    const p = panel.current;
+    p.scrollIntoView({ block: 'start' });
+    p.focus({ preventScroll: true });
+  }, []);
 
   const mount = (startAt, autoPlay) => {
     if (player.current) player.current.dispose();
@@ -164,7 +179,7 @@ function Player({ item, onClose }) {
   };
 
   return (
-    <div class="panel player-panel">
+    <div class="panel player-panel" ref={panel} tabIndex={-1} role="region" aria-label={`Replay of ${item.kind.toLowerCase()} ${item.title}`}>
       <div class="panel-head">
         <h2>
           {item.kind}: <span class="mono">{item.title}</span>

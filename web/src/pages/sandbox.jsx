@@ -34,7 +34,8 @@ function lazy(load) {
   };
 }
 
-const TABS = [
+// TABS are the sandbox page's tabs: /sandboxes/ID/KEY.
+export const TABS = [
   ['overview', 'Overview'],
   ['processes', 'Processes'],
   ['terminal', 'Terminal'],
@@ -75,7 +76,7 @@ export function Sandbox({ id, tab }) {
   if (!sb) return <div class="page">{err ? <ErrorText error={err} /> : <Loading />}</div>;
 
   const base = '/sandboxes/' + encodeURIComponent(id);
-  const current = TABS.find((t) => t[0] === tab) ? tab : 'overview';
+  const current = tab;
   const onKey = (e) => {
     const i = TABS.findIndex((t) => t[0] === current);
     let j = -1;
@@ -157,21 +158,54 @@ export function Sandbox({ id, tab }) {
   );
 }
 
-const SPAN = 120000; // the charts' window: two minutes
+const SPAN = 5 * 60000; // the charts' window: the five minutes the server keeps
+
+// historyOf reads the server's recent readings of a sandbox into samples
+// on this browser's clock (the server's time of each, moved by how far
+// the answer's Date is from now), with the CPU rate between each two.
+async function historyOf(id, signal) {
+  const res = await api(sandboxPath(id, '/metrics/history'), { raw: true, signal });
+  const h = await res.json();
+  const served = Date.parse(res.headers.get('Date'));
+  const skew = isNaN(served) ? 0 : Date.now() - served;
+  const out = [];
+  for (const x of h.samples || []) {
+    const t = Date.parse(x.time) + skew;
+    const last = out[out.length - 1];
+    const cpu = last && t > last.t ? Math.max(0, (x.cpu_seconds - last.cpuTotal) / ((t - last.t) / 1000)) : null;
+    out.push({ t, cpuTotal: x.cpu_seconds, cpu, mem: x.memory_bytes });
+  }
+  return out;
+}
 
 function Overview({ sb }) {
   const [m, setM] = useState(null);
   const [err, setErr] = useState(null);
   const samples = useRef([]);
+  // ready once the server's history has been asked for: the charts open
+  // with it rather than empty.
+  const [ready, setReady] = useState(false);
+  const seeded = useRef(false); // the poll's closure outlives renders
   const [, setTick] = useState(0);
+  const live = sb.state === 'running' || sb.state === 'creating';
   usePoll(
     async (signal) => {
       try {
+        if (!seeded.current && live) {
+          try {
+            samples.current = await historyOf(sb.id, signal);
+          } catch (e) {
+            if (e.name === 'AbortError') throw e;
+            // No history (an older server): the charts fill as they poll.
+          }
+          seeded.current = true;
+          setReady(true);
+        }
         const x = await api(sandboxPath(sb.id, '/metrics'), { signal });
         const now = Date.now();
         const s = samples.current;
         const last = s[s.length - 1];
-        const cpu = last ? Math.max(0, (x.cpu_seconds - last.cpuTotal) / ((now - last.t) / 1000)) : null;
+        const cpu = last && now > last.t ? Math.max(0, (x.cpu_seconds - last.cpuTotal) / ((now - last.t) / 1000)) : null;
         s.push({ t: now, cpuTotal: x.cpu_seconds, cpu, mem: x.memory_bytes });
         while (s.length && s[0].t < now - SPAN) s.shift();
         setM(x);
@@ -181,7 +215,7 @@ function Overview({ sb }) {
         if (e.name !== 'AbortError') setErr(e);
       }
     },
-    sb.state === 'running' || sb.state === 'creating' ? 2000 : 0,
+    live ? 2000 : 0,
     [sb.id, sb.state],
   );
   const s = samples.current;
@@ -198,7 +232,9 @@ function Overview({ sb }) {
         <Stat label="Egress" value={m ? bytes(m.egress_bytes_out + m.egress_bytes_in) : '—'} sub={m ? `${bytes(m.egress_bytes_out)} out · ${bytes(m.egress_bytes_in)} in` : ''} />
         <Stat label="Commands" value={m ? number(m.exec_count, 0) : '—'} sub={m ? 'over ' + duration(m.wall_seconds) : ''} />
       </div>
-      {sb.state === 'running' || sb.state === 'creating' ? (
+      {live && !ready ? (
+        <Loading label="Loading the last minutes…" />
+      ) : live ? (
         <div class="charts2">
           <LineChart label="CPU" series={[{ name: 'CPU', points: cpuPoints }]} format={(v) => percent(v)} window={SPAN} />
           <LineChart label="Memory in use" series={[{ name: 'Memory', points: memPoints }]} format={bytes} window={SPAN} binary />

@@ -1,18 +1,31 @@
 // The sandboxes list: polled every 2 s with each running sandbox's
 // metrics, so CPU is a rate between two samples.
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { api, sandboxPath } from '../api.js';
-import { Link, navigate } from '../router.jsx';
+import { Link, useQuery } from '../router.jsx';
 import { Confirm, Dialog, Empty, ErrorText, Field, Icon, Loading, Pill, usePoll } from '../ui/kit.jsx';
-import { age, bytes, parseMetadata, percent, splitList, timeLeft } from '../format.js';
+import { age, bytes, percent, splitList, timeLeft } from '../format.js';
+import { NewSandbox } from './newsandbox.jsx';
 
 const POLL = 2000;
+
+// VIEWS are the list's state filter, kept in the URL (?state=): the
+// running ones by default, the ended ones one click away. Each is the
+// API's states it lists.
+const VIEWS = [
+  ['running', 'Running', ['running', 'creating']],
+  ['stopped', 'Stopped', ['stopped', 'failed']],
+  ['all', 'All', ['']],
+];
 
 export function Sandboxes() {
   const [list, setList] = useState(null);
   const [err, setErr] = useState(null);
-  const [state, setState] = useState('');
-  const [meta, setMeta] = useState('');
+  const [query, setQuery] = useQuery();
+  const view = VIEWS.find((v) => v[0] === query.get('state')) || VIEWS[0];
+  const state = view[0];
+  const meta = query.get('label') || '';
+  const setMeta = (v) => setQuery({ label: v }, { replace: true });
   const [metrics, setMetrics] = useState({});
   const [creating, setCreating] = useState(false);
   const [destroying, setDestroying] = useState(null);
@@ -32,12 +45,14 @@ export function Sandboxes() {
       if (metaErr) return;
       try {
         const all = [];
-        let after = '';
-        do {
-          const page = await api('/v1/sandboxes', { query: { state, after, limit: 1000, ...metaQuery }, signal });
-          all.push(...page.sandboxes);
-          after = page.next;
-        } while (after && all.length < 5000);
+        for (const st of view[2]) {
+          let after = '';
+          do {
+            const page = await api('/v1/sandboxes', { query: { state: st, after, limit: 1000, ...metaQuery }, signal });
+            all.push(...page.sandboxes);
+            after = page.next;
+          } while (after && all.length < 5000);
+        }
         // Live sandboxes first, then the ended ones; newest first in each.
         const live = (s) => (s.state === 'running' || s.state === 'creating' ? 0 : 1);
         all.sort((a, b) => live(a) - live(b) || Date.parse(b.created_at) - Date.parse(a.created_at));
@@ -77,7 +92,7 @@ export function Sandboxes() {
       <div class="page-head">
         <div>
           <h1>Sandboxes</h1>
-          <p class="muted">Every sandbox of your tenant, live. Updated every 2 seconds.</p>
+          <p class="muted">Your tenant's sandboxes, live: updated every 2 seconds.</p>
         </div>
         <button type="button" class="button primary" onClick={() => setCreating(true)}>
           <Icon name="plus" />
@@ -86,16 +101,21 @@ export function Sandboxes() {
       </div>
 
       <div class="toolbar" role="search">
-        <div class="field inline">
-          <label for="filter-state">State</label>
-          <select id="filter-state" class="input" value={state} onChange={(e) => setState(e.currentTarget.value)}>
-            <option value="">All states</option>
-            <option value="running">running</option>
-            <option value="creating">creating</option>
-            <option value="stopped">stopped</option>
-            <option value="failed">failed</option>
-          </select>
-        </div>
+        <fieldset class="segmented">
+          <legend class="sr-only">Show</legend>
+          {VIEWS.map(([key, name]) => (
+            <label key={key} class={state === key ? 'current' : ''}>
+              <input
+                type="radio"
+                name="sandbox-state"
+                value={key}
+                checked={state === key}
+                onChange={() => setQuery({ state: key === 'running' ? '' : key })}
+              />
+              {name}
+            </label>
+          ))}
+        </fieldset>
         <div class="field inline grow">
           <label for="filter-meta">Filter by label</label>
           <input
@@ -106,19 +126,21 @@ export function Sandboxes() {
             onInput={(e) => setMeta(e.currentTarget.value)}
           />
         </div>
-        <span class="muted small">{list ? `${list.length} sandbox${list.length === 1 ? '' : 'es'}` : ''}</span>
+        <span class="muted small">{list ? `${list.length} ${state === 'all' ? '' : view[1].toLowerCase() + ' '}sandbox${list.length === 1 ? '' : 'es'}` : ''}</span>
       </div>
       <ErrorText error={metaErr || err} />
 
       {list === null && !err ? (
         <Loading />
       ) : list && list.length === 0 ? (
-        <Empty title={state || meta ? 'No sandboxes match these filters' : 'No sandboxes yet — create one'}>
-          {state || meta ? (
-            'Clear the filters to see every sandbox.'
+        <Empty title={meta ? 'No sandboxes match this filter' : state === 'all' ? 'No sandboxes yet — create one' : `No ${state} sandboxes`}>
+          {meta ? (
+            'Clear the label filter to see every sandbox.'
+          ) : state === 'stopped' ? (
+            'Sandboxes show here once they have ended: destroyed, expired or failed.'
           ) : (
             <>
-              <p>A sandbox is an isolated Linux machine for one agent run.</p>
+              <p>A sandbox is an isolated Linux machine for one agent run.{state === 'running' ? ' Ended ones are under Stopped.' : ''}</p>
               <button type="button" class="button primary" onClick={() => setCreating(true)}>
                 <Icon name="plus" />
                 Create a sandbox
@@ -293,128 +315,6 @@ export function ExtendDialog({ sandbox, onClose, onDone }) {
           </button>
           <button type="submit" class="button primary" disabled={busy}>
             Extend sandbox
-          </button>
-        </div>
-      </form>
-    </Dialog>
-  );
-}
-
-function NewSandbox({ onClose }) {
-  const [f, setF] = useState({
-    template: 'base', cpus: '1', memory: '512', timeout: '300', hosts: '', secrets: '', metadata: '', network: 'none',
-    disk: '', pids: '', idle: '',
-  });
-  const [busy, setBusy] = useState(false);
-  const [err, setErr] = useState(null);
-  const [templates, setTemplates] = useState([]);
-  useEffect(() => {
-    const ctl = new AbortController();
-    api('/v1/templates', { signal: ctl.signal })
-      .then((r) => setTemplates(r.templates || []))
-      .catch((x) => x.name !== 'AbortError' && setErr(x));
-    return () => ctl.abort();
-  }, []);
-  const set = (k) => (e) => {
-    const v = e.currentTarget.value;
-    setF((o) => ({ ...o, [k]: v, ...(k === 'hosts' && v.trim() ? { network: 'allowlist' } : {}) }));
-  };
-
-  const submit = async (e) => {
-    e.preventDefault();
-    setErr(null);
-    let metadata;
-    try {
-      metadata = parseMetadata(f.metadata);
-    } catch (x) {
-      setErr(x.message);
-      return;
-    }
-    const allow = splitList(f.hosts);
-    const body = {
-      template: f.template.trim() || undefined,
-      cpus: f.cpus === '' ? undefined : Number(f.cpus),
-      memory_mb: f.memory === '' ? undefined : Number(f.memory),
-      timeout_s: f.timeout === '' ? undefined : Number(f.timeout),
-      metadata: Object.keys(metadata).length ? metadata : undefined,
-      secrets: splitList(f.secrets).length ? splitList(f.secrets) : undefined,
-      disk_mb: f.disk === '' ? undefined : Number(f.disk),
-      pids: f.pids === '' ? undefined : Number(f.pids),
-      idle_timeout_s: f.idle === '' ? undefined : Number(f.idle),
-    };
-    if (allow.length || f.network === 'allowlist') body.network = { mode: 'allowlist', allow };
-    setBusy(true);
-    try {
-      const s = await api('/v1/sandboxes', { method: 'POST', json: body });
-      onClose();
-      navigate('/sandboxes/' + encodeURIComponent(s.id));
-    } catch (x) {
-      setErr(x);
-      setBusy(false);
-    }
-  };
-
-  return (
-    <Dialog title="New sandbox" onClose={onClose} wide>
-      <form aria-label="New sandbox" onSubmit={submit} class="form-grid">
-        <div class="row2">
-          <Field label="Template" hint={(templates.find((t) => t.name === f.template) || {}).description || 'The root file system.'}>
-            <select class="input mono" value={f.template} onChange={set('template')} autofocus>
-              {(templates.length ? templates : [{ name: f.template }]).map((t) => (
-                <option key={t.name} value={t.name}>{t.name}</option>
-              ))}
-            </select>
-          </Field>
-          <Field label="Network" hint="Allowed hosts switch the proxy on.">
-            <select class="input wide-select" value={f.network} onChange={set('network')}>
-              <option value="none">No network</option>
-              <option value="allowlist">Egress proxy, allowed hosts only</option>
-            </select>
-          </Field>
-        </div>
-        <div class="row3">
-          <Field label="CPUs">
-            <input class="input" type="number" min="0" step="0.25" value={f.cpus} onInput={set('cpus')} />
-          </Field>
-          <Field label="Memory (MiB)">
-            <input class="input" type="number" min="0" step="64" value={f.memory} onInput={set('memory')} />
-          </Field>
-          <Field label="Timeout (s)" hint="At most 86400.">
-            <input class="input" type="number" min="0" max="86400" value={f.timeout} onInput={set('timeout')} />
-          </Field>
-        </div>
-        <Field label="Allowed hosts" hint="Comma or newline separated: pypi.org, *.pythonhosted.org, api.example.com:8443.">
-          <textarea class="input mono" rows="2" value={f.hosts} onInput={set('hosts')} />
-        </Field>
-        <div class="row2">
-          <Field label="Secrets" hint="Names of your secrets, comma separated; the sandbox sees placeholders.">
-            <textarea class="input mono" rows="2" value={f.secrets} onInput={set('secrets')} />
-          </Field>
-          <Field label="Metadata" hint="key=value, one per line.">
-            <textarea class="input mono" rows="2" value={f.metadata} onInput={set('metadata')} />
-          </Field>
-        </div>
-        <details class="more">
-          <summary>More limits</summary>
-          <div class="row3">
-            <Field label="Disk (MiB)" hint="Default 1024.">
-              <input class="input" type="number" min="0" value={f.disk} onInput={set('disk')} />
-            </Field>
-            <Field label="Max processes" hint="Default 256.">
-              <input class="input" type="number" min="0" value={f.pids} onInput={set('pids')} />
-            </Field>
-            <Field label="Idle after (s)" hint="Destroyed when unused this long; empty: never.">
-              <input class="input" type="number" min="0" max="86400" value={f.idle} onInput={set('idle')} />
-            </Field>
-          </div>
-        </details>
-        <ErrorText error={err} />
-        <div class="actions">
-          <button type="button" class="button" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="submit" class="button primary" disabled={busy}>
-            {busy ? 'Creating…' : 'Create sandbox'}
           </button>
         </div>
       </form>

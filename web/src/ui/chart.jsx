@@ -46,7 +46,7 @@ export function LineChart({ label, series, format, height = 170, window: span, b
           </g>
         ))}
         <text class="axis" x={pad.l} y={height - 6}>
-          {`-${Math.round(shown / 1000)}s`}
+          {shown >= 120000 ? `-${Math.round(shown / 60000)} min` : `-${Math.round(shown / 1000)}s`}
         </text>
         <text class="axis" x={W - pad.r} y={height - 6} text-anchor="end">
           now

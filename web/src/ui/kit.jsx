@@ -174,17 +174,28 @@ export function Icon({ name, size = 16 }) {
   );
 }
 
-// Field is a labelled control; hint is read out as its description.
+// Field is a labelled control; hint is read out as its description, and
+// error, when set, before it (the control is marked invalid).
 let fieldSeq = 0;
-export function Field({ label, hint, children, id }) {
+export function Field({ label, hint, error, children, id }) {
   const [fid] = useState(() => id || 'f' + ++fieldSeq);
   const hid = hint ? fid + '-hint' : undefined;
+  const eid = error ? fid + '-error' : undefined;
+  const described = [eid, hid].filter(Boolean).join(' ') || undefined;
   const child = Array.isArray(children) ? children[0] : children;
-  const control = child && child.props ? cloneElement(child, { id: fid, 'aria-describedby': hid }) : child;
+  const control = child && child.props
+    ? cloneElement(child, { id: fid, 'aria-describedby': described, 'aria-invalid': error ? 'true' : undefined })
+    : child;
   return (
-    <div class="field">
+    <div class={'field' + (error ? ' invalid' : '')}>
       <label for={fid}>{label}</label>
       {control}
+      {error && (
+        <p class="field-error" id={eid}>
+          <Icon name="alert" size={13} />
+          <span>{error}</span>
+        </p>
+      )}
       {hint && (
         <p class="hint" id={hid}>
           {hint}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -310,4 +311,29 @@ func rmdir(dir string) error {
 			return fmt.Errorf("remove %s: %w", dir, err)
 		}
 	}
+}
+
+// Find lists the sandbox groups, in any hierarchy, whose names end in
+// suffix: for a reclaimer that knows a sandbox but not its group's full
+// name.
+func Find(suffix string) []string {
+	info, err := detected()
+	if err != nil {
+		return nil
+	}
+	roots := slices.Collect(maps.Values(info.Controllers))
+	if info.Unified != "" {
+		roots = append(roots, info.Unified)
+	}
+	var out []string
+	for _, root := range roots {
+		entries, _ := os.ReadDir(filepath.Join(root, Parent))
+		for _, e := range entries {
+			if e.IsDir() && strings.HasSuffix(e.Name(), suffix) && validName(e.Name()) && !slices.Contains(out, e.Name()) {
+				out = append(out, e.Name())
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"io"
 	"os"
 	"os/exec"
@@ -39,15 +40,13 @@ func TestMain(m *testing.M) {
 // requiresCgroups skips a test that needs to create real groups.
 func requiresCgroups(t *testing.T) Info {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("requires root: creates cgroups")
-	}
+	testenv.RequiresRoot(t, "create cgroups")
 	info, err := Detect()
 	if err != nil {
-		t.Skipf("requires a cgroup filesystem: %v", err)
+		testenv.Unsupported(t, "no cgroup filesystem: "+err.Error())
 	}
 	if !info.Writable {
-		t.Skip("requires writable cgroup hierarchies")
+		testenv.Lacking(t, "the cgroup hierarchies are not writable")
 	}
 	return info
 }
@@ -257,7 +256,7 @@ func TestKill(t *testing.T) {
 	for _, s := range strategies {
 		t.Run(s.name, func(t *testing.T) {
 			if !s.available {
-				t.Skipf("this host has no %s", s.name)
+				testenv.Unsupported(t, "this host has no "+s.name)
 			}
 			c := newGroup(t, s.info, runtime.Limits{Pids: 4096})
 			c.kill, c.freeze = s.kill, s.freeze
@@ -309,12 +308,12 @@ func noV2Features(info Info) Info {
 
 func noFreezer(info Info) Info {
 	info = noV2Features(info)
-	info.Controllers = maps(info.Controllers)
+	info.Controllers = copyMap(info.Controllers)
 	delete(info.Controllers, "freezer")
 	return info
 }
 
-func maps(m map[string]string) map[string]string {
+func copyMap(m map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range m {
 		out[k] = v
@@ -414,7 +413,7 @@ func TestPidsLimit(t *testing.T) {
 func TestProcCgroupFormat(t *testing.T) {
 	f, err := os.Open("/proc/self/cgroup")
 	if err != nil {
-		t.Skip("no /proc/self/cgroup")
+		testenv.Unsupported(t, "no /proc/self/cgroup")
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -428,12 +427,10 @@ func TestProcCgroupFormat(t *testing.T) {
 // BenchmarkLifecycle measures what a sandbox pays for its group: create with
 // limits, add a process, kill it, destroy.
 func BenchmarkLifecycle(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("requires root: creates cgroups")
-	}
+	testenv.RequiresRoot(b, "create cgroups")
 	info, err := Detect()
 	if err != nil || !info.Writable {
-		b.Skipf("requires writable cgroups: %v", err)
+		testenv.Lacking(b, fmt.Sprintf("requires writable cgroups: %v", err))
 	}
 	for b.Loop() {
 		c, err := create(info, testName(), runtime.Limits{})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +29,7 @@ func requireLandlock(t *testing.T) int {
 	if got != 0 || err != ErrUnsupported || !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("Restrict without landlock = %d, %v; want 0, ErrUnsupported", got, err)
 	}
-	t.Skip("kernel without landlock")
+	testenv.Unsupported(t, "kernel without landlock")
 	return 0
 }
 
@@ -38,7 +39,7 @@ func buildSubject(t *testing.T) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("no go tool in PATH to build the test subject")
+		testenv.Lacking(t, "no go tool in PATH to build the test subject")
 	}
 	bin := filepath.Join(t.TempDir(), "restrict")
 	cmd := exec.Command(goTool, "build", "-buildvcs=false", "-o", bin, ".")

@@ -3,6 +3,7 @@ package quota
 import (
 	"errors"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,14 +19,9 @@ import (
 // cannot be made, except in CI, which installs btrfs-progs.
 func setupBtrfsTest(t testing.TB) *FS {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("requires root: mounts loop devices")
-	}
+	testenv.RequiresRoot(t, "mount loop devices")
 	if !btrfsUsable() {
-		if os.Getenv("CI") != "" {
-			t.Fatal("btrfs mode untestable: needs mkfs.btrfs (btrfs-progs) and btrfs in /proc/filesystems")
-		}
-		t.Skip("btrfs mode untestable: needs mkfs.btrfs (btrfs-progs) and btrfs in /proc/filesystems")
+		testenv.Lacking(t, "btrfs mode untestable: needs mkfs.btrfs (btrfs-progs) and btrfs in /proc/filesystems")
 	}
 	// Sparse, so the size costs nothing; deleted subvolumes hold 16 KiB
 	// each until the kernel's cleaner drops them, and a benchmark deletes
@@ -283,7 +279,7 @@ func dirNames(entries []os.DirEntry) []string {
 func TestSetupKeepsImageModeDir(t *testing.T) {
 	requiresRoot(t)
 	if !btrfsUsable() {
-		t.Skip("needs mkfs.btrfs")
+		testenv.Lacking(t, "needs mkfs.btrfs (btrfs-progs)")
 	}
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "sandbox"), 0o700); err != nil {

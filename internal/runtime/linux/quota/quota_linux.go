@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -104,7 +105,7 @@ func Setup(dir string, sizeBytes int64) (*FS, error) {
 	} else if ok {
 		return setupBtrfs(dir, sizeBytes)
 	}
-	ok, err := projectQuotaWorks()
+	ok, err := projectQuotaWorks(dir)
 	if err != nil {
 		return nil, fmt.Errorf("quota setup: %w", err)
 	}
@@ -215,6 +216,28 @@ func (f *FS) Close() error {
 	return nil
 }
 
+// WaitDetached waits up to d, after Close, for the loop device under the
+// filesystem to let go of its image. The kernel detaches it once nothing
+// references the filesystem, which a mount namespace cloned while it was
+// mounted (any sandbox's, while it sets itself up) may still do for a
+// moment.
+func (f *FS) WaitDetached(d time.Duration) error {
+	if f.images || !strings.HasPrefix(f.source, "/dev/loop") {
+		return nil
+	}
+	backing := filepath.Join("/sys/block", filepath.Base(f.source), "loop", "backing_file")
+	img := f.dir + ".img"
+	for deadline := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile(backing)
+		if err != nil || strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)") != img {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("loop device %s still holds %s %s after it was unmounted", f.source, img, d)
+		}
+	}
+}
+
 // Detect says whether dir has, or Setup could give it, a disk limit, and
 // how, for `airlock doctor`. As root it formats and mounts a small probe
 // image to learn whether the kernel enforces project quotas.
@@ -252,7 +275,7 @@ func Detect(dir string) (ok bool, detail string) {
 	if _, err := findMkfs("ext4"); err != nil {
 		return false, err.Error()
 	}
-	works, err := projectQuotaWorks()
+	works, err := projectQuotaWorks(dir)
 	switch {
 	case err != nil:
 		return false, err.Error()

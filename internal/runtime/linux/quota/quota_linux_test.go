@@ -3,6 +3,7 @@ package quota
 import (
 	"errors"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"io"
 	"os"
 	"path/filepath"
@@ -19,11 +20,9 @@ const mib = 1 << 20
 
 func requiresRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("requires root: mounts loop devices")
-	}
+	testenv.RequiresRoot(t, "mount loop devices")
 	if _, err := findMkfs("ext4"); err != nil {
-		t.Skipf("requires mkfs.ext4: %v", err)
+		testenv.Lacking(t, err.Error())
 	}
 }
 
@@ -39,12 +38,12 @@ func setup(t *testing.T, mode string) *FS {
 	case "btrfs":
 		return setupBtrfsTest(t)
 	}
-	works, err := projectQuotaWorks()
+	works, err := projectQuotaWorks(filepath.Join(t.TempDir(), "probe"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !works {
-		t.Skip("kernel cannot mount ext4 with prjquota (built without CONFIG_QFMT_V2): project mode untestable here")
+		testenv.Unsupported(t, "the kernel cannot mount ext4 with prjquota (built without CONFIG_QFMT_V2): project mode untestable")
 	}
 	f, err := Setup(filepath.Join(t.TempDir(), "fs"), 512*mib)
 	if err != nil {
@@ -430,9 +429,7 @@ func BenchmarkLimitClear(b *testing.B) {
 			if mode == "btrfs" {
 				f = setupBtrfsTest(b)
 			} else {
-				if os.Geteuid() != 0 {
-					b.Skip("requires root: mounts loop devices")
-				}
+				testenv.RequiresRoot(b, "mount loop devices")
 				f = &FS{dir: b.TempDir(), images: true}
 			}
 			dir := filepath.Join(f.Dir(), "sb")
@@ -469,5 +466,36 @@ func report(b *testing.B, what string, ds []time.Duration) {
 	slices.Sort(ds)
 	for _, p := range []int{50, 90, 99} {
 		b.ReportMetric(float64(ds[(len(ds)-1)*p/100].Microseconds()), fmt.Sprintf("%s-p%d-us", what, p))
+	}
+}
+
+// TestQuotaProbeKeptInDataDir pins ~20 ms that every `airlock run` paid
+// on a host without btrfs-progs: the probe of whether the kernel mounts
+// ext4 with project quotas formatted and mounted an image in every new
+// process. Its answer is kept beside the pool and reused for this kernel.
+func TestQuotaProbeKeptInDataDir(t *testing.T) {
+	requiresRoot(t)
+	dir := filepath.Join(t.TempDir(), "sandboxes")
+	before := probeRuns
+	first, err := projectQuotaWorks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := projectQuotaWorks(dir)
+	if err != nil || again != first {
+		t.Fatalf("second answer %v, %v; first was %v", again, err, first)
+	}
+	if n := probeRuns - before; n != 1 {
+		t.Errorf("%d probes for two asks on one data dir, want 1", n)
+	}
+	// A result kept for another kernel is probed again.
+	if err := os.WriteFile(dir+".probe", []byte(formatProbe(!first, "0.0.0-other")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := projectQuotaWorks(dir); err != nil || got != first {
+		t.Errorf("after a kernel change: %v, %v; want a fresh probe saying %v", got, err, first)
+	}
+	if n := probeRuns - before; n != 2 {
+		t.Errorf("%d probes, want 2 after the kernel changed", n)
 	}
 }

@@ -1,6 +1,7 @@
 package seccomp
 
 import (
+	"github.com/airlockhq/airlock/internal/testenv"
 	"sort"
 	"testing"
 
@@ -12,7 +13,7 @@ const auditArchI386 = 0x40000003
 func needTable(t testing.TB) []insn {
 	t.Helper()
 	if archName == "" {
-		t.Skip("no seccomp table for this architecture")
+		testenv.Unsupported(t, "no seccomp table for this architecture")
 	}
 	prog, err := program(auditArch, x32Bit, table)
 	if err != nil {

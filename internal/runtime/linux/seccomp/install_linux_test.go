@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,7 +142,7 @@ func runChild(t *testing.T, args ...string) []byte {
 func requireFilter(t *testing.T) {
 	t.Helper()
 	if ok, detail := Supported(); !ok {
-		t.Skipf("seccomp unavailable: %s", detail)
+		testenv.Unsupported(t, "seccomp unavailable: "+detail)
 	}
 }
 
@@ -175,7 +176,7 @@ func buildProbe(t *testing.T) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("no go tool in PATH to build the probe")
+		testenv.Lacking(t, "no go tool in PATH to build the probe")
 	}
 	bin := filepath.Join(t.TempDir(), "probe")
 	cmd := exec.Command(goTool, "build", "-buildvcs=false", "-o", bin, ".")

@@ -1,0 +1,156 @@
+// The create form: a sandbox's template, limits, network and labels. Its
+// duration fields take what airlock create --timeout takes.
+import { useEffect, useState } from 'preact/hooks';
+import { api } from '../api.js';
+import { navigate } from '../router.jsx';
+import { Dialog, ErrorText, Field } from '../ui/kit.jsx';
+import { parseMetadata, splitList } from '../format.js';
+import { parseSeconds } from '../duration.js';
+
+// durationError is what is wrong with a duration field's text, or null.
+function durationError(text, opts) {
+  try {
+    parseSeconds(text, opts);
+    return null;
+  } catch (x) {
+    return x.message;
+  }
+}
+
+export function NewSandbox({ onClose }) {
+  const [f, setF] = useState({
+    template: 'base', cpus: '1', memory: '512', timeout: '5m', hosts: '', secrets: '', metadata: '', network: 'none',
+    disk: '', pids: '', idle: '',
+  });
+  // The duration fields say what is wrong with them once left or on
+  // submit, not while a person is still typing "1h3".
+  const [touched, setTouched] = useState({});
+  const durations = {
+    timeout: durationError(f.timeout, {}),
+    idle: durationError(f.idle, { allowZero: true }),
+  };
+  const shown = (k) => (touched[k] ? durations[k] : null);
+  const leave = (k) => () => setTouched((t) => ({ ...t, [k]: true }));
+  const [busy, setBusy] = useState(false);
+  const [err, setErr] = useState(null);
+  const [templates, setTemplates] = useState([]);
+  useEffect(() => {
+    const ctl = new AbortController();
+    api('/v1/templates', { signal: ctl.signal })
+      .then((r) => setTemplates(r.templates || []))
+      .catch((x) => x.name !== 'AbortError' && setErr(x));
+    return () => ctl.abort();
+  }, []);
+  const set = (k) => (e) => {
+    const v = e.currentTarget.value;
+    setF((o) => ({ ...o, [k]: v, ...(k === 'hosts' && v.trim() ? { network: 'allowlist' } : {}) }));
+  };
+
+  const submit = async (e) => {
+    e.preventDefault();
+    setErr(null);
+    const bad = Object.keys(durations).filter((k) => durations[k]);
+    if (bad.length) {
+      setTouched({ timeout: true, idle: true });
+      if (bad.includes('idle')) e.currentTarget.querySelector('details.more').open = true;
+      e.currentTarget.querySelector(`[data-field="${bad[0]}"]`)?.focus();
+      return;
+    }
+    let metadata;
+    try {
+      metadata = parseMetadata(f.metadata);
+    } catch (x) {
+      setErr(x.message);
+      return;
+    }
+    const allow = splitList(f.hosts);
+    const body = {
+      template: f.template.trim() || undefined,
+      cpus: f.cpus === '' ? undefined : Number(f.cpus),
+      memory_mb: f.memory === '' ? undefined : Number(f.memory),
+      timeout_s: parseSeconds(f.timeout),
+      metadata: Object.keys(metadata).length ? metadata : undefined,
+      secrets: splitList(f.secrets).length ? splitList(f.secrets) : undefined,
+      disk_mb: f.disk === '' ? undefined : Number(f.disk),
+      pids: f.pids === '' ? undefined : Number(f.pids),
+      idle_timeout_s: parseSeconds(f.idle, { allowZero: true }),
+    };
+    if (allow.length || f.network === 'allowlist') body.network = { mode: 'allowlist', allow };
+    setBusy(true);
+    try {
+      const s = await api('/v1/sandboxes', { method: 'POST', json: body });
+      onClose();
+      navigate('/sandboxes/' + encodeURIComponent(s.id));
+    } catch (x) {
+      setErr(x);
+      setBusy(false);
+    }
+  };
+
+  return (
+    <Dialog title="New sandbox" onClose={onClose} wide>
+      <form aria-label="New sandbox" onSubmit={submit} class="form-grid">
+        <div class="row2">
+          <Field label="Template" hint={(templates.find((t) => t.name === f.template) || {}).description || 'The root file system.'}>
+            <select class="input mono" value={f.template} onChange={set('template')} autofocus>
+              {(templates.length ? templates : [{ name: f.template }]).map((t) => (
+                <option key={t.name} value={t.name}>{t.name}</option>
+              ))}
+            </select>
+          </Field>
+          <Field label="Network" hint="Allowed hosts switch the proxy on.">
+            <select class="input wide-select" value={f.network} onChange={set('network')}>
+              <option value="none">No network</option>
+              <option value="allowlist">Egress proxy, allowed hosts only</option>
+            </select>
+          </Field>
+        </div>
+        <div class="row3">
+          <Field label="CPUs">
+            <input class="input" type="number" min="0" step="0.25" value={f.cpus} onInput={set('cpus')} />
+          </Field>
+          <Field label="Memory (MiB)">
+            <input class="input" type="number" min="0" step="64" value={f.memory} onInput={set('memory')} />
+          </Field>
+          <Field label="Timeout" hint="As airlock create --timeout takes it: 90s, 10m, 1h30m; at most 24h." error={shown('timeout')}>
+            <input class="input mono" data-field="timeout" inputMode="text" autocomplete="off" spellcheck={false} value={f.timeout} onInput={set('timeout')} onBlur={leave('timeout')} />
+          </Field>
+        </div>
+        <Field label="Allowed hosts" hint="Comma or newline separated: pypi.org, *.pythonhosted.org, api.example.com:8443.">
+          <textarea class="input mono" rows="2" value={f.hosts} onInput={set('hosts')} />
+        </Field>
+        <div class="row2">
+          <Field label="Secrets" hint="Names of your secrets, comma separated; the sandbox sees placeholders.">
+            <textarea class="input mono" rows="2" value={f.secrets} onInput={set('secrets')} />
+          </Field>
+          <Field label="Metadata" hint="key=value, one per line.">
+            <textarea class="input mono" rows="2" value={f.metadata} onInput={set('metadata')} />
+          </Field>
+        </div>
+        <details class="more">
+          <summary>More limits</summary>
+          <div class="row3">
+            <Field label="Disk (MiB)" hint="Default 1024.">
+              <input class="input" type="number" min="0" value={f.disk} onInput={set('disk')} />
+            </Field>
+            <Field label="Max processes" hint="Default 256.">
+              <input class="input" type="number" min="0" value={f.pids} onInput={set('pids')} />
+            </Field>
+            <Field label="Idle after" hint="Destroyed when unused this long (e.g. 10m); empty: never." error={shown('idle')}>
+              <input class="input mono" data-field="idle" autocomplete="off" spellcheck={false} value={f.idle} onInput={set('idle')} onBlur={leave('idle')} />
+            </Field>
+          </div>
+        </details>
+        <ErrorText error={err} />
+        <div class="actions">
+          <button type="button" class="button" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" class="button primary" disabled={busy}>
+            {busy ? 'Creating…' : 'Create sandbox'}
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}
