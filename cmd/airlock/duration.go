@@ -1,41 +1,33 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 )
 
 // durationSyntax is the one duration syntax of every flag and argument of
-// the CLI, and of the console's create form (web/ follows this text and
-// durationPattern).
-const durationSyntax = "a whole number of seconds (90) or numbers each with a unit h, m, s or ms (90s, 10m, 1h30m, 1.5h)"
+// the CLI, and of the console's create form (web/src/duration.js, whose
+// parser is diffed against Go's): Go's time.ParseDuration, never negative.
+const durationSyntax = "a Go duration: numbers each with a unit h, m, s, ms, us or ns (90s, 10m, 1h30m, 1.5h)"
 
-// durationPattern is durationSyntax exactly: no sign, no spaces, no
-// other units.
-var durationPattern = regexp.MustCompile(`^(?:[0-9]+|(?:(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:h|ms|m|s))+)$`)
+// bareNumber is a number without a unit, which time.ParseDuration
+// refuses with a message that does not say what to write instead.
+var bareNumber = regexp.MustCompile(`^[0-9]*\.?[0-9]+$`)
 
-// parseDuration reads durationSyntax. It never returns a negative
-// duration.
+// parseDuration reads durationSyntax.
 func parseDuration(s string) (time.Duration, error) {
-	bad := fmt.Errorf("%q is not a duration: want %s", s, durationSyntax)
-	if !durationPattern.MatchString(s) {
-		return 0, bad
-	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if n > math.MaxInt64/int64(time.Second) {
-			return 0, bad
-		}
-		return time.Duration(n) * time.Second, nil
+	if bareNumber.MatchString(s) && s != "0" {
+		return 0, fmt.Errorf("%q has no unit: write %ss", s, s)
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, bad
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("%q is not a duration: want %s", s, durationSyntax)
+	case d < 0:
+		return 0, fmt.Errorf("%q is negative", s)
 	}
 	return d, nil
 }
@@ -72,7 +64,7 @@ func (f *durationFlag) String() string {
 func (f *durationFlag) Set(s string) error {
 	d, err := parseDuration(s)
 	if err != nil {
-		return errors.New("want " + durationSyntax)
+		return err
 	}
 	*f.p, f.raw = d, s
 	return nil

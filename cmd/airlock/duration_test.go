@@ -1,47 +1,46 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
 
 // TestParseDurationIsOneSyntax pins the duration syntax every verb (and
-// the console's form) takes: whole seconds or numbers with h, m, s, ms.
+// the console's form) takes: Go's, never negative, and a bare number is
+// refused saying what to write.
 func TestParseDurationIsOneSyntax(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want time.Duration
-		ok   bool
+		err  string // a part of the error; "" when it parses
 	}{
-		{"90", 90 * time.Second, true},
-		{"0", 0, true},
-		{"90s", 90 * time.Second, true},
-		{"10m", 10 * time.Minute, true},
-		{"1h30m", 90 * time.Minute, true},
-		{"1.5h", 90 * time.Minute, true},
-		{".5m", 30 * time.Second, true},
-		{"500ms", 500 * time.Millisecond, true},
-		{"2h45m30s", 2*time.Hour + 45*time.Minute + 30*time.Second, true},
-		{"", 0, false},
-		{"-5m", 0, false},
-		{"+5m", 0, false},
-		{"-5", 0, false},
-		{"5 m", 0, false},
-		{" 5m", 0, false},
-		{"1.5", 0, false},
-		{"1.m", 0, false},
-		{"1e3s", 0, false},
-		{"10us", 0, false},
-		{"10ns", 0, false},
-		{"1d", 0, false},
-		{"soon", 0, false},
-		{"99999999999999999999", 0, false},
-		{"9999999999999", 0, false}, // seconds past what a Duration holds
-		{"3000000h", 0, false},
+		{"90s", 90 * time.Second, ""},
+		{"0", 0, ""},
+		{"0s", 0, ""},
+		{"10m", 10 * time.Minute, ""},
+		{"1h30m", 90 * time.Minute, ""},
+		{"1.5h", 90 * time.Minute, ""},
+		{".5m", 30 * time.Second, ""},
+		{"500ms", 500 * time.Millisecond, ""},
+		{"2h45m30s", 2*time.Hour + 45*time.Minute + 30*time.Second, ""},
+		{"10us", 10 * time.Microsecond, ""},
+		{"+5m", 5 * time.Minute, ""},
+		{"90", 0, `"90" has no unit: write 90s`},
+		{"1.5", 0, `"1.5" has no unit: write 1.5s`},
+		{"-5m", 0, `"-5m" is negative`},
+		{"", 0, "is not a duration"},
+		{"5 m", 0, "is not a duration"},
+		{"1d", 0, "is not a duration"},
+		{"soon", 0, "is not a duration"},
+		{"3000000h", 0, "is not a duration"},
 	} {
 		got, err := parseDuration(tc.in)
-		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("parseDuration(%q) = %v, %v; want %v ok=%v", tc.in, got, err, tc.want, tc.ok)
+		if got != tc.want || tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("parseDuration(%q) = %v, %v; want %v, error with %q", tc.in, got, err, tc.want, tc.err)
+		}
+		if d, gerr := time.ParseDuration(tc.in); err == nil && (gerr != nil || d != got) {
+			t.Errorf("parseDuration(%q) = %v, Go reads %v, %v: the syntax must be Go's", tc.in, got, d, gerr)
 		}
 	}
 }

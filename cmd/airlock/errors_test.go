@@ -37,7 +37,8 @@ func TestOutOfRangeFlagsRefusedBeforeAnyRequest(t *testing.T) {
 	}{
 		{[]string{"create", "--timeout", "48h"}, "airlock create: --timeout 48h is longer than the 24h maximum"},
 		{[]string{"create", "--timeout", "0"}, "airlock create: --timeout 0 is shorter than the 1s minimum"},
-		{[]string{"create", "--timeout", "86401"}, "airlock create: --timeout 86401 is longer than the 24h maximum"},
+		{[]string{"create", "--timeout", "24h0m1s"}, "airlock create: --timeout 24h0m1s is longer than the 24h maximum"},
+		{[]string{"create", "--timeout", "900"}, `invalid value "900" for flag -timeout: "900" has no unit: write 900s`},
 		{[]string{"create", "--cpus", "0"}, "airlock create: --cpus 0: want 0.01 to 1024 (leave it out for the default 1)"},
 		{[]string{"create", "--cpus", "5000"}, "airlock create: --cpus 5000: want 0.01 to 1024 (leave it out for the default 1)"},
 		{[]string{"create", "--pids", "0"}, "airlock create: --pids 0: want 8 to 4194304 (leave it out for the default 256)"},
@@ -55,8 +56,9 @@ func TestOutOfRangeFlagsRefusedBeforeAnyRequest(t *testing.T) {
 		{[]string{"template", "build", "t", "--run", "true", "--timeout", "25h"}, "airlock template build: --timeout 25h is longer than the 24h maximum"},
 		{[]string{"template", "build", "t", "--run", "true", "--cpus", "0"}, "airlock template build: --cpus 0: want 0.01 to 1024 (leave it out for the default 1)"},
 		{[]string{"task", "run", "--timeout", "48h", "--command", "true"}, "airlock task run: --timeout 48h is longer than the 24h maximum"},
-		{[]string{"replay", "--idle-limit", "-1s", "sb-1"}, `invalid value "-1s" for flag -idle-limit: want a whole number of seconds`},
-		{[]string{"create", "--timeout", "soon"}, `invalid value "soon" for flag -timeout: want a whole number of seconds (90) or numbers each with a unit h, m, s or ms`},
+		{[]string{"replay", "--idle-limit", "-1s", "sb-1"}, `invalid value "-1s" for flag -idle-limit: "-1s" is negative`},
+		{[]string{"create", "--timeout", "soon"}, `invalid value "soon" for flag -timeout: "soon" is not a duration: want a Go duration`},
+		{[]string{"timeout", "sb-1", "600"}, `airlock timeout: "600" has no unit: write 600s`},
 	} {
 		_, errs, code := runCLI(t, env, nil, tc.args...)
 		if code != 2 || !strings.HasPrefix(errs, tc.want) {

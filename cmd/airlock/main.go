@@ -48,8 +48,8 @@ $AIRLOCK_API_KEY, else the admin.key in the data dir:
 
 The data dir (--data-dir, default $AIRLOCK_DATA_DIR or /var/lib/airlock as
 root) holds the database, sandboxes and templates; --state-dir and
-$AIRLOCK_STATE_DIR are its old names. Durations are a whole number of
-seconds (90) or numbers each with a unit h, m, s or ms (90s, 10m, 1h30m).
+$AIRLOCK_STATE_DIR are its old names. Durations are Go's: numbers each
+with a unit h, m, s, ms, us or ns (90s, 10m, 1h30m, 1.5h).
 
 Run 'airlock COMMAND -h' or 'airlock help COMMAND' for a command's flags.
 `

@@ -56,7 +56,7 @@ func TestReplayFetches(t *testing.T) {
 		{"--speed", "-2", "sb_1"},
 		{"--speed", "fast", "sb_1"},
 		{"--idle-limit", "-1s", "sb_1"},
-		{"--idle-limit", "2x", "sb_1"},
+		{"--idle-limit", "2", "sb_1"},
 		{"--nope", "sb_1"},
 	} {
 		var code exitError
