@@ -56,3 +56,15 @@ func (c *Client) ListKeys(ctx context.Context) ([]Key, error) {
 func (c *Client) DeleteKey(ctx context.Context, id string) error {
 	return c.doJSON(ctx, http.MethodDelete, "/v1/keys/"+url.PathEscape(id), nil, nil, nil)
 }
+
+// ServerInfo is what GET /v1/server tells an admin of the server.
+type ServerInfo struct {
+	DataDir string `json:"data_dir"`
+}
+
+// ServerInfo asks the server about itself (admin key).
+func (c *Client) ServerInfo(ctx context.Context) (ServerInfo, error) {
+	var si ServerInfo
+	err := c.doJSON(ctx, http.MethodGet, "/v1/server", nil, nil, &si)
+	return si, err
+}

@@ -84,7 +84,7 @@ func (c *Client) doJSON(ctx context.Context, method, path string, q url.Values, 
 	var body io.Reader
 	hdr := http.Header{}
 	if in != nil {
-		b, err := json.Marshal(in)
+		b, err := marshal(in)
 		if err != nil {
 			return err
 		}
@@ -100,6 +100,19 @@ func (c *Client) doJSON(ctx context.Context, method, path string, q url.Values, 
 	}
 	defer resp.Body.Close()
 	return decodeJSON(resp, out)
+}
+
+// marshal is json.Marshal without HTML's escapes: a request body is JSON
+// for the server, never HTML, and a "<" in stdin stays one byte, not six
+// (the server bounds a JSON body's bytes).
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // decodeJSON decodes a 2xx answer's body into out (if not nil) and drains

@@ -23,7 +23,7 @@ func (c *Client) Exec(ctx context.Context, id string, req ExecRequest) (ExecResu
 // Stderr are empty. Cancelling ctx ends the request; a write error ends
 // it too, and is returned.
 func (c *Client) ExecStream(ctx context.Context, id string, req ExecRequest, stdout, stderr io.Writer) (ExecResult, error) {
-	b, err := json.Marshal(req)
+	b, err := marshal(req)
 	if err != nil {
 		return ExecResult{}, err
 	}

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"encoding/json"
 	"time"
 )
 
@@ -21,6 +20,7 @@ type Sandbox struct {
 	Template  string            `json:"template"`
 	CreatedAt time.Time         `json:"created_at"`
 	ExpiresAt time.Time         `json:"expires_at"`
+	EndedAt   time.Time         `json:"ended_at,omitzero"` // once stopped or failed
 	Limits    Limits            `json:"limits"`
 	Metadata  map[string]string `json:"metadata,omitempty"`
 	Workdir   string            `json:"workdir,omitempty"`
@@ -63,7 +63,7 @@ type CreateRequest struct {
 
 func (r CreateRequest) MarshalJSON() ([]byte, error) {
 	type wire CreateRequest // without this method
-	return json.Marshal(struct {
+	return marshal(struct {
 		wire
 		TimeoutS int64 `json:"timeout_s,omitempty"`
 	}{wire(r), seconds(r.Timeout)})
@@ -96,7 +96,7 @@ type ExecRequest struct {
 
 func (r ExecRequest) MarshalJSON() ([]byte, error) {
 	type wire ExecRequest // without this method
-	return json.Marshal(struct {
+	return marshal(struct {
 		wire
 		TimeoutS int64 `json:"timeout_s,omitempty"`
 	}{wire(r), seconds(r.Timeout)})

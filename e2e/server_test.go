@@ -119,6 +119,9 @@ func (s *server) cli(key string, args ...string) (string, int) {
 	s.t.Helper()
 	cmd := exec.Command(s.bin, args...)
 	cmd.Env = append(os.Environ(), "AIRLOCK_URL="+s.url, "AIRLOCK_API_KEY="+key)
+	// What a verb writes to its working directory (task run's
+	// ./airlock-task-ID) goes to the test's, not the package's.
+	cmd.Dir = s.t.TempDir()
 	b, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -70,7 +70,7 @@ func auditCmd(args []string) error {
 	}
 	ctx, stop := remoteContext()
 	defer stop()
-	enc := json.NewEncoder(os.Stdout)
+	enc := jsonEncoder(os.Stdout)
 	return remote().AuditLog(ctx, pos[0], q, func(e client.AuditEvent) error {
 		if *asJSON {
 			return enc.Encode(e)
@@ -80,27 +80,28 @@ func auditCmd(args []string) error {
 	})
 }
 
-// parseWhen reads an RFC 3339 time or a duration before now.
+// parseWhen reads an RFC 3339 time or a duration (durationSyntax) before
+// now.
 func parseWhen(v string) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 		return t, nil
 	}
-	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+	if d, err := parseDuration(v); err == nil {
 		return time.Now().Add(-d), nil
 	}
-	return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time nor a duration such as 10m", v)
+	return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time nor a duration (%s)", v, durationSyntax)
 }
 
 // summary is an event's data on one line, output shortened.
 func summary(data json.RawMessage) string {
 	var m map[string]any
 	if json.Unmarshal(data, &m) != nil {
-		return string(data)
+		return string(unescapeHTML(data))
 	}
 	if d, ok := m["data"].(string); ok && len(d) > 60 {
 		m["data"] = d[:60] + "…"
 	}
-	b, _ := json.Marshal(m)
+	b, _ := marshalJSON(m)
 	return string(b)
 }
 
@@ -158,7 +159,7 @@ func auditVerifyCmd(args []string) error {
 		}
 		return exitError(1)
 	}
-	fmt.Printf("ok: %d events, chain intact\n", res.Events)
+	fmt.Printf("ok: %s, chain intact\n", plural(int64(res.Events), "event"))
 	return nil
 }
 

@@ -25,25 +25,37 @@ func benchCmd(args []string) error {
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if len(args) > 0 && args[0] == "api" {
-		return benchAPI(ctx, args[1:])
-	}
-	if len(args) > 0 && args[0] == "egress" {
-		return benchEgress(args[1:])
-	}
-	if len(args) == 0 || args[0] != "spawn" {
-		return errors.New("usage: airlock bench spawn [-n 200] [-pool 2] [-v] | airlock bench api [-n 200] [-v] | airlock bench egress [-n 2000] [-n-tunnel 200] [-mb 100] [-runs 5]")
-	}
+	return subcommand("bench", benchUsage, args,
+		verb{"spawn", func(args []string) error { return benchSpawn(ctx, args) }},
+		verb{"api", func(args []string) error { return benchAPI(ctx, args) }},
+		verb{"egress", benchEgress},
+	)
+}
+
+const benchUsage = `Usage: airlock bench spawn [-n 200] [-pool 2] [-v] [--data-dir DIR]
+       airlock bench api [-n 200] [-v]
+       airlock bench egress [-n 2000] [-n-tunnel 200] [-mb 100] [-runs 5]
+
+spawn times create -> exec true -> destroy on the runtime, beside unshare
+and bwrap; api the same cycle through the HTTP API of an in-process server
+on a data dir of its own (removed after); egress the egress proxy against
+direct connections on loopback. Each prints p50, p95, p99 and max.`
+
+func benchSpawn(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench spawn", flag.ContinueOnError)
 	n := fs.Int("n", 200, "iterations per contender")
 	poolSize := fs.Int("pool", 2, "warm pool size for the pooled row (0 skips it)")
-	stateDir := fs.String("state-dir", defaultStateDir(), "where sandboxes and templates live")
+	stateDir := dataDirFlag(fs, defaultDataDir(), "where sandboxes and templates live ($AIRLOCK_DATA_DIR)")
 	verbose := fs.Bool("v", false, "also print where the time goes, phase by phase")
-	if err := fs.Parse(args[1:]); err != nil {
-		return exitError(2)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), benchUsage)
+		printFlags(fs)
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *n < 1 || *poolSize < 0 {
-		return errors.New("-n must be at least 1 and -pool at least 0")
+		return badInput("bench spawn", "-n must be at least 1 and -pool at least 0")
 	}
 	fmt.Printf("spawn: create -> exec true -> destroy, n=%d per row, every airlock row with full isolation\n", *n)
 	fmt.Printf("%-40s %9s %9s %9s %9s\n", "contender", "p50", "p95", "p99", "max")

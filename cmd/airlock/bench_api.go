@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -28,11 +27,15 @@ func benchAPI(ctx context.Context, args []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	traceFile := fs.String("trace", "", "write a runtime trace of the run to this file (go tool trace)")
 	verbose := fs.Bool("v", false, "also split the overhead of each request into server and transport")
-	if err := fs.Parse(args); err != nil {
-		return exitError(2)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), benchUsage)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *n < 1 {
-		return errors.New("-n must be at least 1")
+		return badInput("bench api", "-n must be at least 1")
 	}
 	dir, err := os.MkdirTemp("", "airlock-bench-api-")
 	if err != nil {

@@ -33,11 +33,15 @@ func benchEgress(args []string) error {
 	mb := fs.Int("mb", 100, "MiB per download in the throughput rows")
 	runs := fs.Int("runs", 5, "downloads per path")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
-	if err := fs.Parse(args); err != nil {
-		return exitError(2)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), benchUsage)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *n < 1 || *nTunnel < 1 || *mb < 1 || *runs < 1 {
-		return errors.New("-n, -n-tunnel, -mb and -runs must be at least 1")
+		return badInput("bench egress", "-n, -n-tunnel, -mb and -runs must be at least 1")
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)

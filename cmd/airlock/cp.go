@@ -37,10 +37,11 @@ local path that has a colon as ./a:b. A relative PATH is in /home/user.`)
 	}
 	ctx, stop := remoteContext()
 	defer stop()
+	c := remote()
 	if dstRemote {
-		return upload(ctx, remote(), pos[0], dstID, dstPath)
+		return sandboxErr(ctx, c, dstID, upload(ctx, c, pos[0], dstID, dstPath))
 	}
-	return download(ctx, remote(), srcID, srcPath, pos[1])
+	return sandboxErr(ctx, c, srcID, download(ctx, c, srcID, srcPath, pos[1]))
 }
 
 // splitRemote reads ID:PATH. "-", and paths starting with "/" or ".", are

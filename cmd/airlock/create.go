@@ -1,37 +1,33 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
+	"time"
 
 	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/sandbox"
 )
 
 func createCmd(args []string) error {
 	fs := flag.NewFlagSet("create", flag.ContinueOnError)
-	var mem, disk sizeFlag
+	var lim limitFlags
+	lim.register(fs, "", runtime.DefaultLimits)
 	env, meta := envFlags{}, envFlags{}
 	template := fs.String("template", "", "template to start from (default base)")
-	fs.Var(&mem, "memory", "memory limit (e.g. 512M, 1G)")
-	fs.Var(&disk, "disk", "writable disk limit (e.g. 1G)")
-	cpus := fs.Float64("cpus", 0, "CPU quota in cores (default 1)")
-	pids := fs.Int64("pids", 0, "maximum number of processes (default 256)")
-	timeout := fs.Duration("timeout", 0, "destroy the sandbox after this long (default 5m, at most 24h)")
+	timeout := duration(fs, "timeout", 0, time.Second, sandbox.MaxTimeout, "destroy the sandbox after `DURATION`, 1s to 24h (default 5m)")
 	fs.Var(env, "env", "environment variable KEY=VALUE (repeatable)")
 	fs.Var(meta, "metadata", "label KEY=VALUE to find the sandbox by (repeatable)")
 	workdir := fs.String("workdir", "", "working directory inside the sandbox (default /home/user)")
 	var network networkFlags
 	network.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: airlock create [flags]\n\nCreate a sandbox on the server and print its id.")
+		fmt.Fprintln(fs.Output(), "Usage: airlock create [flags]\n\nCreate a sandbox on the server and print its id.\nA DURATION is "+durationSyntax+".")
 		fs.PrintDefaults()
 	}
 	if err := noArgs(fs, args); err != nil {
 		return err
-	}
-	if *timeout < 0 {
-		return errors.New("--timeout must not be negative")
 	}
 	np, err := network.clientPolicy()
 	if err != nil {
@@ -39,8 +35,9 @@ func createCmd(args []string) error {
 	}
 	ctx, stop := remoteContext()
 	defer stop()
+	l := lim.values()
 	sb, err := remote().CreateSandbox(ctx, client.CreateRequest{
-		Template: *template, CPUs: *cpus, MemoryMB: mem.mb, Pids: *pids, DiskMB: disk.mb,
+		Template: *template, CPUs: l.CPUs, MemoryMB: l.MemoryMB, Pids: l.Pids, DiskMB: l.DiskMB,
 		Timeout: *timeout, Env: env, Metadata: meta, Workdir: *workdir, Network: np, Secrets: network.secrets,
 	})
 	if err != nil {

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 	"github.com/airlockhq/airlock/internal/runtime/linux/cgroups"
@@ -19,9 +23,23 @@ import (
 // created here will get. It exits non-zero when a protection is missing.
 func doctorCmd(args []string) error {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	stateDir := fs.String("state-dir", defaultStateDir(), "where sandboxes and templates live")
-	if err := fs.Parse(args); err != nil {
-		return exitError(2)
+	given := dataDirFlag(fs, "", "the data dir to check ($AIRLOCK_DATA_DIR; default: the one the server at $AIRLOCK_URL runs on, else "+defaultDataDir()+")")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), `Usage: airlock doctor [--data-dir DIR]
+
+Report what this host offers and which protections sandboxes created on
+the data dir get; exit 1 if one is missing. The data dir is the one
+given, else the one the server at $AIRLOCK_URL runs on (asked with an
+admin key: GET /v1/server), else the default. $AIRLOCK_DATA_DIR counts as
+given.`)
+		printFlags(fs)
+	}
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	dataDir, from := doctorDataDir(*given)
+	if _, err := os.Stat(dataDir); *given != "" && err != nil {
+		return badInput("doctor", "--data-dir %s: %v", dataDir, errors.Unwrap(err))
 	}
 	var uname [3]string
 	for i, f := range []string{"ostype", "osrelease", "version"} {
@@ -51,14 +69,16 @@ func doctorCmd(args []string) error {
 	fmt.Printf("  overlay       %s\n", yesNo(ovl, ovlDetail))
 	idm, idmDetail := idmappedMounts()
 	fmt.Printf("  idmapped mnts %s\n", yesNo(idm, idmDetail))
-	qok, qdetail := quota.Detect(*stateDir + "/sandboxes")
+	fmt.Printf("  data dir      %s (%s)\n", dataDir, from)
+	qok, qdetail := quota.Detect(filepath.Join(dataDir, "sandboxes"))
 	fmt.Printf("  disk quota    %s\n", yesNo(qok, qdetail))
 
-	rt, err := linux.New(linux.Config{StateDir: *stateDir})
+	rt, err := linux.New(linux.Config{StateDir: dataDir})
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
-	fmt.Println("\nprotections for sandboxes created here")
+	defer rt.Close()
+	fmt.Printf("\nprotections for sandboxes created on %s\n", dataDir)
 	missing := 0
 	for _, p := range rt.Protections() {
 		mark := "yes"
@@ -75,6 +95,33 @@ func doctorCmd(args []string) error {
 		return exitError(1)
 	}
 	return nil
+}
+
+// doctorDataDir picks the data dir doctor reports on, and says why that
+// one: the one given (flag or environment), else the running server's,
+// else the default (what a server started without --data-dir uses).
+func doctorDataDir(given string) (dir, from string) {
+	switch {
+	case given != "":
+		return given, "given with --data-dir"
+	case dataDirEnv() != "":
+		return dataDirEnv(), "from $AIRLOCK_DATA_DIR"
+	}
+	c := remote()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := c.Health(ctx); err != nil {
+		return defaultDataDir(), "the default; no server answers at " + serverURL()
+	}
+	si, err := c.ServerInfo(ctx)
+	if err == nil && si.DataDir != "" {
+		return si.DataDir, "the data dir of the server at " + serverURL()
+	}
+	why := "it did not say"
+	if err != nil {
+		why = explain(err).Error()
+	}
+	return defaultDataDir(), "the default; the server at " + serverURL() + " answers but did not say its own: " + why
 }
 
 func yesNo(ok bool, detail string) string {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -37,12 +36,12 @@ func eventsCmd(args []string) error {
 	ctx, stop := remoteContext()
 	defer stop()
 	c := remote()
-	enc := json.NewEncoder(os.Stdout)
+	enc := jsonEncoder(os.Stdout)
 	show := func(e client.Event) error {
 		if *asJSON {
 			return enc.Encode(e)
 		}
-		_, err := fmt.Printf("%s  %d  %-17s  %s  %s\n", e.Time.UTC().Format(time.RFC3339), e.ID, e.Type, e.SandboxID, e.Data)
+		_, err := fmt.Printf("%s  %d  %-17s  %s  %s\n", e.Time.UTC().Format(time.RFC3339), e.ID, e.Type, e.SandboxID, unescapeHTML(e.Data))
 		return err
 	}
 	opts := client.EventsOptions{After: *after, FromStart: *all && *after == 0, Types: types}
@@ -120,7 +119,7 @@ func webhooksAdd(args []string) error {
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(os.Stdout).Encode(w)
+		return jsonEncoder(os.Stdout).Encode(w)
 	}
 	fmt.Printf("id:     %s\nsecret: %s\n", w.ID, w.Secret)
 	fmt.Fprintln(os.Stderr, "airlock: the secret is not shown again")
@@ -183,7 +182,7 @@ func webhooksDeliveries(args []string) error {
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
+		enc := jsonEncoder(os.Stdout)
 		for _, d := range list {
 			if err := enc.Encode(d); err != nil {
 				return err

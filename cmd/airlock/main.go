@@ -18,7 +18,7 @@ Usage:
   airlock serve [--addr 127.0.0.1:7070] [--data-dir DIR] [--egress-dns HOST:PORT]
                                          run the server (REST API under /v1)
   airlock run [flags] -- CMD [ARGS...]   run a command in a new sandbox, then destroy it
-  airlock doctor                         report which protections this host enforces
+  airlock doctor [--data-dir DIR]        report which protections this host enforces
   airlock bench spawn|api|egress         measure the runtime, the API, the egress proxy
   airlock teardown [--data-dir DIR]      destroy every sandbox of a data dir, unmount its disk pool
 
@@ -46,8 +46,24 @@ $AIRLOCK_API_KEY, else the admin.key in the data dir:
   airlock task run|ls|get|cancel         run an agent harness on a folder in a sandbox of its own
   airlock template build|ls|rm           build templates (a /usr/local layer on base), list them
 
-Run 'airlock COMMAND -h' for a command's flags.
+The data dir (--data-dir, default $AIRLOCK_DATA_DIR or /var/lib/airlock as
+root) holds the database, sandboxes and templates; --state-dir and
+$AIRLOCK_STATE_DIR are its old names. Durations are Go's: numbers each
+with a unit h, m, s, ms, us or ns (90s, 10m, 1h30m, 1.5h).
+
+Run 'airlock COMMAND -h' or 'airlock help COMMAND' for a command's flags.
 `
+
+// commands are the verbs main dispatches on.
+var commands = map[string]func(args []string) error{
+	"serve": serveCmd, "run": runCmd, "doctor": doctorCmd, "bench": benchCmd,
+	"create": createCmd, "exec": execCmd, "shell": shellCmd, "attach": attachCmd,
+	"ls": lsCmd, "rm": rmCmd, "cp": cpCmd, "timeout": timeoutCmd,
+	"tenants": tenantsCmd, "secrets": secretsCmd, "keys": keysCmd,
+	"audit": auditCmd, "replay": replayCmd, "events": eventsCmd, "webhooks": webhooksCmd,
+	"metrics": metricsCmd, "usage": usageCmd, "task": taskCmd, "template": templateCmd,
+	"mcp": mcpCmd, "teardown": teardownCmd,
+}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == linux.InitArg {
@@ -58,70 +74,27 @@ func main() {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
 	}
-	var err error
-	switch os.Args[1] {
-	case "serve":
-		err = serveCmd(os.Args[2:])
-	case "run":
-		err = runCmd(os.Args[2:])
-	case "doctor":
-		err = doctorCmd(os.Args[2:])
-	case "bench":
-		err = benchCmd(os.Args[2:])
-	case "create":
-		err = createCmd(os.Args[2:])
-	case "exec":
-		err = execCmd(os.Args[2:])
-	case "shell":
-		err = shellCmd(os.Args[2:])
-	case "attach":
-		err = attachCmd(os.Args[2:])
-	case "ls":
-		err = lsCmd(os.Args[2:])
-	case "rm":
-		err = rmCmd(os.Args[2:])
-	case "cp":
-		err = cpCmd(os.Args[2:])
-	case "timeout":
-		err = timeoutCmd(os.Args[2:])
-	case "tenants":
-		err = tenantsCmd(os.Args[2:])
-	case "secrets":
-		err = secretsCmd(os.Args[2:])
-	case "keys":
-		err = keysCmd(os.Args[2:])
-	case "audit":
-		err = auditCmd(os.Args[2:])
-	case "replay":
-		err = replayCmd(os.Args[2:])
-	case "events":
-		err = eventsCmd(os.Args[2:])
-	case "webhooks":
-		err = webhooksCmd(os.Args[2:])
-	case "metrics":
-		err = metricsCmd(os.Args[2:])
-	case "usage":
-		err = usageCmd(os.Args[2:])
-	case "task":
-		err = taskCmd(os.Args[2:])
-	case "template":
-		err = templateCmd(os.Args[2:])
-	case "mcp":
-		err = mcpCmd(os.Args[2:])
-	case "teardown":
-		err = teardownCmd(os.Args[2:])
+	verb, args := os.Args[1], os.Args[2:]
+	switch verb {
 	case "-h", "--help", "help":
-		fmt.Print(usage)
-		return
-	default:
-		fmt.Fprintf(os.Stderr, "airlock: unknown command %q\n\n%s", os.Args[1], usage)
+		if len(args) == 0 {
+			fmt.Print(usage)
+			return
+		}
+		// help VERB [SUBVERB]: the verb's own help.
+		verb, args = args[0], append(args[1:], "--help")
+	}
+	cmd, ok := commands[verb]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "airlock: unknown command %q\n\n%s", verb, usage)
 		os.Exit(2)
 	}
+	err := cmd(args)
 	if err != nil {
 		if e, ok := err.(exitError); ok {
 			os.Exit(int(e))
 		}
-		fmt.Fprintf(os.Stderr, "airlock: %v\n", err)
+		fmt.Fprintf(os.Stderr, "airlock: %v\n", explain(err))
 		os.Exit(1)
 	}
 }
@@ -131,9 +104,11 @@ type exitError int
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
-// defaultStateDir is /var/lib/airlock for root, the XDG data dir otherwise.
-func defaultStateDir() string {
-	if d := os.Getenv("AIRLOCK_STATE_DIR"); d != "" {
+// defaultDataDir is $AIRLOCK_DATA_DIR (or its old name
+// $AIRLOCK_STATE_DIR), else /var/lib/airlock for root and the XDG data
+// dir for others.
+func defaultDataDir() string {
+	if d := dataDirEnv(); d != "" {
 		return d
 	}
 	if os.Geteuid() == 0 {
@@ -144,6 +119,14 @@ func defaultStateDir() string {
 	}
 	home, _ := os.UserHomeDir()
 	return filepath.Join(home, ".local", "share", "airlock")
+}
+
+// dataDirEnv is $AIRLOCK_DATA_DIR, or $AIRLOCK_STATE_DIR, its old name.
+func dataDirEnv() string {
+	if d := os.Getenv("AIRLOCK_DATA_DIR"); d != "" {
+		return d
+	}
+	return os.Getenv("AIRLOCK_STATE_DIR")
 }
 
 // verb is one subcommand of a command group (airlock keys create ...).

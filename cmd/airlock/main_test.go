@@ -30,7 +30,7 @@ func airlock(t *testing.T, stdin string, args ...string) (stdout, stderr string,
 	// (an unprivileged host uid) must traverse the state dir.
 	state := linuxtest.StateDir(t)
 	// Embedded, whatever server this machine may run.
-	return runCLI(t, []string{"AIRLOCK_STATE_DIR=" + state, "AIRLOCK_RUN_LOCAL=1"}, strings.NewReader(stdin), args...)
+	return runCLI(t, []string{"AIRLOCK_DATA_DIR=" + state, "AIRLOCK_RUN_LOCAL=1"}, strings.NewReader(stdin), args...)
 }
 
 func TestRunExitCode(t *testing.T) {
@@ -104,6 +104,10 @@ func TestRunRootless(t *testing.T) {
 		return string(out), 0
 	}
 	out, code := run("run", "--", "sh", "-c", "grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; echo x 2>/dev/null > /usr/f || echo denied")
+	// The first line says the run is embedded.
+	if notice, rest, _ := strings.Cut(out, "\n"); strings.HasPrefix(notice, "airlock: running embedded") {
+		out = rest
+	}
 	want := "CapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n"
 	if code != 0 || !strings.HasPrefix(out, want) || !strings.HasSuffix(out, "denied\n") {
 		t.Errorf("rootless run: exit %d, output %q", code, out)
@@ -120,7 +124,7 @@ func TestRunCrashLeavesNothing(t *testing.T) {
 	linuxtest.Require(t)
 	bin, _ := linuxtest.Build(t)
 	state := linuxtest.StateDir(t)
-	env := append(os.Environ(), "AIRLOCK_STATE_DIR="+state, "AIRLOCK_RUN_LOCAL=1")
+	env := append(os.Environ(), "AIRLOCK_DATA_DIR="+state, "AIRLOCK_RUN_LOCAL=1")
 	crash := exec.Command(bin, "run", "--", "sleep", "100")
 	crash.Env = env
 	if err := crash.Start(); err != nil {

@@ -24,8 +24,16 @@ import (
 // on a private loopback port. stdout carries the protocol and nothing else.
 func mcpCmd(args []string) error {
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
-	dataDir := fs.String("data-dir", filepath.Join(defaultStateDir(), "mcp"), "data dir of the embedded daemon, used when no server answers at $AIRLOCK_URL")
+	dataDir := dataDirFlag(fs, filepath.Join(defaultDataDir(), "mcp"), "data dir of the embedded daemon, used when no server answers at $AIRLOCK_URL")
 	embedded := fs.Bool("embedded", false, "always run the embedded daemon, even if a server answers at $AIRLOCK_URL")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), `Usage: airlock mcp [--data-dir DIR] [--embedded]
+
+Serve MCP on stdin and stdout, for a harness that starts it: on the
+server at $AIRLOCK_URL with $AIRLOCK_API_KEY (as every verb), or, when
+none answers there, on a daemon of its own in this process.`)
+		printFlags(fs)
+	}
 	if err := noArgs(fs, args); err != nil {
 		return err
 	}
@@ -60,13 +68,6 @@ func mcpCmd(args []string) error {
 		return nil // the harness went away or stopped us
 	}
 	return err
-}
-
-func serverURL() string {
-	if u := os.Getenv("AIRLOCK_URL"); u != "" {
-		return u
-	}
-	return defaultURL
 }
 
 // embeddedDaemon starts a daemon in this process on a private loopback

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -21,17 +20,32 @@ const defaultURL = "http://127.0.0.1:7070"
 // $AIRLOCK_API_KEY, or else with the admin key the server wrote into its
 // data dir (readable on the server's host, by its user).
 func remote() *client.Client {
-	u := os.Getenv("AIRLOCK_URL")
-	if u == "" {
-		u = defaultURL
+	key, from := apiKey()
+	keyFrom = from
+	return client.New(serverURL(), key)
+}
+
+// keyFrom is where remote found its key, for explain: "$AIRLOCK_API_KEY",
+// the admin.key path, or "" when there was none.
+var keyFrom string
+
+func serverURL() string {
+	if u := os.Getenv("AIRLOCK_URL"); u != "" {
+		return u
 	}
-	key := os.Getenv("AIRLOCK_API_KEY")
-	if key == "" {
-		if b, err := os.ReadFile(filepath.Join(defaultStateDir(), "admin.key")); err == nil {
-			key = strings.TrimSpace(string(b))
-		}
+	return defaultURL
+}
+
+// apiKey is $AIRLOCK_API_KEY, or the admin key in the data dir.
+func apiKey() (key, from string) {
+	if k := os.Getenv("AIRLOCK_API_KEY"); k != "" {
+		return k, "$AIRLOCK_API_KEY"
 	}
-	return client.New(u, key)
+	p := filepath.Join(defaultDataDir(), "admin.key")
+	if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) != "" {
+		return strings.TrimSpace(string(b)), p
+	}
+	return "", ""
 }
 
 // remoteContext ends with SIGINT or SIGTERM, so that an interrupted call
@@ -43,14 +57,11 @@ func remoteContext() (context.Context, context.CancelFunc) {
 // parseArgs parses fs's flags wherever they come among the first n
 // positional arguments (n < 0: all of them) and returns those positionals
 // and what follows them or "--". -h ends the command with status 0, a bad
-// flag with status 2.
+// flag with status 2 (see parseFlags).
 func parseArgs(fs *flag.FlagSet, args []string, n int) (pos, rest []string, err error) {
 	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, nil, exitError(0)
-			}
-			return nil, nil, exitError(2)
+		if err := parseFlags(fs, args); err != nil {
+			return nil, nil, err
 		}
 		left := fs.Args()
 		if k := len(args) - len(left); k > 0 && args[k-1] == "--" || len(left) == 0 || len(pos) == n {

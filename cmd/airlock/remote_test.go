@@ -26,7 +26,7 @@ import (
 func remoteCLI(t *testing.T, srv *clienttest.Server, stdin io.Reader, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	return runCLI(t, []string{"AIRLOCK_URL=" + srv.URL, "AIRLOCK_API_KEY=" + srv.AdminKey,
-		"AIRLOCK_STATE_DIR=" + t.TempDir()}, stdin, args...)
+		"AIRLOCK_DATA_DIR=" + t.TempDir()}, stdin, args...)
 }
 
 // runCLI runs the built binary with env added to this process's and
@@ -191,9 +191,9 @@ func TestRemoteServerErrorExits1(t *testing.T) {
 	if code != 1 || out != "" || errs != "airlock: sandbox sb-nope not found\n" {
 		t.Errorf("timeout of a missing sandbox: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
-	_, errs, code = remoteCLI(t, srv, nil, "create", "--timeout", "48h")
-	if code != 1 || !strings.HasPrefix(errs, "airlock: timeout_s must be") {
-		t.Errorf("create --timeout 48h: exit %d, stderr %q", code, errs)
+	_, errs, code = remoteCLI(t, srv, nil, "create", "--template", "nope")
+	if code != 1 || errs != "airlock: template \"nope\"\n" {
+		t.Errorf("create --template nope: exit %d, stderr %q", code, errs)
 	}
 }
 
@@ -288,18 +288,24 @@ func TestRemoteTenantsAndKeys(t *testing.T) {
 	}
 }
 
-// Without $AIRLOCK_API_KEY the admin key comes from the data dir.
+// Without $AIRLOCK_API_KEY the admin key comes from the data dir,
+// $AIRLOCK_DATA_DIR or its old name $AIRLOCK_STATE_DIR; without one
+// either, the CLI says how to give one.
 func TestRemoteAdminKeyFile(t *testing.T) {
 	srv := clienttest.NewServer(t)
-	dir := t.TempDir()
-	env := []string{"AIRLOCK_URL=" + srv.URL, "AIRLOCK_API_KEY=", "AIRLOCK_STATE_DIR=" + dir}
-	_, errs, code := runCLI(t, env, nil, "ls")
-	if code != 1 || errs != "airlock: missing or unknown credential\n" {
-		t.Errorf("ls without any key: exit %d, stderr %q", code, errs)
-	}
-	os.WriteFile(filepath.Join(dir, "admin.key"), []byte(srv.AdminKey+"\n"), 0o600)
-	if _, errs, code := runCLI(t, env, nil, "ls"); code != 0 {
-		t.Errorf("ls with admin.key: exit %d, stderr %q", code, errs)
+	for _, name := range []string{"AIRLOCK_DATA_DIR", "AIRLOCK_STATE_DIR"} {
+		dir := t.TempDir()
+		env := []string{"AIRLOCK_URL=" + srv.URL, "AIRLOCK_API_KEY=", "AIRLOCK_DATA_DIR=", "AIRLOCK_STATE_DIR=", name + "=" + dir}
+		_, errs, code := runCLI(t, env, nil, "ls")
+		want := "airlock: no API key: set AIRLOCK_API_KEY or run as root next to the server's data dir (there is no " +
+			filepath.Join(dir, "admin.key") + "; set AIRLOCK_DATA_DIR to the server's --data-dir if it is elsewhere)\n"
+		if code != 1 || errs != want {
+			t.Errorf("%s: ls without any key: exit %d, stderr %q, want %q", name, code, errs, want)
+		}
+		os.WriteFile(filepath.Join(dir, "admin.key"), []byte(srv.AdminKey+"\n"), 0o600)
+		if _, errs, code := runCLI(t, env, nil, "ls"); code != 0 {
+			t.Errorf("%s: ls with admin.key: exit %d, stderr %q", name, code, errs)
+		}
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 func replayCmd(args []string) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	speed := fs.Float64("speed", 1, "play `N` times as fast as recorded")
-	idle := fs.Duration("idle-limit", 0, "cut pauses longer than `DUR`, e.g. 2s (0: keep them)")
+	idle := duration(fs, "idle-limit", 0, 0, 0, "cut pauses longer than `DUR`, e.g. 2s (0: keep them)")
 	execID := fs.String("exec", "", "replay one command, `EXEC_ID`, instead of the whole sandbox")
 	out := fs.String("out", "", "write the asciicast v2 file to `FILE` (\"-\": stdout) instead of playing it")
 	fs.Usage = func() {
@@ -42,8 +42,6 @@ asciicast v2 file, which asciinema can play.`)
 		return bad("--exec names a command; a session (%s) cannot be given with it", pos[1])
 	case !(*speed > 0) || math.IsInf(*speed, 0):
 		return bad("--speed %v: want a positive number, e.g. 2", *speed)
-	case *idle < 0:
-		return bad("--idle-limit %v: want 0 or more, e.g. 2s", *idle)
 	}
 	ctx, stop := remoteContext()
 	defer stop()

@@ -16,6 +16,7 @@ import (
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/runtime/linux"
+	"github.com/airlockhq/airlock/internal/sandbox"
 )
 
 // envFlags collects repeated --env K=V.
@@ -31,28 +32,15 @@ func (e envFlags) Set(v string) error {
 	return nil
 }
 
-// sizeFlag parses sizes like 512M, 1G, 1.5GiB, 1048576 into MiB.
-type sizeFlag struct{ mb int64 }
-
-func (s *sizeFlag) String() string { return "" }
-func (s *sizeFlag) Set(v string) error {
-	mb, err := parseSizeMB(v)
-	s.mb = mb
-	return err
-}
-
 func runCmd(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	var mem, disk sizeFlag
+	var lim limitFlags
+	lim.register(fs, "", runtime.DefaultLimits)
 	env := envFlags{}
-	fs.Var(&mem, "memory", "memory limit (e.g. 512M, 1G)")
-	fs.Var(&disk, "disk", "writable disk limit (e.g. 1G)")
-	cpus := fs.Float64("cpus", 0, "CPU quota in cores (default 1)")
-	pids := fs.Int64("pids", 0, "maximum number of processes (default 256)")
-	timeout := fs.Duration("timeout", 0, "kill the command after this long (e.g. 60s)")
+	timeout := duration(fs, "timeout", 0, time.Second, sandbox.MaxTimeout, "kill the command after `DURATION`, 1s to 24h (default: none embedded, the sandbox's 5m on a server)")
 	fs.Var(env, "env", "environment variable KEY=VALUE (repeatable)")
 	workdir := fs.String("workdir", "", "working directory inside the sandbox (default /home/user)")
-	stateDir := fs.String("state-dir", defaultStateDir(), "where sandboxes and templates live")
+	dataDir := dataDirFlag(fs, defaultDataDir(), "where an embedded run keeps sandboxes and templates ($AIRLOCK_DATA_DIR)")
 	var network networkFlags
 	network.register(fs)
 	fs.Usage = func() {
@@ -60,44 +48,43 @@ func runCmd(args []string) error {
 
 Runs CMD in a new sandbox and destroys it. With a server reachable at
 $AIRLOCK_URL (default http://127.0.0.1:7070) and a key, the sandbox is the
-server's; otherwise it runs embedded (AIRLOCK_RUN_LOCAL=1 forces that).`)
-		fs.PrintDefaults()
+server's; otherwise it runs embedded, in this process, and says so on
+stderr (AIRLOCK_RUN_LOCAL=1 forces that).
+A DURATION is `+durationSyntax+`.`)
+		printFlags(fs)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return exitError(2)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	argv := fs.Args()
 	if len(argv) == 0 {
 		fs.Usage()
 		return exitError(2)
 	}
-	if *timeout < 0 {
-		return errors.New("--timeout must not be negative")
-	}
 	policy, err := network.policy()
 	if err != nil {
 		return err
 	}
-	if c, ok := reachableServer(); ok {
+	l := lim.values()
+	c, why := reachableServer()
+	if c != nil {
 		np, _ := network.clientPolicy()
 		return runRemote(c, client.CreateRequest{
-			CPUs: *cpus, MemoryMB: mem.mb, Pids: *pids, DiskMB: disk.mb, Env: env, Workdir: *workdir, Network: np,
+			CPUs: l.CPUs, MemoryMB: l.MemoryMB, Pids: l.Pids, DiskMB: l.DiskMB, Env: env, Workdir: *workdir, Network: np,
 			Secrets: network.secrets,
 		}, argv, *timeout)
 	}
 	if len(network.secrets) > 0 {
 		return errors.New("--secret needs a server (secrets live in its store): start `airlock serve`, or unset AIRLOCK_RUN_LOCAL")
 	}
-	rt, err := linux.New(linux.Config{StateDir: *stateDir, DieWithCaller: true})
+	fmt.Fprintf(os.Stderr, "airlock: running embedded, not on a server (%s); data in %s\n", why, *dataDir)
+	rt, err := linux.New(linux.Config{StateDir: *dataDir, DieWithCaller: true})
 	if err != nil {
 		return err
 	}
 	spec := runtime.Spec{
 		ID:      newID(),
-		Limits:  runtime.Limits{CPUs: *cpus, MemoryMB: mem.mb, Pids: *pids, DiskMB: disk.mb},
+		Limits:  l,
 		Env:     env,
 		Workdir: *workdir,
 	}
@@ -125,7 +112,7 @@ server's; otherwise it runs embedded (AIRLOCK_RUN_LOCAL=1 forces that).`)
 	}
 	switch {
 	case st.TimedOut:
-		fmt.Fprintf(os.Stderr, "airlock: command timed out after %s\n", *timeout)
+		fmt.Fprintf(os.Stderr, "airlock: command timed out after %s\n", shortDuration(*timeout))
 	case st.OOMKilled:
 		fmt.Fprintln(os.Stderr, "airlock: command was killed: out of memory")
 	}

@@ -33,19 +33,23 @@ import (
 func serveCmd(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:7070", "address to listen on")
-	dataDir := fs.String("data-dir", defaultStateDir(), "where the database, sandboxes and templates live")
+	dataDir := dataDirFlag(fs, defaultDataDir(), "where the database, sandboxes and templates live ($AIRLOCK_DATA_DIR)")
 	pool := fs.Int("pool", 2, "sandboxes kept booted for fast creates (0 disables)")
 	dns := fs.String("egress-dns", "", "resolver the egress proxy asks, HOST:PORT (default: the host's)")
 	caFile := fs.String("egress-ca-file", "", "PEM file of extra CAs the egress proxy trusts when it opens TLS upstream")
 	var allowPrivate listFlag
 	fs.Var(&allowPrivate, "egress-allow-private", "let every sandbox's IP/CIDR allow entries reach this private range, CIDR (repeatable; loopback and host addresses one at a time, as 127.0.0.1/32; see docs/API.md for the risk)")
 	var tune daemonTuning
-	fs.DurationVar(&tune.auditRetention, "audit-retention", sandbox.DefaultAuditRetention, "how long a sandbox's audit log is kept after its last event")
+	durationVar(fs, &tune.auditRetention, "audit-retention", sandbox.DefaultAuditRetention, time.Second, 0, "how long (`DURATION`) a sandbox's audit log is kept after its last event")
 	outCap := fs.String("audit-output-cap", "64MiB", "command and terminal output recorded per sandbox's audit log (a marker says when it was reached)")
 	fs.BoolVar(&tune.webhooksAllowPrivate, "webhooks-allow-private", false, "let webhooks reach loopback, private and link-local addresses (receivers on this host or network)")
 	minFree := fs.Float64("min-free-disk", defaultMinFreeDisk, "refuse new sandboxes while the data dir's filesystem has less than this percent free (0: never)")
-	if err := fs.Parse(args); err != nil {
-		return exitError(2)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: airlock serve [flags]\n\nRun the server: the REST API under /v1, the console, MCP and the E2B API.\nA DURATION is "+durationSyntax+".")
+		printFlags(fs)
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *minFree < 0 || *minFree > 100 {
 		fmt.Fprintf(os.Stderr, "airlock serve: --min-free-disk %g: want a percent from 0 (no guard) to 100\n", *minFree)
@@ -60,10 +64,6 @@ func serveCmd(args []string) error {
 		return exitError(2)
 	}
 	tune.auditOutputCap = mb << 20
-	if tune.auditRetention <= 0 {
-		fmt.Fprintln(os.Stderr, "airlock serve: --audit-retention must be positive")
-		return exitError(2)
-	}
 	eg, err := egressConfig(*dns, *caFile, allowPrivate)
 	if err != nil {
 		return err
@@ -188,7 +188,7 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		d.close()
 		return nil, fmt.Errorf("tasks: %w", err)
 	}
-	d.handler = api.New(d.mgr, st, api.Options{Tasks: d.tasks, Metrics: d.metrics, Events: d.events, TraceContext: d.tracing.Enabled, AuditSigner: box.Signer()})
+	d.handler = api.New(d.mgr, st, api.Options{Tasks: d.tasks, Metrics: d.metrics, Events: d.events, TraceContext: d.tracing.Enabled, AuditSigner: box.Signer(), DataDir: dataDir})
 	return d, nil
 }
 

@@ -51,7 +51,7 @@ detaches and leaves the session running ('airlock attach' resumes it).`)
 	}
 	ses, err := c.CreateSession(ctx, id, req)
 	if err != nil {
-		return err
+		return sandboxErr(ctx, c, id, err)
 	}
 	code, detached, err := attachTerminal(ctx, c, id, ses.ID)
 	if !detached {
@@ -82,9 +82,10 @@ shell's status when it exits.`)
 	if len(pos) != 2 || len(rest) != 0 {
 		return usageError(fs)
 	}
-	code, _, err := attachTerminal(context.Background(), remote(), pos[0], pos[1])
+	c := remote()
+	code, _, err := attachTerminal(context.Background(), c, pos[0], pos[1])
 	if err != nil {
-		return err
+		return sandboxErr(context.Background(), c, pos[0], err)
 	}
 	return exitError(code)
 }

@@ -33,3 +33,13 @@ func parseSizeMB(s string) (int64, error) {
 	}
 	return mb, nil
 }
+
+// sizeFlag parses sizes like 512M, 1G, 1.5GiB, 1048576 into MiB.
+type sizeFlag struct{ mb int64 }
+
+func (s *sizeFlag) String() string { return "" }
+func (s *sizeFlag) Set(v string) error {
+	mb, err := parseSizeMB(v)
+	s.mb = mb
+	return err
+}

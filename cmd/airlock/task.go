@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/sandbox"
 )
 
 const taskUsage = `Usage: airlock task run --harness H [--command CMD] [--prompt P] [--allow HOST]... [--secret NAME]...
@@ -27,10 +27,18 @@ const taskUsage = `Usage: airlock task run --harness H [--command CMD] [--prompt
 
 run submits a task (DIR, .git left out, packed as a tar archive, or the
 repository --git names, cloned in the sandbox, becomes its workspace),
-streams its events, writes its artifacts and workspace.diff to --out, and
-exits 0 if it succeeded, 1 if it failed, 124 if it timed out, 130 if it was
-cancelled (Ctrl-C cancels it). Harness generic runs --command (a shell
-command line) with the prompt on stdin and in $AIRLOCK_TASK_PROMPT.`
+streams its events, and writes its artifacts and workspace.diff to --out
+(default ./airlock-task-ID; it says where). Harness generic runs --command
+(a shell command line) with the prompt on stdin and in $AIRLOCK_TASK_PROMPT.
+A DURATION (--timeout) is ` + durationSyntax + `.
+
+run exits with
+  0    the task succeeded
+  N    it failed, and the harness exited with status N (1 to 255)
+  1    it failed otherwise, or the server refused it or could not be reached
+  2    bad usage: an unknown flag, a value out of range, no such DIR (nothing is submitted)
+  124  the harness ran past --timeout
+  130  the task was cancelled (Ctrl-C cancels it, as does 'airlock task cancel')`
 
 // maxUpload bounds the packed directory task run sends (the server takes
 // a 32 MiB tarball).
@@ -50,8 +58,8 @@ func taskRun(args []string) error {
 	harness := f.String("harness", "generic", "generic, codex or claude")
 	command := f.String("command", "", "the generic harness's command line (run with sh -c)")
 	prompt := f.String("prompt", "", "the task's prompt")
-	timeout := f.Duration("timeout", 10*time.Minute, "how long the harness may run")
-	out := f.String("out", "", "write the artifacts and workspace.diff into this directory")
+	timeout := duration(f, "timeout", 10*time.Minute, time.Second, sandbox.MaxTimeout, "how long (`DURATION`) the harness may run, 1s to 24h")
+	out := f.String("out", "", "write the artifacts and workspace.diff into this directory (default ./airlock-task-ID)")
 	asJSON := f.Bool("json", false, "print the events as JSON lines")
 	gitURL := f.String("git", "", "clone this http(s) repository into the workspace (its host must be allowed)")
 	gitRef := f.String("ref", "", "with --git: the branch, tag or commit to check out")
@@ -87,17 +95,17 @@ func taskRun(args []string) error {
 	}
 	switch {
 	case len(pos) == 1 && *gitURL != "":
-		return errors.New("give a directory or --git, not both")
+		return badInput("task run", "give a directory or --git, not both")
 	case len(pos) == 1:
 		tarball, err := tarTree(pos[0])
 		if err != nil {
-			return err
+			return badInput("task run", "%v", err)
 		}
 		req.Repo = &client.TaskRepo{Tarball: tarball}
 	case *gitURL != "":
 		req.Repo = &client.TaskRepo{Git: &client.GitRepo{URL: *gitURL, Ref: *gitRef}}
 	case *gitRef != "":
-		return errors.New("--ref needs --git")
+		return badInput("task run", "--ref needs --git")
 	}
 	ctx, stop := remoteContext()
 	defer stop()
@@ -127,10 +135,16 @@ func taskRun(args []string) error {
 	if t, err = c.GetTask(ctx, t.ID); err != nil {
 		return err
 	}
-	if *out != "" {
-		if err := writeArtifacts(ctx, c, t.ID, *out); err != nil {
-			return err
+	dir := *out
+	if dir == "" {
+		// The id is the server's: one that names another place ("../x")
+		// must not choose where files land.
+		if dir = "airlock-task-" + t.ID; !filepath.IsLocal(dir) || strings.ContainsAny(t.ID, `/\`) {
+			return fmt.Errorf("task id %q cannot name a directory; give --out", t.ID)
 		}
+	}
+	if err := writeArtifacts(ctx, c, t.ID, dir); err != nil {
+		return err
 	}
 	return taskExit(t)
 }
@@ -223,11 +237,16 @@ func tarTree(dir string) ([]byte, error) {
 }
 
 // writeArtifacts saves the task's artifacts under dir (by their
-// workspace paths) and its diff as dir/workspace.diff.
+// workspace paths) and its diff as dir/workspace.diff, and says so on
+// stderr. A task that kept nothing makes no directory.
 func writeArtifacts(ctx context.Context, c *client.Client, id, dir string) error {
 	list, err := c.TaskArtifacts(ctx, id)
 	if err != nil {
 		return err
+	}
+	if len(list.Artifacts) == 0 && list.Diff == nil {
+		fmt.Fprintf(os.Stderr, "airlock: task %s kept no artifacts and no diff\n", id)
+		return nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -259,16 +278,20 @@ func writeArtifacts(ctx context.Context, c *client.Client, id, dir string) error
 			return err
 		}
 		if a.Truncated {
-			fmt.Fprintf(os.Stderr, "airlock: %s kept in part: %d of %d bytes\n", a.Path, n, a.Size)
+			fmt.Fprintf(os.Stderr, "airlock: %s kept in part: %d of %s\n", a.Path, n, plural(a.Size, "byte"))
 		}
 	}
-	fmt.Fprintf(os.Stderr, "airlock: %d artifacts and workspace.diff written to %s\n", len(list.Artifacts), dir)
+	what := plural(int64(len(list.Artifacts)), "artifact")
+	if list.Diff != nil {
+		what += " and workspace.diff"
+	}
+	fmt.Fprintf(os.Stderr, "airlock: %s written to %s\n", what, dir)
 	return nil
 }
 
 func printTaskEvent(e client.TaskEvent, asJSON bool) {
 	if asJSON {
-		b, _ := json.Marshal(e)
+		b, _ := marshalJSON(e)
 		fmt.Println(string(b))
 		return
 	}
@@ -278,7 +301,7 @@ func printTaskEvent(e client.TaskEvent, asJSON bool) {
 	case "message":
 		fmt.Printf("[%s] %s\n", e.Role, e.Text)
 	case "tool_call":
-		fmt.Printf("-> %s %s\n", e.Name, e.Input)
+		fmt.Printf("-> %s %s\n", e.Name, unescapeHTML(e.Input))
 	case "tool_result":
 		status := ""
 		if e.IsError {
@@ -357,7 +380,7 @@ func taskGet(args []string) error {
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(os.Stdout)
+	enc := jsonEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(t)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
 
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 )
@@ -14,31 +13,19 @@ func teardownCmd(args []string) error {
 	fs := flag.NewFlagSet("teardown", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: airlock teardown [--data-dir DIR]\n\nDestroy every sandbox of the data dir (running ones included) and unmount its disk pool.\nRefused while a server runs on it. Records in its database are kept; a server started\nthere later reports the sandboxes as lost.")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
-	dir := fs.String("data-dir", defaultStateDir(), "the data dir to tear down")
-	fs.StringVar(dir, "state-dir", defaultStateDir(), "alias of --data-dir")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return nil
-		}
-		return exitError(2)
+	dir := dataDirFlag(fs, defaultDataDir(), "the data dir to tear down ($AIRLOCK_DATA_DIR)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "airlock teardown: unexpected argument %q\n", fs.Arg(0))
-		return exitError(2)
+		return badInput("teardown", "unexpected argument %q", fs.Arg(0))
 	}
 	n, err := linux.TeardownStateDir(*dir)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("airlock: %s torn down: %d sandbox%s destroyed, nothing mounted\n", *dir, n, plural(n, "es"))
+	fmt.Printf("airlock: %s torn down: %s destroyed, nothing mounted\n", *dir, plural(int64(n), "sandbox"))
 	return nil
-}
-
-func plural(n int, suffix string) string {
-	if n == 1 {
-		return ""
-	}
-	return suffix
 }

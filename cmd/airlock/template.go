@@ -7,8 +7,11 @@ import (
 	"os"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/sandbox"
 )
 
 const templateUsage = `Usage: airlock template build NAME [--from T] [--run CMD | --copy SRC:DST]... [flags]
@@ -66,11 +69,9 @@ func templateBuild(args []string) error {
 	force := fs.Bool("force", false, "build even if the recipe has not changed")
 	env := envFlags{}
 	fs.Var(env, "env", "environment variable KEY=VALUE for the build (repeatable)")
-	var mem, disk sizeFlag
-	fs.Var(&mem, "memory", "the build's memory limit (default 2G)")
-	fs.Var(&disk, "disk", "the build's disk limit (default 4G)")
-	cpus := fs.Float64("cpus", 0, "the build's CPU quota in cores (default 1)")
-	timeout := fs.Duration("timeout", 0, "give up on the build after this long (default 30m)")
+	var lim limitFlags
+	lim.register(fs, "the build's", runtime.Limits{CPUs: 1, MemoryMB: 2048, DiskMB: 4096})
+	timeout := duration(fs, "timeout", 0, time.Second, sandbox.MaxTimeout, "give up on the build after `DURATION`, 1s to 24h (default 30m)")
 	var network networkFlags
 	network.register(fs)
 	fs.Usage = func() {
@@ -89,18 +90,16 @@ func templateBuild(args []string) error {
 	if len(network.secrets) > 0 {
 		return errors.New("--secret: a build cannot bind secrets (the template would not keep them anyway)")
 	}
-	if *timeout < 0 {
-		return errors.New("--timeout must not be negative")
-	}
 	np, err := network.clientPolicy()
 	if err != nil {
 		return err
 	}
 	ctx, stop := remoteContext()
 	defer stop()
+	l := lim.values()
 	t, cached, err := remote().BuildTemplate(ctx, client.TemplateBuild{
 		Name: pos[0], From: *from, Description: *desc, Steps: steps, Env: env, Network: np,
-		CPUs: *cpus, MemoryMB: mem.mb, DiskMB: disk.mb, Timeout: *timeout, Force: *force,
+		CPUs: l.CPUs, MemoryMB: l.MemoryMB, DiskMB: l.DiskMB, Timeout: *timeout, Force: *force,
 	}, os.Stderr)
 	if err != nil {
 		return err

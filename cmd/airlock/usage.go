@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -114,7 +113,7 @@ func bytesCell(n int64) string {
 }
 
 func printMeteringJSON(v any) error {
-	enc := json.NewEncoder(os.Stdout)
+	enc := jsonEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

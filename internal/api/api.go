@@ -42,6 +42,9 @@ type Options struct {
 	Events *events.Hub
 	// Tasks serves the /v1/tasks routes; nil answers 503.
 	Tasks *tasks.Service
+	// DataDir is the server's data dir, which GET /v1/server tells admins
+	// (airlock doctor checks the dir the server runs on).
+	DataDir string
 }
 
 type server struct {
@@ -60,6 +63,8 @@ type server struct {
 	events *events.Hub
 	// tasks: see Options.Tasks.
 	tasks *tasks.Service
+	// dataDir: see Options.DataDir.
+	dataDir string
 }
 
 // route is one entry of the API. The same table registers the handlers and
@@ -115,6 +120,7 @@ var routes = []route{
 	{"GET", "/v1/sandboxes/{id}/sessions/{sid}/cast", sandboxKeyOnly, (*server).sessionCast},
 
 	{"GET", "/v1/audit/key", anyKey, (*server).auditKey},
+	{"GET", "/v1/server", adminKey, (*server).serverInfo},
 	{"GET", "/v1/templates", anyKey, (*server).listTemplates},
 	{"GET", "/v1/templates/{name}", anyKey, (*server).getTemplate},
 	{"POST", "/v1/templates", adminKey, (*server).commitTemplate},
@@ -167,6 +173,7 @@ func New(m sandbox.Manager, st store.Store, opts Options) http.Handler {
 	}
 	s.events = opts.Events
 	s.tasks = opts.Tasks
+	s.dataDir = opts.DataDir
 	if s.keepAlive <= 0 {
 		s.keepAlive = 15 * time.Second
 	}

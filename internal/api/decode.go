@@ -108,8 +108,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
+	// "<", ">" and "&" go as they are, not as \u003c...: the answer is
+	// JSON (nosniff), read by programs and people, never inlined in HTML.
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	// An encode error here means the client went away mid-answer.
-	_ = json.NewEncoder(w).Encode(v)
+	_ = enc.Encode(v)
 }
 
 // checkQuery refuses query parameters the route does not know, so that a

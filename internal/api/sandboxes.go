@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/egress"
+	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -24,6 +26,7 @@ type sandboxJSON struct {
 	Template  string            `json:"template"`
 	CreatedAt time.Time         `json:"created_at"`
 	ExpiresAt time.Time         `json:"expires_at"`
+	EndedAt   time.Time         `json:"ended_at,omitzero"` // once stopped or failed
 	Limits    limitsJSON        `json:"limits"`
 	Metadata  map[string]string `json:"metadata"`
 	Workdir   string            `json:"workdir"`
@@ -46,24 +49,31 @@ func toJSON(sb store.Sandbox) sandboxJSON {
 	}
 	return sandboxJSON{
 		ID: sb.ID, State: sb.State, Reason: sb.Reason, Template: sb.Template,
-		CreatedAt: sb.CreatedAt.UTC(), ExpiresAt: sb.ExpiresAt.UTC(),
+		CreatedAt: sb.CreatedAt.UTC(), ExpiresAt: sb.ExpiresAt.UTC(), EndedAt: utcOrZero(sb.EndedAt),
 		Limits:   limitsJSON{CPUs: sb.CPUs, MemoryMB: sb.MemoryMB, Pids: sb.Pids, DiskMB: sb.DiskMB},
 		Metadata: md, Workdir: sb.Workdir, Network: recordNetwork(sb), IdleTimeoutS: sb.IdleTimeoutS,
 	}
 }
 
+// utcOrZero is t in UTC, the zero time staying zero (and left out).
+func utcOrZero(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC()
+}
+
 const maxTimeoutS = int64(sandbox.MaxTimeout / time.Second)
 
 func validateCreate(req *sandbox.CreateRequest) error {
+	// 0 asks for a limit's default; the ranges are the runtime's, which
+	// the service checks again on every other way in (MCP, E2B, tasks).
+	lim := runtime.Limits{CPUs: req.CPUs, MemoryMB: req.MemoryMB, Pids: req.Pids, DiskMB: req.DiskMB}
+	var re *runtime.RangeError
+	if errors.As(lim.WithDefaults().Validate(), &re) {
+		return invalidf("field %q is %s; want %s (0 or absent: the default)", re.Field, re.Value, re.Range)
+	}
 	switch {
-	case req.CPUs < 0:
-		return invalidf("field \"cpus\" is %g; want a positive number", req.CPUs)
-	case req.MemoryMB < 0:
-		return invalidf("field \"memory_mb\" is %d; want a positive number", req.MemoryMB)
-	case req.Pids < 0:
-		return invalidf("field \"pids\" is %d; want a positive number", req.Pids)
-	case req.DiskMB < 0:
-		return invalidf("field \"disk_mb\" is %d; want a positive number", req.DiskMB)
 	case req.TimeoutS < 0 || req.TimeoutS > maxTimeoutS:
 		return invalidf("field \"timeout_s\" is %d; want 1 to %d", req.TimeoutS, maxTimeoutS)
 	}

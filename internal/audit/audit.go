@@ -166,7 +166,7 @@ func (v *Verifier) Head(seq int64, hash string) {
 	switch {
 	case seq > v.n:
 		v.res.FirstBadSeq = v.n + 1
-		v.res.Reason = fmt.Sprintf("event %d: missing; the log held %d events", v.n+1, seq)
+		v.res.Reason = fmt.Sprintf("event %d: missing; the log held events up to %d", v.n+1, seq)
 	default:
 		v.res.FirstBadSeq = min(seq, v.n)
 		if v.res.FirstBadSeq == 0 {

@@ -107,21 +107,19 @@ func toolError(ctx context.Context, c *client.Client, id string, err error) erro
 }
 
 // sandboxGone explains, when sandbox id is gone or unknown to this
-// credential, what happened to it. ok is false while it runs: what was not
-// found was something in it (a file, a process) and the API's message
-// stands.
+// credential, what happened to it (client.SandboxEnded, as the CLI says
+// it) and what a model can do next. ok is false while it runs: what was
+// not found was something in it (a file, a process) and the API's
+// message stands.
 func sandboxGone(ctx context.Context, c *client.Client, id string) (msg string, ok bool) {
-	sb, err := c.GetSandbox(ctx, id)
-	switch {
+	var ended *client.EndedError
+	switch err := c.SandboxEnded(ctx, id); {
 	case errors.Is(err, client.ErrNotFound):
 		return fmt.Sprintf("sandbox %s not found or already destroyed; create a new one with sandbox_create", id), true
-	case err != nil || sb.State == client.StateRunning || sb.State == client.StateCreating:
-		return "", false
-	case sb.Reason == "expired":
-		return fmt.Sprintf("sandbox %s expired %s ago (its timeout ran out); create a new one with sandbox_create, and use sandbox_extend to keep one alive longer",
-			id, ago(sb.ExpiresAt)), true
-	case sb.Reason != "":
-		return fmt.Sprintf("sandbox %s is %s (%s); create a new one with sandbox_create", id, sb.State, sb.Reason), true
+	case errors.As(err, &ended) && ended.Sandbox.Reason == "expired":
+		return ended.Error() + " because its timeout ran out; create a new one with sandbox_create, and use sandbox_extend to keep one alive longer", true
+	case errors.As(err, &ended):
+		return ended.Error() + "; create a new one with sandbox_create", true
 	}
-	return fmt.Sprintf("sandbox %s is %s (destroyed); create a new one with sandbox_create", id, sb.State), true
+	return "", false
 }

@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -154,18 +153,4 @@ func (b *bridge) sandboxExtend(ctx context.Context, req *mcpsdk.CallToolRequest,
 		return nil, createOut{}, toolError(ctx, c, in.SandboxID, err)
 	}
 	return nil, createOut{SandboxID: sb.ID, ExpiresAt: sb.ExpiresAt}, nil
-}
-
-// ago is how long ago t was, in words a model reads easily.
-func ago(t time.Time) string {
-	d := time.Since(t)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%d seconds", int(d.Seconds()))
-	case d < 2*time.Minute:
-		return "1 minute"
-	case d < time.Hour:
-		return fmt.Sprintf("%d minutes", int(d.Minutes()))
-	}
-	return fmt.Sprintf("%.1f hours", d.Hours())
 }

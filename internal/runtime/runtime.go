@@ -7,6 +7,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -59,21 +60,51 @@ func (l Limits) WithDefaults() Limits {
 	return l
 }
 
-// Validate refuses limits that cannot be honoured.
+// The ranges a sandbox's limits must fall in, after defaults. Clients
+// (the CLI, the console's form) check against the same numbers before
+// they send a request, so a person learns the range without a round trip.
+const (
+	MinCPUs     = 0.01
+	MaxCPUs     = 1024
+	MinMemoryMB = 16
+	// MaxMemoryMB (16 TiB) is beyond any host's memory; the service
+	// refuses what exceeds this host's as a limit, not as bad input.
+	MaxMemoryMB = 16 << 20
+	MinPids     = 8
+	// MaxPids is the kernel's PID_MAX_LIMIT on 64-bit: no pid namespace
+	// can hold more tasks.
+	MaxPids   = 4 << 20
+	MinDiskMB = 16
+	MinTmpMB  = 1
+	MaxTmpMB  = 1 << 20
+)
+
+// RangeError is a limit outside its range. Its Unwrap is ErrInvalid.
+type RangeError struct {
+	Field string // as POST /v1/sandboxes names it: cpus, memory_mb, pids, disk_mb
+	Value string
+	Range string // "0.01 to 1024", "at least 16"
+}
+
+func (e *RangeError) Error() string { return fmt.Sprintf("%s %s: want %s", e.Field, e.Value, e.Range) }
+func (e *RangeError) Unwrap() error { return ErrInvalid }
+
+// Validate refuses limits that cannot be honoured with a *RangeError.
 func (l Limits) Validate() error {
+	between := func(lo, hi any) string { return fmt.Sprintf("%v to %v", lo, hi) }
 	switch {
-	case l.CPUs < 0.01 || l.CPUs > 1024:
-		return errors.Join(ErrInvalid, errors.New("cpus must be between 0.01 and 1024"))
-	case l.MemoryMB < 16:
-		return errors.Join(ErrInvalid, errors.New("memory must be at least 16 MiB"))
-	case l.Pids < 8:
-		return errors.Join(ErrInvalid, errors.New("pids must be at least 8"))
-	case l.DiskMB < 16:
-		return errors.Join(ErrInvalid, errors.New("disk must be at least 16 MiB"))
-	case l.TmpMB < 1 || l.TmpMB > 1<<20:
+	case !(l.CPUs >= MinCPUs && l.CPUs <= MaxCPUs): // NaN too
+		return &RangeError{"cpus", fmt.Sprint(l.CPUs), between(MinCPUs, MaxCPUs)}
+	case l.MemoryMB < MinMemoryMB || l.MemoryMB > MaxMemoryMB:
+		return &RangeError{"memory_mb", fmt.Sprint(l.MemoryMB), between(MinMemoryMB, MaxMemoryMB)}
+	case l.Pids < MinPids || l.Pids > MaxPids:
+		return &RangeError{"pids", fmt.Sprint(l.Pids), between(MinPids, MaxPids)}
+	case l.DiskMB < MinDiskMB:
+		return &RangeError{"disk_mb", fmt.Sprint(l.DiskMB), fmt.Sprintf("at least %d", MinDiskMB)}
+	case l.TmpMB < MinTmpMB || l.TmpMB > MaxTmpMB:
 		// /tmp is memory: what is written there counts against the memory
 		// limit, whatever its size.
-		return errors.Join(ErrInvalid, errors.New("tmp size must be between 1 MiB and 1 TiB"))
+		return &RangeError{"tmp_mb", fmt.Sprint(l.TmpMB), between(MinTmpMB, MaxTmpMB)}
 	}
 	return nil
 }

@@ -218,14 +218,11 @@ func (s *Service) newRecord(ctx context.Context, c Caller, req CreateRequest) (s
 // limits applies defaults and refuses what the runtime could not honour
 // (ErrInvalid) or this host could never hold (ErrLimitExceeded).
 func (s *Service) limits(req CreateRequest) (runtime.Limits, error) {
-	if req.CPUs < 0 || req.MemoryMB < 0 || req.Pids < 0 || req.DiskMB < 0 {
-		return runtime.Limits{}, fmt.Errorf("%w: limits must not be negative", ErrInvalid)
-	}
+	// 0 asks for the default; anything else, negative too, must be in
+	// the runtime's range, which the message names.
 	lim := runtime.Limits{CPUs: req.CPUs, MemoryMB: req.MemoryMB, Pids: req.Pids, DiskMB: req.DiskMB}.WithDefaults()
 	if err := lim.Validate(); err != nil {
-		// Validate joins runtime.ErrInvalid with the reason; keep the reason.
-		why := strings.TrimPrefix(err.Error(), runtime.ErrInvalid.Error()+"\n")
-		return runtime.Limits{}, fmt.Errorf("%w: %s", ErrInvalid, why)
+		return runtime.Limits{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if lim.CPUs > float64(s.opts.HostCPUs) {
 		return runtime.Limits{}, fmt.Errorf("%w: %g cpus requested, the host has %d", ErrLimitExceeded, lim.CPUs, s.opts.HostCPUs)

@@ -142,7 +142,11 @@ func (r *taskRun) artifacts(ctx context.Context, sbID string, names []string) []
 		out = append(out, a)
 	}
 	if skipped > 0 {
-		r.note(sbID, "%d matching files were not kept: at most %d files and %d bytes of artifacts", skipped, MaxArtifactFiles, MaxArtifactTotal)
+		files := "files were"
+		if skipped == 1 {
+			files = "file was"
+		}
+		r.note(sbID, "%d matching %s not kept: at most %d files and %d bytes of artifacts", skipped, files, MaxArtifactFiles, MaxArtifactTotal)
 	}
 	return out
 }

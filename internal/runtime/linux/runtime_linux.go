@@ -550,7 +550,7 @@ func checkTraversable(dir string) error {
 			return fmt.Errorf("state dir: %w", err)
 		}
 		if fi.Mode().Perm()&0o001 == 0 {
-			return fmt.Errorf("%w: state dir %s is below %s, which other users cannot traverse (chmod o+x it or pick another --state-dir)", runtime.ErrInvalid, abs, d)
+			return fmt.Errorf("%w: state dir %s is below %s, which other users cannot traverse (chmod o+x it or pick another --data-dir)", runtime.ErrInvalid, abs, d)
 		}
 		if d == "/" {
 			return nil
