@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -50,7 +52,10 @@ func TestPidLimitIsAnAnswer(t *testing.T) {
 				case errors.As(err, &ae) && ae.Status == 429 && ae.Code == "pid_limit" && strings.Contains(ae.Message, "pid limit"):
 					refused = true
 				default:
-					t.Fatalf("exec at the pid limit: %v, want 429 pid_limit", err)
+					name, _ := os.Readlink(filepath.Join(s.dataDir, "ids", sb.ID))
+					log, _ := os.ReadFile(filepath.Join(s.dataDir, "sandboxes", name, "init.log"))
+					_, again := c.Exec(ctx, sb.ID, client.ExecRequest{Cmd: []string{"true"}})
+					t.Fatalf("exec at the pid limit: %v, want 429 pid_limit (init.log: %s; next exec: %v)", err, log, again)
 				}
 			}
 			if !refused {

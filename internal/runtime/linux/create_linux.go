@@ -119,6 +119,25 @@ func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, hos
 	return sb, sb.save()
 }
 
+// The pids controller counts threads, and the agent (a Go program) starts
+// one whenever all of its threads are busy in system calls: in a sandbox
+// whose commands held every pid (a fork bomb) that start failed, and the Go
+// runtime ends a program that cannot start a thread, so the agent died and
+// the sandbox with it. The group's pids limit is the sandbox's plus
+// agentPids, and the agent starts agentThreads threads of its own at once
+// (reserveThreads), so the commands can hold no more than about their own
+// limit and the agent never needs a thread it cannot have.
+const (
+	agentPids    = 24
+	agentThreads = 16
+)
+
+// groupLimits are the cgroup limits of a sandbox with limits lim.
+func groupLimits(lim runtime.Limits) runtime.Limits {
+	lim.Pids += agentPids
+	return lim
+}
+
 // cgroupName names a sandbox's cgroup after its uid range first, so that
 // no two live sandboxes on the host, whatever their data dirs, ever share
 // a group; the sandbox's own name follows for people reading the tree.
@@ -169,7 +188,7 @@ func (r *Runtime) bind(ctx context.Context, sb *sandbox, spec runtime.Spec, lim 
 		return fmt.Errorf("register sandbox id: %w", err)
 	}
 	if sb.cg != nil && lim != sb.p.Limits {
-		if err := sb.cg.SetLimits(lim); err != nil {
+		if err := sb.cg.SetLimits(groupLimits(lim)); err != nil {
 			os.Remove(link)
 			return fmt.Errorf("set limits: %w", err)
 		}
@@ -325,7 +344,7 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostU
 	if r.cgErr == nil && !r.rootless {
 		end := r.phase("create: cgroup")
 		name := cgroupName(sb.slot.n, cfg.ID)
-		cg, err := cgroups.New(name, sb.p.Limits)
+		cg, err := cgroups.New(name, groupLimits(sb.p.Limits))
 		end()
 		if err != nil {
 			return fmt.Errorf("create cgroup: %w", err)

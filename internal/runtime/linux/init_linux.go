@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	goruntime "runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -126,6 +127,7 @@ func runInit(status *os.File) error {
 	}
 	fmt.Fprintln(status, "ok")
 	status.Close()
+	go reserveThreads(agentThreads)
 	return agent.Serve(context.Background(), ln, agent.Config{
 		Thread: c.forker.run,
 		UID:    c.UID, GID: c.GID, Root: "/", Env: c.Env, Workdir: c.Workdir, Reap: true,
@@ -291,4 +293,59 @@ func lastCap() uintptr {
 		}
 	}
 	return unix.CAP_LAST_CAP
+}
+
+// reserveThreads has the Go runtime start threads until the process has n,
+// and lets them idle: the runtime keeps idle threads and takes one before
+// it starts another, so the agent has them when its commands hold every
+// pid of the sandbox (see agentPids). Each thread is started the way the
+// runtime starts them anyway: a goroutine blocks in a read, and the
+// scheduler moves on to another thread.
+func reserveThreads(n int) {
+	k := n - threadCount()
+	if k <= 0 {
+		return
+	}
+	pipes := make([][2]int, 0, k)
+	done := make(chan struct{}, k)
+	for range k {
+		var p [2]int
+		if unix.Pipe2(p[:], unix.O_CLOEXEC) != nil {
+			break
+		}
+		pipes = append(pipes, p)
+		go func() {
+			var b [1]byte
+			unix.Read(p[0], b[:])
+			done <- struct{}{}
+		}()
+	}
+	for deadline := time.Now().Add(2 * time.Second); threadCount() < n && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	for _, p := range pipes {
+		unix.Write(p[1], []byte{0})
+	}
+	for range pipes {
+		<-done
+	}
+	for _, p := range pipes {
+		unix.Close(p[0])
+		unix.Close(p[1])
+	}
+}
+
+// threadCount is the number of threads of this process.
+func threadCount() int {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		var n int
+		if _, err := fmt.Sscanf(line, "Threads:\t%d", &n); err == nil {
+			return n
+		}
+	}
+	return 0
 }
