@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
 )
 
 // metricsCmd prints what one sandbox used.
@@ -100,17 +102,7 @@ func parseUsageTime(v string) (time.Time, error) {
 }
 
 // bytesCell is a byte count in binary units.
-func bytesCell(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, i := float64(n)/unit, 0
-	for v >= unit && i < 4 {
-		v, i = v/unit, i+1
-	}
-	return fmt.Sprintf("%.1f %ciB", v, "KMGTP"[i])
-}
+func bytesCell(n int64) string { return sandbox.FormatBytes(n) }
 
 func printMeteringJSON(v any) error {
 	enc := jsonEncoder(os.Stdout)

@@ -49,7 +49,7 @@ func (g *diskGuard) check(now time.Time) error {
 	case pct(free, total) < g.minPct:
 		g.err = lowDiskError(fmt.Sprintf("the data dir %s has %s free of %s (%.1f%%), less than the %g%% kept free "+
 			"(airlock serve --min-free-disk): new sandboxes are refused until space is freed; running sandboxes and all records are kept",
-			g.dir, formatBytes(int64(free)), formatBytes(int64(total)), pct(free, total), g.minPct))
+			g.dir, FormatBytes(int64(free)), FormatBytes(int64(total)), pct(free, total), g.minPct))
 	default:
 		g.err = nil
 	}

@@ -96,11 +96,11 @@ func (s *Service) checkStorage(t store.Tenant) error {
 	}
 	return storageQuotaError(fmt.Sprintf("tenant %s keeps %s of its %s storage quota (audit and network logs, events, tasks): "+
 		"new sandboxes are refused until old records pass their retention or an admin raises max_storage_mb",
-		t.Name, formatBytes(used), formatBytes(quota)))
+		t.Name, FormatBytes(used), FormatBytes(quota)))
 }
 
-// formatBytes is a byte count in binary units, for messages.
-func formatBytes(n int64) string {
+// FormatBytes is a byte count in binary units, for messages and tables.
+func FormatBytes(n int64) string {
 	const unit = 1024
 	if n < unit {
 		return fmt.Sprintf("%d B", n)
