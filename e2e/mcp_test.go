@@ -412,7 +412,9 @@ func mcpTenancy(t *testing.T, a, b *mcpsdk.ClientSession, apiA *client.Client) {
 	if after.State != client.StateRunning || !after.ExpiresAt.Equal(before.ExpiresAt) {
 		t.Errorf("A's sandbox changed: %+v -> %+v", before, after)
 	}
-	r := mcpCall[mcpRun](t, a, "run_command", map[string]any{"sandbox_id": id, "command": "cat secret.txt; ls /home/user; pgrep -x sleep >/dev/null && echo sleeping"})
+	// The background sh may not have started its sleep yet on a loaded
+	// machine: give it a moment (a killed one never comes back).
+	r := mcpCall[mcpRun](t, a, "run_command", map[string]any{"sandbox_id": id, "command": "cat secret.txt; ls /home/user; for i in $(seq 50); do pgrep -x sleep >/dev/null && echo sleeping && break; sleep 0.1; done"})
 	if r.Stdout != "A'ssecret.txt\nsleeping\n" {
 		t.Errorf("A's sandbox after B's attempts: %q", r.Stdout)
 	}
