@@ -45,8 +45,28 @@ while time.process_time() - t < 0.3: pass'`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.CPUSeconds < 0.25 || st.MemoryPeakBytes < 64<<20 || st.Pids < 1 || st.MemoryBytes <= 0 {
+	if st.CPUSeconds < 0.25 || st.MemoryPeakBytes < 64<<20 || st.MemoryBytes <= 0 {
 		t.Errorf("stats after burning 0.3 s of CPU and 64 MiB: %+v", st)
+	}
+	// Pids counts the commands' tasks, not the agent's threads.
+	if st.Pids != 0 {
+		t.Errorf("pids with no command running: %d", st.Pids)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := sb.Start(ctx, runtime.ExecRequest{Shell: "sleep 30 & sleep 30", Timeout: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if st, err = sb.Stats(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if st.Pids == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pids with a shell and two sleeps running: %d, want 3", st.Pids)
+		}
 	}
 }
 

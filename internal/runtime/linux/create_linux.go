@@ -124,13 +124,11 @@ func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, hos
 // whose commands held every pid (a fork bomb) that start failed, and the Go
 // runtime ends a program that cannot start a thread, so the agent died and
 // the sandbox with it. The group's pids limit is the sandbox's plus
-// agentPids, and the agent starts agentThreads threads of its own at once
-// (reserveThreads), so the commands can hold no more than about their own
-// limit and the agent never needs a thread it cannot have.
-const (
-	agentPids    = 24
-	agentThreads = 16
-)
+// agentPids, and the agent starts that many threads of its own at once
+// (reserveThreads) and keeps them idle: its commands can hold their own
+// limit and no more, and the agent never needs a thread it cannot have.
+// Stats counts the commands' tasks only.
+const agentPids = 24
 
 // groupLimits are the cgroup limits of a sandbox with limits lim.
 func groupLimits(lim runtime.Limits) runtime.Limits {

@@ -32,8 +32,9 @@ const (
 	fdStatus   = 4 // write: "ok" once the agent serves, or the error
 	fdListener = 5 // the agent's listening unix socket
 	fdBinary   = 6 // the binary the init was executed from (see initExec)
-	// The locked uid range registry file follows, when the runtime claims
+	// fdSlot is the locked uid range registry file, when the runtime claims
 	// ranges; the init keeps it open for its life, and nothing else with it.
+	fdSlot = 7
 )
 
 // initConfig is everything the init needs; it travels over a pipe rather
@@ -127,7 +128,7 @@ func runInit(status *os.File) error {
 	}
 	fmt.Fprintln(status, "ok")
 	status.Close()
-	go reserveThreads(agentThreads)
+	go reserveThreads(agentPids)
 	return agent.Serve(context.Background(), ln, agent.Config{
 		Thread: c.forker.run,
 		UID:    c.UID, GID: c.GID, Root: "/", Env: c.Env, Workdir: c.Workdir, Reap: true,

@@ -27,6 +27,8 @@ func halfBoot(t *testing.T, r *Runtime, name string, rec func(*slotRecord)) *san
 	if err != nil {
 		t.Fatal(err)
 	}
+	sb.slot.f.Close() // its copy of the range's lock with it
+	sb.slot.f = nil
 	// Whatever the test finds, no init of it outlives it.
 	t.Cleanup(func() {
 		if procAlive(sb.p.Pid, sb.p.Start) {
@@ -156,4 +158,64 @@ func moveToRoot(t *testing.T, pid int) {
 		}
 	}
 	time.Sleep(10 * time.Millisecond)
+}
+
+// TestRangeHeldUntilSandboxIsGone pins a window of the registry: a
+// daemon destroying a sandbox an earlier daemon created (whose only copy
+// of the range's lock is its init's) let the range go free when the init
+// died, while its cgroup, disk limit (the project id is the range's) and
+// files were still being removed, so another sandbox could take the
+// range and then lose its disk limit to the old one's cleanup. The
+// destroyer takes the init's copy of the lock back first.
+func TestRangeHeldUntilSandboxIsGone(t *testing.T) {
+	linuxtest.Require(t)
+	bin, _ := linuxtest.Build(t)
+	var sb *sandbox
+	var checked []string
+	var dir string
+	trace := func(phase string, _ time.Duration) {
+		if sb == nil || (phase != "destroy: remove cgroup" && phase != "destroy: remove files") {
+			return
+		}
+		ent, err := inspectSlot(sb.slot.n)
+		if err != nil || !ent.locked || ent.rec.Dir != dir {
+			t.Errorf("after %q: range %d is free (%+v, %v) while the sandbox is not gone", phase, sb.slot.n, ent, err)
+		}
+		checked = append(checked, phase)
+	}
+	r, err := New(Config{StateDir: linuxtest.StateDir(t), Binary: bin, Trace: trace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Teardown()
+	booted, err := r.Create(context.Background(), runtime.Spec{ID: "held-range"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := booted.(*sandbox)
+	// The daemon that created it is gone: its copy of the lock with it.
+	first.slot.f.Close()
+	first.slot.f = nil
+	dir = first.dir
+	if ent, err := inspectSlot(first.slot.n); err != nil || !ent.locked {
+		t.Fatalf("the init does not hold its range's lock: %+v %v", ent, err)
+	}
+	r.forget(first.p.ID)
+	got, err := r.attach(first.p.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb = got
+	if sb.proc != nil || sb.slot.f != nil {
+		t.Fatal("attached a sandbox as its creator")
+	}
+	if err := sb.Destroy(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(checked) != 2 {
+		t.Fatalf("checked after %v, not after both cleanup phases", checked)
+	}
+	if ent, err := inspectSlot(sb.slot.n); err == nil && ent.rec.Dir == dir {
+		t.Errorf("range %d still claimed after the destroy: %+v", sb.slot.n, ent)
+	}
 }

@@ -178,6 +178,11 @@ func (s *sandbox) Stats(ctx context.Context) (runtime.Stats, error) {
 		if st, err = s.cg.Stats(); err != nil {
 			return st, fmt.Errorf("sandbox %s stats: %w", s.p.ID, err)
 		}
+		// The group's tasks less the agent's threads (see agentPids):
+		// what the sandbox's pids limit bounds.
+		if n := s.initThreads(); n > 0 {
+			st.Pids = max(st.Pids-int64(n), 0)
+		}
 	}
 	if s.r.quota != nil && s.p.Slot >= 0 {
 		if used, err := s.r.quota.Usage(s.slot.projectID()); err == nil {
@@ -223,6 +228,8 @@ func (s *sandbox) destroy() error {
 	// every process of the sandbox is in that namespace (setns and
 	// namespace-creating clones are filtered). So waiting for the init is
 	// waiting for all of them.
+	// Hold the uid range through the cleanup below (see slotRecord).
+	s.slot.takeBack(s.p.Pid, s.p.Start)
 	end := s.r.phase("destroy: kill init and wait")
 	s.killOnce.Do(s.killInit)
 	end()
@@ -274,17 +281,40 @@ func procAlive(pid int, start uint64) bool {
 // procStart returns a process's start time in clock ticks since boot, or 0
 // when it does not exist. A pid together with its start time names one
 // process for good; a pid alone may have been handed to another.
-func procStart(pid int) uint64 {
+// initThreads is the number of threads of the sandbox's init (its
+// agent), or 0 when the init is gone.
+func (s *sandbox) initThreads() int {
+	f := procStat(s.p.Pid)
+	if len(f) < 20 {
+		return 0
+	}
+	if start, _ := strconv.ParseUint(f[19], 10, 64); start != s.p.Start {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[17])
+	return n
+}
+
+// procStat is /proc/PID/stat's fields after the parenthesised command
+// name (so f[0] is field 3, the state), or nil.
+func procStat(pid int) []string {
+	if pid <= 0 {
+		return nil
+	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return nil
 	}
-	// Fields after the parenthesised command name; start time is field 22.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0
+		return nil
 	}
-	f := strings.Fields(string(b[i+1:]))
+	return strings.Fields(string(b[i+1:]))
+}
+
+func procStart(pid int) uint64 {
+	// The start time is field 22.
+	f := procStat(pid)
 	if len(f) < 20 {
 		return 0
 	}

@@ -38,8 +38,14 @@ const (
 var slotsDir = "/run/airlock/slots"
 
 // A slot file is flock'd by whoever holds the range: the claiming process
-// until the init exists, then the init itself, which inherits the locked
-// file at the clone and keeps it for life. The record in it names the
+// from the claim until the sandbox is destroyed, and the init, which
+// inherits the locked file at the clone and keeps it for life (both hold
+// one open file, so one lock). A daemon that dies leaves the lock with the
+// init; the daemon that destroys the sandbox later takes the init's copy
+// back first (pidfd_getfd), so that the range stays held from the init's
+// death until its cgroup, disk limit and files are gone: a range handed out
+// in between would have given the next sandbox the same project id while
+// the old one's limit was being cleared. The record in it names the
 // sandbox's directory, the claimer and the init. A range is free only when
 // its lock can be taken *and* the recorded init is not alive: the kernel
 // drops an exiting init's locks before it has killed the rest of its pid
@@ -162,21 +168,48 @@ func writeRecord(f *os.File, rec slotRecord) error {
 	return f.Truncate(int64(len(b)))
 }
 
-// recordInit notes the init that now holds the range (it inherited the
-// lock) and lets go of this process's copy of the lock.
+// recordInit notes the init that now holds the range with this process
+// (it inherited the lock).
 func (s *slot) recordInit(dir string, pid int, start uint64) error {
 	if s.f == nil {
 		return nil
 	}
 	rec := self()
 	rec.Dir, rec.Init, rec.InitStart = dir, pid, start
-	err := writeRecord(s.f, rec)
-	s.f.Close()
-	s.f = nil
-	if err != nil {
+	if err := writeRecord(s.f, rec); err != nil {
 		return fmt.Errorf("record uid range holder: %w", err)
 	}
 	return nil
+}
+
+// takeBack gets this process a copy of the lock the init of the sandbox in
+// dir holds, for a sandbox a daemon before this one created: from its
+// pidfd (pid and start pin the process) the file at fdSlot, if that is
+// slot n's. Without it (the init is gone, or the kernel refuses), the range
+// is free from the init's death on, as it was before.
+func (s *slot) takeBack(pid int, start uint64) {
+	if s.f != nil || s.n < 0 || pid <= 0 {
+		return
+	}
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(pidfd)
+	if procStart(pid) != start {
+		return
+	}
+	fd, err := unix.PidfdGetfd(pidfd, fdSlot, 0)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), slotPath(s.n))
+	var got, want unix.Stat_t
+	if unix.Fstat(fd, &got) != nil || unix.Stat(slotPath(s.n), &want) != nil || got.Dev != want.Dev || got.Ino != want.Ino {
+		f.Close()
+		return
+	}
+	s.f = f
 }
 
 // release gives the range back after the sandbox in dir is gone: it
@@ -184,19 +217,24 @@ func (s *slot) recordInit(dir string, pid int, start uint64) error {
 // range only once no process holds its lock and the recorded init is dead,
 // so a release can never hand out a range a process still runs as.
 func (s *slot) release(dir string) {
-	if s.f != nil {
-		s.f.Close()
-		s.f = nil
-	}
 	if s.n < 0 {
+		if s.f != nil {
+			s.f.Close()
+			s.f = nil
+		}
 		return
 	}
 	held.Lock()
 	delete(held.m, s.n)
 	held.Unlock()
-	f, ok, err := lockSlot(s.n, false)
-	if err != nil || !ok {
-		return
+	f := s.f
+	s.f = nil
+	if f == nil {
+		var ok bool
+		var err error
+		if f, ok, err = lockSlot(s.n, false); err != nil || !ok {
+			return
+		}
 	}
 	defer f.Close()
 	if rec, _ := readRecord(f); rec.Dir == dir && !rec.initAlive() {
