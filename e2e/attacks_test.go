@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -187,8 +188,21 @@ func TestAttackEgressWideRuleReachesHost(t *testing.T) {
 	lp, op := e.loop.port(), e.own.port()
 	allow := []string{"0.0.0.0/0:" + lp, "0.0.0.0/0:" + e.apiPrt, "0.0.0.0/0:" + op, "[::/0]:" + lp,
 		fakenet.LoopName + ":" + lp, fakenet.LoopName + ":" + e.apiPrt, "0.0.0.0/0"}
-	sb := must[client.Sandbox](t)(e.c.CreateSandbox(ctx, client.CreateRequest{Network: client.AllowOnly(allow...)}))
-	t.Cleanup(func() { e.c.DeleteSandbox(ctx, sb.ID) })
+	// Made through the E2B facade, whose allowOut takes the same entries.
+	list, _ := json.Marshal(allow)
+	code, body := callWith(t, e.s, "", "POST", "/e2b/sandboxes", map[string]string{"Content-Type": "application/json", "X-API-Key": e.key},
+		`{"templateID":"base","network":{"allowOut":`+string(list)+`}}`)
+	var made struct {
+		SandboxID string `json:"sandboxID"`
+	}
+	if json.Unmarshal([]byte(body), &made); code != http.StatusCreated || made.SandboxID == "" {
+		t.Fatalf("E2B create with allowOut %s = %d %s, want 201", list, code, body)
+	}
+	t.Cleanup(func() { e.c.DeleteSandbox(ctx, made.SandboxID) })
+	sb := must[client.Sandbox](t)(e.c.GetSandbox(ctx, made.SandboxID))
+	if pol := must[client.NetworkPolicy](t)(e.c.GetNetwork(ctx, sb.ID)); !slices.Equal(pol.Allow, allow) {
+		t.Fatalf("policy of the E2B sandbox: %+v, want allow %v", pol, allow)
+	}
 	env := &egressEnv{t: t, n: e.n, s: e.s, c: e.c, sb: sb}
 	probe := must[[]byte](t)(os.ReadFile("testdata/netprobe.py"))
 	must[int64](t)(e.c.WriteFile(ctx, sb.ID, "netprobe.py", strings.NewReader(string(probe)), 0o644))

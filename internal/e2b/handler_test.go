@@ -115,7 +115,6 @@ func TestControlPlaneErrors(t *testing.T) {
 		msg                string
 	}{
 		{"POST", "/sandboxes", `{"templateID":"nope"}`, f.key, 404, "template 'nope' not found"},
-		{"POST", "/sandboxes", `{"network":{"allowOut":["0.0.0.0/0"]}}`, f.key, 400, "0.0.0.0/0"},
 		{"POST", "/sandboxes", `{`, f.key, 400, "bad request body"},
 		{"GET", "/v2/sandboxes", "", "", 401, ""},
 		{"GET", "/v2/sandboxes", "", "alk_unknown", 401, ""},

@@ -76,13 +76,11 @@ func (b createBody) createRequest() (client.CreateRequest, error) {
 		}
 		allow, deny = n.AllowOut, n.DenyOut
 	}
-	for _, a := range allow {
-		if a == "0.0.0.0/0" || a == "::/0" {
-			// As an Airlock entry it matches IP literals only, never a
-			// name, so it would not mean what E2B means by it.
-			return req, fmt.Errorf("network.allowOut %q is not supported: Airlock allows names and addresses one by one, and no entry opens every destination", a)
-		}
-	}
+	// allowOut entries are Airlock's allow entries: a wide one ("0.0.0.0/0",
+	// "::/0") is accepted as on the native API, matches destinations given
+	// as public IP addresses (not names) and never opens loopback, private
+	// or metadata addresses; entries naming only those are refused by the
+	// API with the entry and why.
 	if len(allow) == 0 && b.AllowInternetAccess != nil && *b.AllowInternetAccess {
 		return req, fmt.Errorf("allow_internet_access is not supported by Airlock: sandboxes have no network unless network.allowOut lists where they may go")
 	}

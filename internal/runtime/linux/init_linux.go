@@ -128,10 +128,20 @@ func runInit(status *os.File) error {
 	}
 	fmt.Fprintln(status, "ok")
 	status.Close()
-	go reserveThreads(agentPids)
+	// No sandboxed process starts before the agent has its threads: a
+	// command started at once (a fork bomb) would otherwise take pids the
+	// agent counts on.
+	reserved := make(chan struct{})
+	go func() {
+		reserveThreads(agentPids)
+		close(reserved)
+	}()
 	return agent.Serve(context.Background(), ln, agent.Config{
-		Thread: c.forker.run,
-		UID:    c.UID, GID: c.GID, Root: "/", Env: c.Env, Workdir: c.Workdir, Reap: true,
+		Thread: func(fn func()) {
+			<-reserved
+			c.forker.run(fn)
+		},
+		UID: c.UID, GID: c.GID, Root: "/", Env: c.Env, Workdir: c.Workdir, Reap: true,
 	})
 }
 
@@ -301,28 +311,41 @@ func lastCap() uintptr {
 // it starts another, so the agent has them when its commands hold every
 // pid of the sandbox (see agentPids). Each thread is started the way the
 // runtime starts them anyway: a goroutine blocks in a read, and the
-// scheduler moves on to another thread.
+// scheduler moves on to another thread. A blocked goroutine may take a
+// thread that was idle rather than a new one, so while the count stalls
+// short of n more goroutines block, up to 2n of them.
 func reserveThreads(n int) {
-	k := n - threadCount()
-	if k <= 0 {
-		return
+	var pipes [][2]int
+	done := make(chan struct{}, 2*n)
+	block := func(k int) {
+		for range min(k, 2*n-len(pipes)) {
+			var p [2]int
+			if unix.Pipe2(p[:], unix.O_CLOEXEC) != nil {
+				return
+			}
+			pipes = append(pipes, p)
+			go func() {
+				var b [1]byte
+				unix.Read(p[0], b[:])
+				done <- struct{}{}
+			}()
+		}
 	}
-	pipes := make([][2]int, 0, k)
-	done := make(chan struct{}, k)
-	for range k {
-		var p [2]int
-		if unix.Pipe2(p[:], unix.O_CLOEXEC) != nil {
+	last, since := -1, time.Now()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		have := threadCount()
+		if have >= n || have == 0 {
 			break
 		}
-		pipes = append(pipes, p)
-		go func() {
-			var b [1]byte
-			unix.Read(p[0], b[:])
-			done <- struct{}{}
-		}()
-	}
-	for deadline := time.Now().Add(2 * time.Second); threadCount() < n && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
+		if have != last {
+			if last < 0 {
+				block(n - have)
+			}
+			last, since = have, time.Now()
+		} else if time.Since(since) > 20*time.Millisecond {
+			block(n - have)
+			since = time.Now()
+		}
 	}
 	for _, p := range pipes {
 		unix.Write(p[1], []byte{0})

@@ -18,14 +18,40 @@ func TestForkBombStopsAtPidsLimit(t *testing.T) {
 	neighbour := newSandbox(t, runtime.Limits{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// Forks forever; past the limit each fork fails and the loop goes on.
-	p, err := bomb.Start(ctx, runtime.ExecRequest{Shell: "while :; do sleep 1000 & done 2>/dev/null", Timeout: 2 * time.Minute})
+	// Forks forever; past the limit each fork fails and the loop goes on
+	// (a shell would end at its first failed fork, and its children with
+	// it, maybe between two polls below).
+	const forkForever = `python3 -c '
+import os, time
+while True:
+    try:
+        if os.fork() == 0:
+            time.sleep(1000)
+            os._exit(0)
+    except OSError:
+        time.sleep(0.001)
+'`
+	p, err := bomb.Start(ctx, runtime.ExecRequest{Shell: forkForever, Timeout: 2 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
+	type result struct {
+		st  runtime.ExitStatus
+		err error
+	}
+	exited := make(chan result, 1)
+	go func() {
+		st, err := p.Wait()
+		exited <- result{st, err}
+	}()
 	// Wait until the bomb has filled its pids budget.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
+		select {
+		case r := <-exited:
+			t.Fatalf("the fork bomb ended before it filled its budget: %+v, %v", r.st, r.err)
+		default:
+		}
 		st, err := bomb.Stats(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -48,7 +74,7 @@ func TestForkBombStopsAtPidsLimit(t *testing.T) {
 		t.Fatalf("destroy the bomb's sandbox: %v", err)
 	}
 	// Whatever status arrives once the sandbox is gone, Wait must return.
-	p.Wait()
+	<-exited
 }
 
 func TestMemoryHogIsOOMKilled(t *testing.T) {

@@ -62,6 +62,45 @@ func (r *Runtime) reap(unclaimed bool) {
 		os.RemoveAll(legacy)
 	}
 	r.removeDanglingIDs()
+	if !r.rootless {
+		removeOrphanGroups()
+	}
+}
+
+// removeOrphanGroups removes the sandbox cgroups on the host, whatever data
+// dir made them, whose uid range nobody holds for them: a daemon killed
+// mid-create, or before its warm pool was destroyed, whose data dir was
+// then removed, left groups no reclaimer of its own would find. A group is
+// named after its range ("<slot>-<sandbox>"), made after the range was
+// claimed and removed before it is released, so a group whose range is
+// free, or held for another sandbox, belongs to no live sandbox: its init,
+// which holds the range while any process of it lives, is gone.
+func removeOrphanGroups() {
+	for _, g := range cgroups.Find("") {
+		k, _, ok := strings.Cut(g, "-")
+		n, err := strconv.Atoi(k)
+		if !ok || err != nil || n < 0 || n >= maxSlots {
+			continue
+		}
+		held.Lock()
+		mine := held.m[n]
+		held.Unlock()
+		if mine {
+			continue
+		}
+		ent, err := inspectSlot(n)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if (ent.locked || ent.rec.initAlive()) && cgroupName(n, filepath.Base(ent.rec.Dir)) == g {
+			continue
+		}
+		if c, err := cgroups.Open(g); err == nil {
+			if procs, err := c.Procs(); err == nil && len(procs) == 0 {
+				c.Destroy()
+			}
+		}
+	}
 }
 
 // removeDanglingIDs removes the ids whose sandbox directory is gone: a
@@ -219,7 +258,8 @@ func killUnrecordedInit(n int, dir string) {
 	}
 }
 
-// sweeper runs reap every interval until Close.
+// sweeper runs reap, and collects unused template layers, every interval
+// until Close.
 func (r *Runtime) sweeper(every time.Duration) {
 	defer close(r.sweepDone)
 	t := time.NewTicker(every)
@@ -230,6 +270,10 @@ func (r *Runtime) sweeper(every time.Duration) {
 			return
 		case <-t.C:
 			r.reap(false)
+			// A destroy skips collecting template layers while another
+			// sandbox is being created (its layer is not known yet): the
+			// sweep collects what such a destroy left.
+			r.collectTemplates()
 		}
 	}
 }

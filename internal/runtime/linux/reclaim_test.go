@@ -219,3 +219,55 @@ func TestRangeHeldUntilSandboxIsGone(t *testing.T) {
 		t.Errorf("range %d still claimed after the destroy: %+v", sb.slot.n, ent)
 	}
 }
+
+// A daemon killed before it destroyed its warm pool, whose data dir was
+// removed after it, left empty cgroups that no reclaimer of its own data
+// dir could find, and that a later crash test took for leaks. Any daemon's
+// sweep removes a sandbox group whose uid range nobody holds for it, and
+// keeps one whose range is held for its sandbox, by whatever process.
+func TestOrphanGroupsRemovedHostWide(t *testing.T) {
+	linuxtest.Require(t)
+	if err := mkSlotDir(); err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	claim := func(name string) slot {
+		s, err := claimSlot(filepath.Join(base, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	group := func(name string) {
+		c, err := cgroups.New(name, runtime.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Destroy() })
+	}
+	exists := func(name string) bool {
+		c, err := cgroups.Open(name)
+		return err == nil && c != nil
+	}
+	// A range held for its sandbox, as if by another process.
+	kept := claim("kept")
+	defer kept.release(filepath.Join(base, "kept"))
+	held.Lock()
+	delete(held.m, kept.n)
+	held.Unlock()
+	// A range given back, whose sandbox's group was left behind.
+	freed := claim("freed")
+	freed.release(filepath.Join(base, "freed"))
+	group(cgroupName(kept.n, "kept"))
+	group(cgroupName(kept.n, "earlier")) // the range's earlier sandbox
+	group(cgroupName(freed.n, "freed"))
+	removeOrphanGroups()
+	if !exists(cgroupName(kept.n, "kept")) {
+		t.Errorf("the group of a sandbox whose range is held was removed")
+	}
+	for _, g := range []string{cgroupName(kept.n, "earlier"), cgroupName(freed.n, "freed")} {
+		if exists(g) {
+			t.Errorf("orphan group %s is still there", g)
+		}
+	}
+}

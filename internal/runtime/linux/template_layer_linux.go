@@ -149,6 +149,13 @@ func (r *Runtime) CommitTemplate(ctx context.Context, sandboxID string, t runtim
 	rand.Read(suffix)
 	dirName := "." + t.Name + "@" + hex.EncodeToString(suffix)
 	dir := filepath.Join(r.templatesDir(), dirName)
+	tmpLink := filepath.Join(r.templatesDir(), ".link-"+t.Name+"-"+hex.EncodeToString(suffix))
+	// No name points at the new directory until the end: a collection
+	// meanwhile (another sandbox's destroy, the sweep) leaves it alone.
+	committing.add(dir)
+	committing.add(tmpLink)
+	defer committing.remove(dir)
+	defer committing.remove(tmpLink)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return t, fmt.Errorf("create template dir: %w", err)
 	}
@@ -180,7 +187,6 @@ func (r *Runtime) CommitTemplate(ctx context.Context, sandboxID string, t runtim
 		return t, err
 	}
 	// Swap the name over atomically: a symlink made aside, renamed onto it.
-	tmpLink := filepath.Join(r.templatesDir(), ".link-"+t.Name+"-"+hex.EncodeToString(suffix))
 	if err := os.Symlink(dirName, tmpLink); err != nil {
 		return t, err
 	}
@@ -207,6 +213,10 @@ func (r *Runtime) DeleteTemplate(ctx context.Context, name string) error {
 	r.collectTemplates()
 	return nil
 }
+
+// committing is the set of template directories (and their names' links
+// made aside) that commits of this process are writing.
+var committing = dirSet{m: map[string]bool{}}
 
 // collectTemplates removes build directories no name and no sandbox
 // points at (replaced or deleted templates, failed commits).
@@ -240,6 +250,9 @@ func (r *Runtime) collectTemplates() {
 	}
 	for _, e := range entries {
 		name := e.Name()
+		if committing.has(filepath.Join(r.templatesDir(), name)) {
+			continue
+		}
 		if e.IsDir() && strings.HasPrefix(name, ".") && strings.Contains(name, "@") && !used[name] {
 			os.RemoveAll(filepath.Join(r.templatesDir(), name))
 		}
