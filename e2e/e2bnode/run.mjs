@@ -206,7 +206,11 @@ try {
   assert.deepEqual(netInfo.network.denyOut, ["10.0.0.0/8"]);
   assert.equal((await sbx.getInfo()).allowInternetAccess, false, "no network at all by default");
   await assert.rejects(Sandbox.create({ allowInternetAccess: true }), /allow_internet_access is not supported/);
-  await assert.rejects(Sandbox.create({ network: { allowOut: ["0.0.0.0/0"] } }), /0\.0\.0\.0\/0/);
+  // A wide rule is taken as Airlock's: every IP-literal destination (names
+  // still need a rule of their own).
+  const wide = await Sandbox.create({ network: { allowOut: ["0.0.0.0/0", "::/0"] } });
+  assert.deepEqual((await wide.getInfo()).network.allowOut, ["0.0.0.0/0", "::/0"]);
+  await wide.kill();
   const closed = await Sandbox.create({ allowInternetAccess: false });
   assert.equal((await closed.getInfo()).allowInternetAccess, false);
   await closed.kill();
