@@ -332,7 +332,7 @@ func reserveThreads(n int) {
 		}
 	}
 	last, since := -1, time.Now()
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Microsecond) {
 		have := threadCount()
 		if have >= n || have == 0 {
 			break
@@ -342,7 +342,7 @@ func reserveThreads(n int) {
 				block(n - have)
 			}
 			last, since = have, time.Now()
-		} else if time.Since(since) > 20*time.Millisecond {
+		} else if time.Since(since) > 2*time.Millisecond {
 			block(n - have)
 			since = time.Now()
 		}
