@@ -54,19 +54,9 @@ func (c *Client) Exec(ctx context.Context, req runtime.ExecRequest) (runtime.Exi
 // As with os/exec, a req.Stdin that blocks forever keeps its pump goroutine
 // alive until it returns, although Wait does not wait for it.
 func (c *Client) Start(ctx context.Context, req runtime.ExecRequest) (*Process, error) {
-	wire := Request{Op: OpExec, Argv: req.Argv, Shell: req.Shell, Env: req.Env, Cwd: req.Cwd}
-	if req.TTY != nil {
-		if req.TTY.Cols == 0 || req.TTY.Rows == 0 {
-			return nil, fmt.Errorf("agent exec: terminal size %dx%d: %w", req.TTY.Cols, req.TTY.Rows, runtime.ErrInvalid)
-		}
-		wire.TTY = &TTYSize{Cols: req.TTY.Cols, Rows: req.TTY.Rows}
-	}
-	if req.Timeout < 0 {
-		return nil, fmt.Errorf("agent exec: negative timeout: %w", runtime.ErrInvalid)
-	}
-	if req.Timeout > 0 {
-		// Round up so a sub-millisecond timeout does not become "none".
-		wire.TimeoutMS = int64((req.Timeout + time.Millisecond - 1) / time.Millisecond)
+	wire, err := execWire(OpExec, req)
+	if err != nil {
+		return nil, fmt.Errorf("agent exec: %w", err)
 	}
 	cc, err := c.open(ctx, wire)
 	if err != nil {
@@ -89,6 +79,25 @@ func (c *Client) Start(ctx context.Context, req runtime.ExecRequest) (*Process, 
 	}
 	go p.collect(cc, req.Stdout, req.Stderr)
 	return p, nil
+}
+
+// execWire is the request that starts req's process with op.
+func execWire(op string, req runtime.ExecRequest) (Request, error) {
+	wire := Request{Op: op, Argv: req.Argv, Shell: req.Shell, Env: req.Env, Cwd: req.Cwd}
+	if req.TTY != nil {
+		if req.TTY.Cols == 0 || req.TTY.Rows == 0 {
+			return Request{}, fmt.Errorf("terminal size %dx%d: %w", req.TTY.Cols, req.TTY.Rows, runtime.ErrInvalid)
+		}
+		wire.TTY = &TTYSize{Cols: req.TTY.Cols, Rows: req.TTY.Rows}
+	}
+	if req.Timeout < 0 {
+		return Request{}, fmt.Errorf("negative timeout: %w", runtime.ErrInvalid)
+	}
+	if req.Timeout > 0 {
+		// Round up so a sub-millisecond timeout does not become "none".
+		wire.TimeoutMS = int64((req.Timeout + time.Millisecond - 1) / time.Millisecond)
+	}
+	return wire, nil
 }
 
 func (cc *clientConn) started() (int, error) {

@@ -34,10 +34,14 @@
 //	'r' result     agent  op result (JSON), the last frame of other ops
 //	'!' error      agent  Error {"code","message"}, the last frame of any op
 //	'w' resize     client TTYSize {"cols","rows"} for an exec on a terminal
+//	'a' attached   agent  AttachedFrame {"offset","dropped"}: where the
+//	               output frames after it start, and how many bytes before
+//	               that were no longer kept
 //
 // Operations (Request.Op) and their frame sequences:
 //
-//	ping    -> r {}
+//	ping    -> r {"version"} (ProtocolVersion; an agent of version 1
+//	           answers {})
 //	exec    -> s, then o/e/k* until x; the client sends d* then z for stdin.
 //	           With "tty" the process runs on a new terminal: o carries all
 //	           its output, d is typed input, w resizes, z is ignored.
@@ -55,6 +59,18 @@
 //	mkdir   -> r {}   (mkdir -p)
 //	remove  -> r {}
 //	rename  -> r {}
+//	spawn   -> r JobInfo; starts a job (fields as for exec, and
+//	           "buffer_bytes"): a process whose tree does not die with the
+//	           connection, whose output the agent keeps (the newest
+//	           buffer_bytes) and whose exit status it keeps until forget
+//	attach  {"pid","offset","follow"} -> a, then o/e (and an 'a' again
+//	           where a follower fell behind the buffer), k while waiting;
+//	           x when the job has ended, else (not following) r JobInfo.
+//	           Closing the connection leaves the job running.
+//	input   {"pid","close"} client sends d* (w for a terminal) then z ->
+//	           r {}; "close" closes the job's stdin after it
+//	jobs    -> n JobInfo* then r {}, oldest first
+//	forget  {"pid"} -> r {}; refuses a running job
 //
 // Any op can end with '!' instead; error codes are not_found, invalid,
 // permission, exists, not_dir, is_dir, no_space, pid_limit, not_regular,

@@ -42,14 +42,26 @@ func (r *execRun) killTree() {
 	r.killOnce.Do(func() { r.s.tracker.kill(r.tree) })
 }
 
-func (s *server) exec(c *opConn, req Request) error {
+// launched is a process just started, with its streams and its tree.
+type launched struct {
+	pid     int
+	status  <-chan waitResult
+	io      *execIO
+	tree    *tree
+	at      time.Time
+	timeout time.Duration
+}
+
+// launch starts req's process, on a terminal when req asks for one, and
+// tracks its tree. The caller closes l.io and removes l.tree.
+func (s *server) launch(req Request) (*launched, error) {
 	spec, err := s.prepare(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	io, err := openExecIO(req.TTY)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	marker := newMarker()
 	env := append(spec.env, markerVar+"="+marker)
@@ -69,16 +81,26 @@ func (s *server) exec(c *opConn, req Request) error {
 	// The child has its copies; ours would keep its stdin open and its
 	// output from ever reaching EOF.
 	io.closeChild()
-	defer io.close()
 	if errors.Is(err, syscall.EAGAIN) {
+		io.close()
 		// fork fails with EAGAIN at the pids limit (or RLIMIT_NPROC).
-		return errorf(CodePidLimit, "start %s: the sandbox is at its pid limit (%v)", spec.argv[0], err)
+		return nil, errorf(CodePidLimit, "start %s: the sandbox is at its pid limit (%v)", spec.argv[0], err)
 	}
 	if err != nil {
-		return fmt.Errorf("start %s: %w", spec.argv[0], err)
+		io.close()
+		return nil, fmt.Errorf("start %s: %w", spec.argv[0], err)
 	}
-	start := time.Now()
-	r := &execRun{s: s, c: c, pid: pid, tree: s.tracker.add(pid, marker), tty: io.tty}
+	return &launched{pid: pid, status: statusc, io: io, tree: s.tracker.add(pid, marker), at: time.Now(), timeout: spec.timeout}, nil
+}
+
+func (s *server) exec(c *opConn, req Request) error {
+	l, err := s.launch(req)
+	if err != nil {
+		return err
+	}
+	io, pid, statusc, start := l.io, l.pid, l.status, l.at
+	defer io.close()
+	r := &execRun{s: s, c: c, pid: pid, tree: l.tree, tty: io.tty}
 	defer s.tracker.remove(r.tree)
 	if err := c.fw.json(FrameStarted, StartedFrame{Pid: pid}); err != nil {
 		r.killTree()
@@ -86,8 +108,8 @@ func (s *server) exec(c *opConn, req Request) error {
 
 	var timedOut atomic.Bool
 	var timer *time.Timer
-	if spec.timeout > 0 {
-		timer = time.AfterFunc(spec.timeout, func() { timedOut.Store(true); r.killTree() })
+	if l.timeout > 0 {
+		timer = time.AfterFunc(l.timeout, func() { timedOut.Store(true); r.killTree() })
 	}
 	done := make(chan struct{})
 	var bg sync.WaitGroup
@@ -97,7 +119,13 @@ func (s *server) exec(c *opConn, req Request) error {
 	var out sync.WaitGroup
 	for i, f := range io.outs {
 		out.Add(1)
-		go func() { defer out.Done(); r.pumpOutput(f, io.kinds[i]) }()
+		go func() {
+			defer out.Done()
+			err := pumpOutput(f, &r.exited, func(p []byte) error { return r.c.fw.write(io.kinds[i], p) })
+			if err != nil && !r.exited.Load() {
+				r.killTree()
+			}
+		}()
 	}
 
 	res := <-statusc
@@ -112,7 +140,7 @@ func (s *server) exec(c *opConn, req Request) error {
 	// started as processes of their own.
 	r.killTree()
 	r.exited.Store(true)
-	r.drain(&out, io.outs...)
+	drain(&out, io.outs...)
 	close(done)
 	io.stdin.Close()
 	if res.err != nil {
@@ -264,23 +292,23 @@ func (r *execRun) keepalive(done <-chan struct{}) {
 	}
 }
 
-func (r *execRun) pumpOutput(f *os.File, kind byte) {
+// pumpOutput hands what f yields to write until EOF or write fails (its
+// error is returned), and once exited is set only until f stays idle for
+// drainIdle.
+func pumpOutput(f *os.File, exited *atomic.Bool, write func([]byte) error) error {
 	buf := make([]byte, 32<<10)
 	for {
-		if r.exited.Load() {
+		if exited.Load() {
 			f.SetReadDeadline(time.Now().Add(drainIdle))
 		}
 		n, err := f.Read(buf)
 		if n > 0 {
-			if werr := r.c.fw.write(kind, buf[:n]); werr != nil {
-				if !r.exited.Load() {
-					r.killTree()
-				}
-				return
+			if werr := write(buf[:n]); werr != nil {
+				return werr
 			}
 		}
 		if err != nil {
-			return
+			return nil
 		}
 	}
 }
@@ -288,7 +316,7 @@ func (r *execRun) pumpOutput(f *os.File, kind byte) {
 // drain lets the output pumps finish after exit. Pipes still held by a
 // background process would never reach EOF, so reading stops once they go
 // idle, and in any case after drainMax.
-func (r *execRun) drain(out *sync.WaitGroup, pipes ...*os.File) {
+func drain(out *sync.WaitGroup, pipes ...*os.File) {
 	for _, f := range pipes {
 		f.SetReadDeadline(time.Now().Add(drainIdle))
 	}

@@ -36,7 +36,17 @@ const (
 	FrameResult    byte = 'r'
 	FrameError     byte = '!'
 	FrameResize    byte = 'w' // client: TTYSize JSON, for an exec on a terminal
+	FrameAttached  byte = 'a' // agent: AttachedFrame, the first frame of an attach
 )
+
+// ProtocolVersion is what this agent speaks, reported by ping. Version 1
+// (an empty ping result) had no jobs: spawn, attach, input, jobs, forget.
+const ProtocolVersion = 2
+
+// PingResult is the result of ping.
+type PingResult struct {
+	Version int `json:"version"`
+}
 
 // Operations.
 const (
@@ -50,6 +60,13 @@ const (
 	OpMkdir  = "mkdir"
 	OpRemove = "remove"
 	OpRename = "rename"
+	// Jobs: processes the agent runs on its own, whose output it keeps, so
+	// that they outlive the connection (and the daemon) that started them.
+	OpSpawn  = "spawn"
+	OpAttach = "attach"
+	OpInput  = "input"
+	OpJobs   = "jobs"
+	OpForget = "forget"
 )
 
 // Request is the JSON line that opens every connection.
@@ -66,7 +83,20 @@ type Request struct {
 	// stdout and stderr are the terminal, and all output comes as stdout.
 	TTY *TTYSize `json:"tty,omitempty"`
 
-	// signal
+	// spawn: how much of the job's output the agent keeps (0: the
+	// default), and what the host keeps with the job (at most MaxJobMeta
+	// bytes of JSON, given back in its JobInfo): who started it and why,
+	// for a daemon that comes back after a restart
+	BufferBytes int64           `json:"buffer_bytes,omitempty"`
+	Meta        json.RawMessage `json:"meta,omitempty"`
+
+	// attach: from which output offset, and whether to follow until the
+	// job ends; input: close the job's stdin after this input
+	Offset int64 `json:"offset,omitempty"`
+	Follow bool  `json:"follow,omitempty"`
+	Close  bool  `json:"close,omitempty"`
+
+	// signal; attach, input and forget name their job by pid
 	Pid    int  `json:"pid,omitempty"`
 	Signal int  `json:"signal,omitempty"`
 	Group  bool `json:"group,omitempty"`
@@ -95,6 +125,38 @@ type ExitFrame struct {
 	Signal     int     `json:"signal,omitempty"`
 	TimedOut   bool    `json:"timed_out,omitempty"`
 	DurationMS float64 `json:"duration_ms"`
+}
+
+// JobInfo describes a job (the result of spawn, an entry of jobs, and the
+// last frame of an attach that does not end with the job's exit). Output
+// offsets count the bytes of both streams together from the job's first.
+type JobInfo struct {
+	Pid       int             `json:"pid"`
+	StartedMS int64           `json:"started_ms"` // Unix time in milliseconds
+	TTY       bool            `json:"tty,omitempty"`
+	Running   bool            `json:"running"`
+	Exit      *ExitFrame      `json:"exit,omitempty"`
+	Error     string          `json:"error,omitempty"` // why there is no exit status
+	EndedMS   int64           `json:"ended_ms,omitempty"`
+	Output    int64           `json:"output"`  // the offset after the newest byte
+	Dropped   int64           `json:"dropped"` // bytes no longer kept, from offset 0
+	Meta      json.RawMessage `json:"meta,omitempty"`
+}
+
+// AttachedFrame is the payload of FrameAttached: the offset the output
+// frames that follow start at, and how many bytes from the requested
+// offset on were no longer kept.
+type AttachedFrame struct {
+	Offset  int64 `json:"offset"`
+	Dropped int64 `json:"dropped"`
+}
+
+// streamName names the stream of an output frame kind.
+func streamName(kind byte) string {
+	if kind == FrameStderr {
+		return "stderr"
+	}
+	return "stdout"
 }
 
 // SizeResult is the FrameResult payload of read and write.

@@ -43,6 +43,7 @@ type server struct {
 	rootFD  int
 	reaper  *reaper
 	tracker *tracker
+	jobs    jobTable
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
@@ -116,6 +117,7 @@ func newServer(cfg Config) (*server, error) {
 		reaper:  newReaper(cfg.Reap),
 		tracker: newTracker(),
 		conns:   map[net.Conn]struct{}{},
+		jobs:    jobTable{m: map[int]*job{}},
 	}
 	s.tracker.marked = s.marked
 	return s, nil
@@ -221,11 +223,24 @@ type opConn struct {
 func (s *server) dispatch(c *opConn, req Request) error {
 	switch req.Op {
 	case OpPing:
-		return c.fw.json(FrameResult, struct{}{})
+		return c.fw.json(FrameResult, PingResult{Version: ProtocolVersion})
 	case OpExec:
 		return s.exec(c, req)
 	case OpSignal:
 		if err := s.signal(req); err != nil {
+			return err
+		}
+		return c.fw.json(FrameResult, struct{}{})
+	case OpSpawn:
+		return s.spawn(c, req)
+	case OpAttach:
+		return s.attach(c, req)
+	case OpInput:
+		return s.input(c, req)
+	case OpJobs:
+		return s.listJobs(c)
+	case OpForget:
+		if err := s.forget(req); err != nil {
 			return err
 		}
 		return c.fw.json(FrameResult, struct{}{})

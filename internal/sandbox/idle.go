@@ -119,10 +119,7 @@ func (s *Service) procsRunning(id string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, p := range t.procs {
-		p.out.mu.Lock()
-		done := p.out.done
-		p.out.mu.Unlock()
-		if !done {
+		if _, done, _ := p.out.Status(); !done {
 			return true
 		}
 	}

@@ -73,7 +73,7 @@ func (s *Service) startBackground(ctx context.Context, c Caller, id string, req 
 	rec := s.recordExec(c, id, req, true, "")
 	p := &bgProc{tag: tag, execID: rec.id, command: describe(req), started: s.now(), stdin: pw, out: newOutBuf(ProcOutputCap), exited: make(chan struct{})}
 	rreq.Stdin = pr
-	rreq.Stdout, rreq.Stderr = rec.stdout(streamWriter{p.out, "stdout"}), rec.stderr(streamWriter{p.out, "stderr"})
+	rreq.Stdout, rreq.Stderr = rec.stdout(p.out.Writer("stdout")), rec.stderr(p.out.Writer("stderr"))
 	// Not the request's context: the process outlives the request.
 	proc, err := sb.Start(context.WithoutCancel(ctx), rreq)
 	if err != nil {
@@ -91,11 +91,11 @@ func (s *Service) startBackground(ctx context.Context, c Caller, id string, req 
 		if err != nil {
 			err = fmt.Errorf("%w: process lost: %v", ErrUnavailable, err)
 			rec.exited(ExecResult{}, err)
-			p.out.finish(ExecResult{}, err, s.now())
+			p.out.Finish(ended{ExecResult{}, err, s.now()})
 			return
 		}
 		rec.exited(execResult(st), nil)
-		p.out.finish(execResult(st), nil, s.now())
+		p.out.Finish(ended{execResult(st), nil, s.now()})
 	}()
 	return p.info(), nil
 }
@@ -116,15 +116,13 @@ func (t *workload) makeRoom() error {
 }
 
 func (p *bgProc) info() ProcInfo {
-	p.out.mu.Lock()
-	defer p.out.mu.Unlock()
-	in := ProcInfo{Pid: p.pid, Tag: p.tag, ExecID: p.execID, Command: p.command, State: "running", StartedAt: p.started, Output: p.out.end}
+	end, done, how := p.out.Status()
+	in := ProcInfo{Pid: p.pid, Tag: p.tag, ExecID: p.execID, Command: p.command, State: "running", StartedAt: p.started, Output: end}
 	switch {
-	case p.out.done && p.out.err != nil:
-		in.State, in.EndedAt = "lost", p.out.ended
-	case p.out.done:
-		exit := p.out.exit
-		in.State, in.EndedAt, in.Exit = "exited", p.out.ended, &exit
+	case done && how.err != nil:
+		in.State, in.EndedAt = "lost", how.at
+	case done:
+		in.State, in.EndedAt, in.Exit = "exited", how.at, &how.exit
 	}
 	return in
 }

@@ -27,32 +27,32 @@ func (s *Service) ProcessOutput(ctx context.Context, c Caller, id string, pid in
 		return err
 	}
 	defer s.idle.hold(id, s.now)()
-	if v := p.out.from(0); offset < 0 || offset > v.next {
-		return fmt.Errorf("%w: offset %d is past the %d bytes written", ErrInvalid, offset, v.next)
+	if v := p.out.From(0); offset < 0 || offset > v.Next {
+		return fmt.Errorf("%w: offset %d is past the %d bytes written", ErrInvalid, offset, v.Next)
 	}
 	for {
-		v := p.out.from(offset)
-		if v.dropped > 0 {
-			if err := out.Dropped(offset, v.dropped); err != nil {
+		v := p.out.From(offset)
+		if v.Dropped > 0 {
+			if err := out.Dropped(offset, v.Dropped); err != nil {
 				return err
 			}
 		}
-		for _, ch := range v.chunks {
-			if err := out.Output(ch.stream, ch.off, ch.data); err != nil {
+		for _, ch := range v.Chunks {
+			if err := out.Output(ch.Stream, ch.Off, ch.Data); err != nil {
 				return err
 			}
 		}
-		offset = v.next
+		offset = v.Next
 		switch {
-		case v.done && v.err != nil:
-			return v.err
-		case v.done:
-			return out.Exit(v.exit, offset)
+		case v.Done && v.Ended.err != nil:
+			return v.Ended.err
+		case v.Done:
+			return out.Exit(v.Ended.exit, offset)
 		case !follow:
 			return out.End(offset)
 		}
 		select {
-		case <-v.wake:
+		case <-v.Wake:
 		case <-ctx.Done():
 			return ctx.Err()
 		}

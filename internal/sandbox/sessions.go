@@ -135,7 +135,7 @@ func (se *session) Write(p []byte) (int, error) {
 
 // show puts p on the terminal: into the scrollback and the audit log.
 func (se *session) show(p []byte) {
-	se.tty.write("tty", p)
+	se.tty.Write("tty", p)
 	se.rec.Write(p)
 }
 
@@ -256,14 +256,14 @@ func (s *Service) CreateSession(ctx context.Context, c Caller, id string, req Se
 		if err != nil {
 			err = fmt.Errorf("%w: session %s: shell lost: %v", ErrUnavailable, se.id, err)
 			why := err
-			if ended := se.tty.finishedWith(); ended != nil {
-				why = ended // deleted, or its sandbox destroyed: that is why
+			if _, _, e := se.tty.Status(); e.err != nil {
+				why = e.err // deleted, or its sandbox destroyed: that is why
 			}
 			r.record(audit.SessionEnded, map[string]any{"session_id": se.id, "error": why.Error()})
-			se.tty.finish(ExecResult{}, err, s.now())
+			se.tty.Finish(ended{ExecResult{}, err, s.now()})
 		} else {
 			r.record(audit.SessionEnded, map[string]any{"session_id": se.id, "exit_code": st.Code, "signal": st.Signal})
-			se.tty.finish(execResult(st), nil, s.now())
+			se.tty.Finish(ended{execResult(st), nil, s.now()})
 		}
 	}()
 	created := func() {
@@ -475,7 +475,7 @@ func (s *Service) DeleteSession(ctx context.Context, c Caller, id, sid string) e
 		delete(t.sessions, sid)
 		t.mu.Unlock()
 	}
-	se.tty.finish(ExecResult{}, fmt.Errorf("%w: session %s was deleted", ErrNotFound, sid), s.now())
+	se.tty.Finish(ended{ExecResult{}, fmt.Errorf("%w: session %s was deleted", ErrNotFound, sid), s.now()})
 	se.close()
 	return nil
 }

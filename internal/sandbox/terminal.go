@@ -57,34 +57,34 @@ const maxChunk = 64 << 10
 
 func (t *terminal) Next(ctx context.Context) ([]byte, *ExecResult, error) {
 	for {
-		v := t.se.tty.from(t.off)
+		v := t.se.tty.From(t.off)
 		var out []byte
-		if v.dropped > 0 && t.begun {
+		if v.Dropped > 0 && t.begun {
 			// This client fell behind by more than the scrollback.
-			out = fmt.Appendf(out, "\r\n[airlock: %d bytes of output skipped]\r\n", v.dropped)
+			out = fmt.Appendf(out, "\r\n[airlock: %d bytes of output skipped]\r\n", v.Dropped)
 		}
-		for _, ch := range v.chunks {
-			if len(out) > 0 && len(out)+len(ch.data) > maxChunk {
+		for _, ch := range v.Chunks {
+			if len(out) > 0 && len(out)+len(ch.Data) > maxChunk {
 				break
 			}
-			out = append(out, ch.data...)
-			t.off = ch.off + int64(len(ch.data))
+			out = append(out, ch.Data...)
+			t.off = ch.Off + int64(len(ch.Data))
 		}
-		if len(v.chunks) == 0 {
-			t.off = v.next
+		if len(v.Chunks) == 0 {
+			t.off = v.Next
 		}
 		t.begun = true
 		if len(out) > 0 {
 			return out, nil, nil
 		}
-		if v.done {
-			if v.err != nil {
-				return nil, nil, v.err
+		if v.Done {
+			if v.Ended.err != nil {
+				return nil, nil, v.Ended.err
 			}
-			return nil, &v.exit, nil
+			return nil, &v.Ended.exit, nil
 		}
 		select {
-		case <-v.wake:
+		case <-v.Wake:
 		case <-ctx.Done():
 			return nil, nil, ctx.Err()
 		}

@@ -43,11 +43,11 @@ func (s *Service) dropWorkload(id string) (waited []<-chan struct{}) {
 	now := s.now()
 	for _, p := range w.procs {
 		p.stdin.CloseWithError(errSandboxGone)
-		p.out.finish(ExecResult{}, errSandboxGone, now)
+		p.out.Finish(ended{ExecResult{}, errSandboxGone, now})
 		waited = append(waited, p.exited)
 	}
 	for _, se := range w.sessions {
-		se.tty.finish(ExecResult{}, errSandboxGone, now)
+		se.tty.Finish(ended{ExecResult{}, errSandboxGone, now})
 		se.close()
 		se.end()
 		waited = append(waited, se.exited)

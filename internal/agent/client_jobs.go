@@ -1,0 +1,194 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/airlockhq/airlock/internal/runtime"
+)
+
+// Version returns the protocol version the agent speaks (1 for an agent
+// that predates versions).
+func (c *Client) Version(ctx context.Context) (int, error) {
+	var res PingResult
+	if err := c.call(ctx, Request{Op: OpPing}, &res); err != nil {
+		return 0, fmt.Errorf("agent ping: %w", err)
+	}
+	return max(res.Version, 1), nil
+}
+
+// Spawn starts req as a job: a process the agent runs on its own, which
+// outlives this client and its connection, and whose output the agent
+// keeps, up to buffer bytes (0 for DefaultJobBuffer), for Attach; meta
+// (JSON, or nil) is kept with it and given back in its JobInfo. req's
+// streams are not used: its input goes through Input.
+func (c *Client) Spawn(ctx context.Context, req runtime.ExecRequest, buffer int64, meta json.RawMessage) (JobInfo, error) {
+	wire, err := execWire(OpSpawn, req)
+	if err != nil {
+		return JobInfo{}, fmt.Errorf("agent spawn: %w", err)
+	}
+	wire.BufferBytes, wire.Meta = buffer, meta
+	var info JobInfo
+	if err := c.call(ctx, wire, &info); err != nil {
+		return JobInfo{}, fmt.Errorf("agent spawn: %w", err)
+	}
+	return info, nil
+}
+
+// Output is a piece of a job's output, or, when Dropped is set, the news
+// that Dropped bytes from Offset-Dropped on are no longer kept.
+type Output struct {
+	Stream  string // "stdout" or "stderr"
+	Offset  int64
+	Data    []byte // valid until the callback returns
+	Dropped int64
+}
+
+// AttachEnd is how an attach ended: with the job's exit, or, for a running
+// job not followed, with its JobInfo. Next is the offset after the output
+// received.
+type AttachEnd struct {
+	Next int64
+	Exit *ExitFrame
+	Info *JobInfo
+}
+
+// Attach sends job pid's output from offset on to out and, with follow,
+// what it writes next until it ends. Cancelling ctx detaches; the job goes
+// on.
+func (c *Client) Attach(ctx context.Context, pid int, offset int64, follow bool, out func(Output) error) (AttachEnd, error) {
+	end, err := c.attach(ctx, pid, offset, follow, out)
+	if err != nil {
+		return end, fmt.Errorf("agent attach %d: %w", pid, err)
+	}
+	return end, nil
+}
+
+func (c *Client) attach(ctx context.Context, pid int, offset int64, follow bool, out func(Output) error) (AttachEnd, error) {
+	end := AttachEnd{Next: offset}
+	cc, err := c.open(ctx, Request{Op: OpAttach, Pid: pid, Offset: offset, Follow: follow})
+	if err != nil {
+		return end, err
+	}
+	defer cc.close()
+	attached := false
+	for {
+		kind, p, err := cc.next()
+		if err != nil {
+			return end, err
+		}
+		switch {
+		case kind == FrameAttached:
+			var a AttachedFrame
+			if err := json.Unmarshal(p, &a); err != nil || a.Dropped < 0 || a.Offset != end.Next+a.Dropped {
+				return end, fmt.Errorf("%w: bad attached frame", errProtocol)
+			}
+			attached = true
+			end.Next = a.Offset
+			if a.Dropped > 0 {
+				if err := out(Output{Offset: a.Offset, Dropped: a.Dropped}); err != nil {
+					return end, err
+				}
+			}
+		case !attached:
+			return end, fmt.Errorf("%w: frame %q before the attached frame", errProtocol, kind)
+		case kind == FrameStdout || kind == FrameStderr:
+			if err := out(Output{Stream: streamName(kind), Offset: end.Next, Data: p}); err != nil {
+				return end, err
+			}
+			end.Next += int64(len(p))
+		case kind == FrameExit:
+			var x ExitFrame
+			if err := json.Unmarshal(p, &x); err != nil {
+				return end, fmt.Errorf("%w: bad exit frame: %v", errProtocol, err)
+			}
+			end.Exit = &x
+			return end, nil
+		case kind == FrameResult:
+			var info JobInfo
+			if err := json.Unmarshal(p, &info); err != nil {
+				return end, fmt.Errorf("%w: bad result: %v", errProtocol, err)
+			}
+			end.Info = &info
+			return end, nil
+		default:
+			return end, fmt.Errorf("%w: unexpected frame %q", errProtocol, kind)
+		}
+	}
+}
+
+// Input writes r to job pid's stdin and, with closeStdin, closes it
+// after (a job on a terminal keeps it: type ^D).
+func (c *Client) Input(ctx context.Context, pid int, r io.Reader, closeStdin bool) error {
+	cc, err := c.open(ctx, Request{Op: OpInput, Pid: pid, Close: closeStdin})
+	if err != nil {
+		return fmt.Errorf("agent input %d: %w", pid, err)
+	}
+	defer cc.close()
+	go cc.sendStream(r)
+	if err := cc.result(nil); err != nil {
+		if src := cc.srcErr.Load(); src != nil {
+			return fmt.Errorf("agent input %d: read input: %w", pid, *src)
+		}
+		return fmt.Errorf("agent input %d: %w", pid, err)
+	}
+	return nil
+}
+
+// ResizeJob changes the size of the terminal job pid runs on.
+func (c *Client) ResizeJob(ctx context.Context, pid int, size runtime.TTYSize) error {
+	if size.Cols == 0 || size.Rows == 0 {
+		return fmt.Errorf("resize job %d to %dx%d: %w", pid, size.Cols, size.Rows, runtime.ErrInvalid)
+	}
+	cc, err := c.open(ctx, Request{Op: OpInput, Pid: pid})
+	if err != nil {
+		return fmt.Errorf("agent resize %d: %w", pid, err)
+	}
+	defer cc.close()
+	if err := cc.fw.json(FrameResize, TTYSize{Cols: size.Cols, Rows: size.Rows}); err == nil {
+		err = cc.fw.write(FrameEnd, nil)
+	}
+	if err := cc.result(nil); err != nil {
+		return fmt.Errorf("agent resize %d: %w", pid, err)
+	}
+	return nil
+}
+
+// Jobs lists the agent's jobs, running or ended and not forgotten, oldest
+// first.
+func (c *Client) Jobs(ctx context.Context) ([]JobInfo, error) {
+	cc, err := c.open(ctx, Request{Op: OpJobs})
+	if err != nil {
+		return nil, fmt.Errorf("agent jobs: %w", err)
+	}
+	defer cc.close()
+	list := []JobInfo{}
+	for {
+		kind, p, err := cc.next()
+		if err != nil {
+			return nil, fmt.Errorf("agent jobs: %w", err)
+		}
+		switch kind {
+		case FrameEntry:
+			var j JobInfo
+			if err := json.Unmarshal(p, &j); err != nil {
+				return nil, fmt.Errorf("agent jobs: %w: bad entry: %v", errProtocol, err)
+			}
+			list = append(list, j)
+		case FrameResult:
+			return list, nil
+		default:
+			return nil, fmt.Errorf("agent jobs: %w: unexpected frame %q", errProtocol, kind)
+		}
+	}
+}
+
+// Forget drops ended job pid, its kept output and its exit status.
+func (c *Client) Forget(ctx context.Context, pid int) error {
+	if err := c.call(ctx, Request{Op: OpForget, Pid: pid}, nil); err != nil {
+		return fmt.Errorf("agent forget %d: %w", pid, err)
+	}
+	return nil
+}
