@@ -81,6 +81,15 @@ func (c *Client) Start(ctx context.Context, req runtime.ExecRequest) (*Process, 
 	return p, nil
 }
 
+func (x ExitFrame) status() runtime.ExitStatus {
+	return runtime.ExitStatus{
+		Code:     x.Code,
+		Signal:   x.Signal,
+		TimedOut: x.TimedOut,
+		Duration: time.Duration(x.DurationMS * float64(time.Millisecond)),
+	}
+}
+
 // execWire is the request that starts req's process with op.
 func execWire(op string, req runtime.ExecRequest) (Request, error) {
 	wire := Request{Op: op, Argv: req.Argv, Shell: req.Shell, Env: req.Env, Cwd: req.Cwd}
@@ -143,12 +152,7 @@ func (p *Process) collect(cc *clientConn, stdout, stderr io.Writer) {
 				p.err = fmt.Errorf("agent exec %d: %w: bad exit frame: %v", p.pid, errProtocol, err)
 				return
 			}
-			p.status = runtime.ExitStatus{
-				Code:     x.Code,
-				Signal:   x.Signal,
-				TimedOut: x.TimedOut,
-				Duration: time.Duration(x.DurationMS * float64(time.Millisecond)),
-			}
+			p.status = x.status()
 			if werr != nil {
 				p.err = fmt.Errorf("agent exec %d: write output: %w", p.pid, werr)
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime"
 )
@@ -24,41 +25,36 @@ func (c *Client) Version(ctx context.Context) (int, error) {
 // keeps, up to buffer bytes (0 for DefaultJobBuffer), for Attach; meta
 // (JSON, or nil) is kept with it and given back in its JobInfo. req's
 // streams are not used: its input goes through Input.
-func (c *Client) Spawn(ctx context.Context, req runtime.ExecRequest, buffer int64, meta json.RawMessage) (JobInfo, error) {
+func (c *Client) Spawn(ctx context.Context, req runtime.ExecRequest, buffer int64, meta json.RawMessage) (runtime.JobInfo, error) {
 	wire, err := execWire(OpSpawn, req)
 	if err != nil {
-		return JobInfo{}, fmt.Errorf("agent spawn: %w", err)
+		return runtime.JobInfo{}, fmt.Errorf("agent spawn: %w", err)
 	}
 	wire.BufferBytes, wire.Meta = buffer, meta
 	var info JobInfo
 	if err := c.call(ctx, wire, &info); err != nil {
-		return JobInfo{}, fmt.Errorf("agent spawn: %w", err)
+		return runtime.JobInfo{}, fmt.Errorf("agent spawn: %w", err)
 	}
-	return info, nil
+	return info.runtime(), nil
 }
 
-// Output is a piece of a job's output, or, when Dropped is set, the news
-// that Dropped bytes from Offset-Dropped on are no longer kept.
-type Output struct {
-	Stream  string // "stdout" or "stderr"
-	Offset  int64
-	Data    []byte // valid until the callback returns
-	Dropped int64
-}
-
-// AttachEnd is how an attach ended: with the job's exit, or, for a running
-// job not followed, with its JobInfo. Next is the offset after the output
-// received.
-type AttachEnd struct {
-	Next int64
-	Exit *ExitFrame
-	Info *JobInfo
+func (j JobInfo) runtime() runtime.JobInfo {
+	out := runtime.JobInfo{Pid: j.Pid, Started: time.UnixMilli(j.StartedMS), TTY: j.TTY, Running: j.Running,
+		Err: j.Error, Output: j.Output, Dropped: j.Dropped, Meta: j.Meta}
+	if j.Exit != nil {
+		st := j.Exit.status()
+		out.Exit = &st
+	}
+	if j.EndedMS > 0 {
+		out.Ended = time.UnixMilli(j.EndedMS)
+	}
+	return out
 }
 
 // Attach sends job pid's output from offset on to out and, with follow,
 // what it writes next until it ends. Cancelling ctx detaches; the job goes
 // on.
-func (c *Client) Attach(ctx context.Context, pid int, offset int64, follow bool, out func(Output) error) (AttachEnd, error) {
+func (c *Client) Attach(ctx context.Context, pid int, offset int64, follow bool, out func(runtime.JobOutput) error) (runtime.JobEnd, error) {
 	end, err := c.attach(ctx, pid, offset, follow, out)
 	if err != nil {
 		return end, fmt.Errorf("agent attach %d: %w", pid, err)
@@ -66,8 +62,8 @@ func (c *Client) Attach(ctx context.Context, pid int, offset int64, follow bool,
 	return end, nil
 }
 
-func (c *Client) attach(ctx context.Context, pid int, offset int64, follow bool, out func(Output) error) (AttachEnd, error) {
-	end := AttachEnd{Next: offset}
+func (c *Client) attach(ctx context.Context, pid int, offset int64, follow bool, out func(runtime.JobOutput) error) (runtime.JobEnd, error) {
+	end := runtime.JobEnd{Next: offset}
 	cc, err := c.open(ctx, Request{Op: OpAttach, Pid: pid, Offset: offset, Follow: follow})
 	if err != nil {
 		return end, err
@@ -88,14 +84,14 @@ func (c *Client) attach(ctx context.Context, pid int, offset int64, follow bool,
 			attached = true
 			end.Next = a.Offset
 			if a.Dropped > 0 {
-				if err := out(Output{Offset: a.Offset, Dropped: a.Dropped}); err != nil {
+				if err := out(runtime.JobOutput{Offset: a.Offset, Dropped: a.Dropped}); err != nil {
 					return end, err
 				}
 			}
 		case !attached:
 			return end, fmt.Errorf("%w: frame %q before the attached frame", errProtocol, kind)
 		case kind == FrameStdout || kind == FrameStderr:
-			if err := out(Output{Stream: streamName(kind), Offset: end.Next, Data: p}); err != nil {
+			if err := out(runtime.JobOutput{Stream: streamName(kind), Offset: end.Next, Data: p}); err != nil {
 				return end, err
 			}
 			end.Next += int64(len(p))
@@ -104,14 +100,16 @@ func (c *Client) attach(ctx context.Context, pid int, offset int64, follow bool,
 			if err := json.Unmarshal(p, &x); err != nil {
 				return end, fmt.Errorf("%w: bad exit frame: %v", errProtocol, err)
 			}
-			end.Exit = &x
+			st := x.status()
+			end.Exit = &st
 			return end, nil
 		case kind == FrameResult:
 			var info JobInfo
 			if err := json.Unmarshal(p, &info); err != nil {
 				return end, fmt.Errorf("%w: bad result: %v", errProtocol, err)
 			}
-			end.Info = &info
+			ri := info.runtime()
+			end.Info = &ri
 			return end, nil
 		default:
 			return end, fmt.Errorf("%w: unexpected frame %q", errProtocol, kind)
@@ -158,13 +156,13 @@ func (c *Client) ResizeJob(ctx context.Context, pid int, size runtime.TTYSize) e
 
 // Jobs lists the agent's jobs, running or ended and not forgotten, oldest
 // first.
-func (c *Client) Jobs(ctx context.Context) ([]JobInfo, error) {
+func (c *Client) Jobs(ctx context.Context) ([]runtime.JobInfo, error) {
 	cc, err := c.open(ctx, Request{Op: OpJobs})
 	if err != nil {
 		return nil, fmt.Errorf("agent jobs: %w", err)
 	}
 	defer cc.close()
-	list := []JobInfo{}
+	list := []runtime.JobInfo{}
 	for {
 		kind, p, err := cc.next()
 		if err != nil {
@@ -176,7 +174,7 @@ func (c *Client) Jobs(ctx context.Context) ([]JobInfo, error) {
 			if err := json.Unmarshal(p, &j); err != nil {
 				return nil, fmt.Errorf("agent jobs: %w: bad entry: %v", errProtocol, err)
 			}
-			list = append(list, j)
+			list = append(list, j.runtime())
 		case FrameResult:
 			return list, nil
 		default:

@@ -17,7 +17,7 @@ import (
 type attached struct {
 	out     string
 	dropped int64
-	end     AttachEnd
+	end     runtime.JobEnd
 }
 
 func attachAll(t *testing.T, ctx context.Context, c *Client, pid int, off int64, follow bool) (attached, error) {
@@ -25,7 +25,7 @@ func attachAll(t *testing.T, ctx context.Context, c *Client, pid int, off int64,
 	var a attached
 	var buf bytes.Buffer
 	next := off
-	end, err := c.Attach(ctx, pid, off, follow, func(o Output) error {
+	end, err := c.Attach(ctx, pid, off, follow, func(o runtime.JobOutput) error {
 		if o.Dropped > 0 {
 			a.dropped += o.Dropped
 			next = o.Offset

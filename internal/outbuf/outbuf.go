@@ -85,6 +85,22 @@ func (b *Buffer[E]) Write(stream string, p []byte) {
 	b.changed()
 }
 
+// Skip moves the buffer on to offset to, as if the bytes up to it had been
+// written and dropped: for a copy of output kept elsewhere that lost its
+// oldest bytes before they were copied. Everything kept goes, and readers
+// are told what they missed.
+func (b *Buffer[E]) Skip(to int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if to <= b.end || b.done {
+		return
+	}
+	clear(b.chunks)
+	b.chunks = b.chunks[:0]
+	b.start, b.end = to, to
+	b.changed()
+}
+
 // Writer is stream's writer into the buffer; it never fails.
 func (b *Buffer[E]) Writer(stream string) io.Writer { return streamWriter[E]{b, stream} }
 

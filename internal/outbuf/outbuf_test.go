@@ -98,3 +98,17 @@ func TestOffsetPastTheEnd(t *testing.T) {
 		t.Errorf("got %q %+v", got, v)
 	}
 }
+
+// A copy that lost bytes before it could take them moves on past them,
+// and a reader is told what it missed.
+func TestSkip(t *testing.T) {
+	b := New[int](10)
+	b.Write("stdout", []byte("abc"))
+	b.Skip(2) // behind the end: nothing
+	b.Skip(100)
+	b.Write("stdout", []byte("xyz"))
+	got, v := read(b, 0)
+	if got != "xyz" || v.Dropped != 100 || v.Next != 103 {
+		t.Fatalf("got %q %+v", got, v)
+	}
+}

@@ -24,6 +24,11 @@ type outRecorder struct {
 	sc    *audit.Stream
 	buf   []byte
 	timer *time.Timer // pending emit of buf
+	// pos, when tracked, is the offset in the process's output after the
+	// last byte written: each piece records it as "end", so a daemon that
+	// follows the process again after a restart knows what is recorded.
+	pos     int64
+	tracked bool
 }
 
 const (
@@ -41,6 +46,23 @@ func (o *outRecorder) Write(p []byte) (int, error) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.write(p)
+	return len(p), nil
+}
+
+// writeTo records p, which ends at offset end of the process's output.
+func (o *outRecorder) writeTo(p []byte, end int64) {
+	if o == nil || o.r.a == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.pos, o.tracked = end, true
+	o.write(p)
+}
+
+// write records p. o.mu is held.
+func (o *outRecorder) write(p []byte) {
 	o.buf = append(o.buf, o.sc.Write(p)...)
 	switch {
 	case len(o.buf) >= recordPiece:
@@ -53,7 +75,6 @@ func (o *outRecorder) Write(p []byte) (int, error) {
 			o.emit()
 		})
 	}
-	return len(p), nil
 }
 
 // flush records what is held, before whatever is recorded next.
@@ -79,6 +100,9 @@ func (o *outRecorder) emit() {
 	f := make(map[string]any, len(o.fields)+3)
 	for k, v := range o.fields {
 		f[k] = v
+	}
+	if o.tracked {
+		f["end"] = o.pos
 	}
 	o.r.output(o.typ, f, o.buf)
 	o.buf = o.buf[:0]

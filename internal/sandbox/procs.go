@@ -39,7 +39,8 @@ type bgProc struct {
 	execID  string
 	command string
 	started time.Time
-	stdin   *io.PipeWriter
+	stdin   *io.PipeWriter    // nil for a job
+	jobs    runtime.JobRunner // set when it runs as a job (procs_jobs.go)
 	out     *outBuf
 	exited  chan struct{} // closed once its end is recorded
 }
@@ -68,10 +69,28 @@ func (s *Service) startBackground(ctx context.Context, c Caller, id string, req 
 		rand.Read(b[:])
 		tag = "proc-" + hex.EncodeToString(b[:])
 	}
-	pr, pw := io.Pipe()
 	req.Cwd = rreq.Cwd
 	rec := s.recordExec(c, id, req, true, "")
-	p := &bgProc{tag: tag, execID: rec.id, command: describe(req), started: s.now(), stdin: pw, out: newOutBuf(ProcOutputCap), exited: make(chan struct{})}
+	p := &bgProc{tag: tag, execID: rec.id, command: describe(req), started: s.now(), out: newOutBuf(ProcOutputCap), exited: make(chan struct{})}
+	if jr, ok := sb.(runtime.JobRunner); ok {
+		// Not the request's context: the process outlives the request.
+		err := s.spawnBackground(context.WithoutCancel(ctx), jr, p, rec, rreq)
+		if err == nil {
+			t.procs = append(t.procs, p)
+			s.followers.Add(1)
+			go s.follow(id, p, rec, 0)
+			return p.info(), nil
+		}
+		if !errors.Is(err, runtime.ErrUnsupported) {
+			err = s.execError(ctx, id, err)
+			rec.exited(ExecResult{}, err)
+			return ProcInfo{}, err
+		}
+		// An agent without jobs (started by an older binary): the
+		// process runs on this daemon's connection.
+	}
+	pr, pw := io.Pipe()
+	p.stdin = pw
 	rreq.Stdin = pr
 	rreq.Stdout, rreq.Stderr = rec.stdout(p.out.Writer("stdout")), rec.stderr(p.out.Writer("stderr"))
 	// Not the request's context: the process outlives the request.
@@ -173,6 +192,9 @@ func (s *Service) WriteStdin(ctx context.Context, c Caller, id string, pid int, 
 	if err != nil {
 		return 0, err
 	}
+	if p.jobs != nil {
+		return s.jobInput(ctx, p, r, false)
+	}
 	n, err := io.Copy(p.stdin, r)
 	if errors.Is(err, io.ErrClosedPipe) || errors.Is(err, errSandboxGone) {
 		return n, fmt.Errorf("%w: process %d's stdin is closed", ErrConflict, pid)
@@ -184,6 +206,10 @@ func (s *Service) WriteStdin(ctx context.Context, c Caller, id string, pid int, 
 func (s *Service) CloseStdin(ctx context.Context, c Caller, id string, pid int) error {
 	p, err := s.proc(ctx, c, id, pid)
 	if err != nil {
+		return err
+	}
+	if p.jobs != nil {
+		_, err := s.jobInput(ctx, p, eof{}, true)
 		return err
 	}
 	return p.stdin.Close()

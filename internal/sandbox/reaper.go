@@ -149,6 +149,7 @@ func (s *Service) reattach(ctx context.Context, rec store.Sandbox) error {
 	if err == nil {
 		s.idle.watch(rec.ID, time.Duration(rec.IdleTimeoutS)*time.Second, s.now())
 		s.meterResume(ctx, rec)
+		s.adoptJobs(ctx, rec, sb)
 	}
 	switch {
 	case err == nil && rec.State == store.StateRunning:

@@ -102,6 +102,12 @@ type Service struct {
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
+
+	// life ends at Close: the followers of background processes that run
+	// as jobs (procs_jobs.go) stop with it, and the processes go on.
+	life      context.Context
+	endLife   context.CancelFunc
+	followers sync.WaitGroup
 }
 
 var _ Manager = (*Service)(nil)
@@ -133,6 +139,7 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	s.life, s.endLife = context.WithCancel(context.Background())
 	s.netlog = newNetLog(st, opts.Logger)
 	s.startMetering()
 	if opts.AuditOutputCap <= 0 {
@@ -179,6 +186,8 @@ func (s *Service) Close() error {
 	s.stopOnce.Do(func() {
 		close(s.stop)
 		<-s.done
+		s.endLife()
+		s.followers.Wait() // they write their last output to the audit log
 		s.closeNetwork()
 		s.stopMetering() // after the network: cut connections count
 		s.audit.Close()

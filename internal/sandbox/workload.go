@@ -42,7 +42,9 @@ func (s *Service) dropWorkload(id string) (waited []<-chan struct{}) {
 	defer w.mu.Unlock()
 	now := s.now()
 	for _, p := range w.procs {
-		p.stdin.CloseWithError(errSandboxGone)
+		if p.stdin != nil {
+			p.stdin.CloseWithError(errSandboxGone)
+		}
 		p.out.Finish(ended{ExecResult{}, errSandboxGone, now})
 		waited = append(waited, p.exited)
 	}

@@ -33,6 +33,9 @@ type sandbox struct {
 	destroyOnce sync.Once
 	killOnce    sync.Once // killInit, by destroy or a template commit
 	destroyErr  error
+
+	jobsMu       sync.Mutex
+	agentVersion int // the agent's protocol version once asked (jobs_linux.go)
 }
 
 var _ runtime.Sandbox = (*sandbox)(nil)
@@ -88,8 +91,23 @@ func (p *process) Wait() (runtime.ExitStatus, error) {
 }
 
 func (s *sandbox) Start(ctx context.Context, req runtime.ExecRequest) (runtime.Process, error) {
-	// The sandbox's own environment and workdir apply to every process;
-	// the request's win.
+	req = s.withDefaults(req)
+	var before int64
+	if s.cg != nil {
+		if st, err := s.cg.Stats(); err == nil {
+			before = st.OOMKills
+		}
+	}
+	p, err := s.client.Start(ctx, req)
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	return &process{p: p, sb: s, oomBefore: before}, nil
+}
+
+// withDefaults gives req the sandbox's own environment and workdir, which
+// apply to every process; the request's win.
+func (s *sandbox) withDefaults(req runtime.ExecRequest) runtime.ExecRequest {
 	if len(s.p.Env) > 0 {
 		env := make(map[string]string, len(s.p.Env)+len(req.Env))
 		for k, v := range s.p.Env {
@@ -103,17 +121,7 @@ func (s *sandbox) Start(ctx context.Context, req runtime.ExecRequest) (runtime.P
 	if req.Cwd == "" {
 		req.Cwd = s.p.Workdir
 	}
-	var before int64
-	if s.cg != nil {
-		if st, err := s.cg.Stats(); err == nil {
-			before = st.OOMKills
-		}
-	}
-	p, err := s.client.Start(ctx, req)
-	if err != nil {
-		return nil, s.wrap(err)
-	}
-	return &process{p: p, sb: s, oomBefore: before}, nil
+	return req
 }
 
 func (s *sandbox) Exec(ctx context.Context, req runtime.ExecRequest) (runtime.ExitStatus, error) {

@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/client"
+)
+
+// TestBackgroundSurvivesRestart: background processes are the agent's
+// jobs, so a daemon killed (kill -9) or stopped (SIGTERM) and started
+// again loses none of them: the same pids run, the output from offset 0
+// is the unbroken sequence including what was printed while no daemon
+// ran, stdin and exits work as before, and the audit log holds the
+// output produced while the daemon was down and still verifies.
+func TestBackgroundSurvivesRestart(t *testing.T) {
+	for _, how := range []string{"kill -9", "SIGTERM"} {
+		t.Run(strings.ReplaceAll(how, " ", ""), func(t *testing.T) {
+			s := startServer(t, "")
+			c := s.admin()
+			sb := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{}))
+			counter := must[client.Process](t)(c.StartProcess(ctx, sb.ID, client.ExecRequest{Command: "i=0; while :; do echo $i; i=$((i+1)); sleep 0.1; done"}, "counter"))
+			reader := must[client.Process](t)(c.StartProcess(ctx, sb.ID, client.ExecRequest{Command: "read l; echo got:$l; read m; echo eof:$m; exit 3"}, "reader"))
+			waitFor(t, c, sb.ID, counter.Pid, "\n5\n")
+
+			if how == "kill -9" {
+				s.cmd.Process.Signal(syscall.SIGKILL)
+				s.cmd.Wait()
+				s.cmd = nil
+			} else {
+				s.stop()
+			}
+			down := time.Now()
+			time.Sleep(2 * time.Second) // ~20 lines with no daemon
+			s.start()
+			c = s.admin()
+
+			list := must[[]client.Process](t)(c.ListProcesses(ctx, sb.ID))
+			tags := map[string]client.Process{}
+			for _, p := range list {
+				tags[p.Tag] = p
+			}
+			if p := tags["counter"]; p.Pid != counter.Pid || p.State != "running" || p.ExecID != counter.ExecID {
+				t.Fatalf("counter after the restart: %+v (was %+v)", p, counter)
+			}
+			if p := tags["reader"]; p.Pid != reader.Pid || p.State != "running" {
+				t.Fatalf("reader after the restart: %+v", p)
+			}
+			waitFor(t, c, sb.ID, counter.Pid, "\n50\n")
+			var out bytes.Buffer
+			if _, _, dropped, err := c.ProcessOutput(ctx, sb.ID, counter.Pid, 0, false, &out, nil); err != nil || dropped != 0 {
+				t.Fatalf("output from 0: dropped %d, %v", dropped, err)
+			}
+			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+			for i, l := range lines {
+				if l != strconv.Itoa(i) {
+					t.Fatalf("line %d is %q: the sequence broke (%d lines)", i, l, len(lines))
+				}
+			}
+
+			// The reader's stdin, through the new daemon.
+			if err := c.WriteStdin(ctx, sb.ID, reader.Pid, strings.NewReader("after\n")); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, c, sb.ID, reader.Pid, "got:after\n")
+			if err := c.CloseStdin(ctx, sb.ID, reader.Pid); err != nil {
+				t.Fatal(err)
+			}
+			var rest bytes.Buffer
+			_, exit, _, err := c.ProcessOutput(ctx, sb.ID, reader.Pid, 0, true, &rest, nil)
+			if err != nil || exit == nil || exit.ExitCode != 3 || rest.String() != "got:after\neof:\n" {
+				t.Fatalf("reader's end: %q %+v %v", rest.String(), exit, err)
+			}
+
+			// The audit log: the counter's lines printed while the daemon
+			// was down are there, once each, and the chain verifies.
+			if err := c.SignalProcess(ctx, sb.ID, counter.Pid, "TERM"); err != nil {
+				t.Fatal(err)
+			}
+			_, exit, _, err = c.ProcessOutput(ctx, sb.ID, counter.Pid, 0, true, nil, nil)
+			if err != nil || exit == nil {
+				t.Fatalf("counter's end: %+v %v", exit, err)
+			}
+			recorded := auditedOutput(t, c, sb.ID, counter.ExecID)
+			var want strings.Builder
+			for i := range recordedLines(recorded) {
+				fmt.Fprintf(&want, "%d\n", i)
+			}
+			if recorded != want.String() || recordedLines(recorded) < 50 {
+				t.Errorf("audited output of the counter (down at %s): %d lines, not the sequence:\n%.300s", down.Format(time.TimeOnly), recordedLines(recorded), recorded)
+			}
+			if v := must[client.AuditVerify](t)(c.VerifyAudit(ctx, sb.ID)); !v.OK {
+				t.Errorf("audit chain: %+v", v)
+			}
+			if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
+				t.Fatal(err)
+			}
+			assertNoSandboxesLeft(t, s, sb.ID)
+		})
+	}
+}
+
+func recordedLines(s string) int { return strings.Count(s, "\n") }
+
+// auditedOutput is the stdout a sandbox's audit log recorded for a
+// command, in order.
+func auditedOutput(t *testing.T, c *client.Client, id, execID string) string {
+	t.Helper()
+	events := must[[]client.AuditEvent](t)(c.AuditEvents(ctx, id, client.AuditQuery{Types: []string{"exec.output"}}))
+	var out strings.Builder
+	for _, e := range events {
+		var d struct {
+			ExecID   string `json:"exec_id"`
+			Stream   string `json:"stream"`
+			Data     string `json:"data"`
+			Encoding string `json:"encoding"`
+		}
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.ExecID != execID || !slices.Contains([]string{"stdout", ""}, d.Stream) {
+			continue
+		}
+		if d.Encoding == "base64" {
+			b, _ := base64.StdEncoding.DecodeString(d.Data)
+			d.Data = string(b)
+		}
+		out.WriteString(d.Data)
+	}
+	return out.String()
+}

@@ -1,0 +1,62 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"time"
+)
+
+// JobRunner is implemented by sandboxes whose agent runs jobs: processes
+// that outlive the host's connection to it, and so a restart of the
+// daemon, with their newest output and their exit status kept inside the
+// sandbox until the job is forgotten. A sandbox whose agent predates jobs
+// answers ErrUnsupported.
+type JobRunner interface {
+	// Spawn starts req as a job keeping at most buffer bytes of output (0:
+	// the agent's default) and meta (JSON, at most 4 KiB) with it. req's
+	// streams are not used.
+	Spawn(ctx context.Context, req ExecRequest, buffer int64, meta json.RawMessage) (JobInfo, error)
+	// Attach sends job pid's output from offset on to out and, with
+	// follow, what it writes next until it ends. Cancelling ctx detaches.
+	Attach(ctx context.Context, pid int, offset int64, follow bool, out func(JobOutput) error) (JobEnd, error)
+	// Input writes r to the job's stdin, then closes it with closeStdin.
+	Input(ctx context.Context, pid int, r io.Reader, closeStdin bool) error
+	// Jobs lists the jobs kept, oldest first.
+	Jobs(ctx context.Context) ([]JobInfo, error)
+	// Forget drops an ended job.
+	Forget(ctx context.Context, pid int) error
+}
+
+// JobInfo describes a job. Offsets count the bytes of all its streams
+// together, from its first.
+type JobInfo struct {
+	Pid     int
+	Started time.Time
+	TTY     bool
+	Running bool
+	Exit    *ExitStatus // once it has ended, unless Err says why there is none
+	Err     string
+	Ended   time.Time
+	Output  int64 // the offset after the newest byte
+	Dropped int64 // the offset of the oldest byte kept
+	Meta    json.RawMessage
+}
+
+// JobOutput is a piece of a job's output, or, with Dropped set, the news
+// that the Dropped bytes before Offset are no longer kept.
+type JobOutput struct {
+	Stream  string // "stdout" or "stderr"
+	Offset  int64
+	Data    []byte // valid until the callback returns
+	Dropped int64
+}
+
+// JobEnd is how an attach ended: with the job's exit (Exit, or Err when
+// its status could not be had), or, for a running job not followed, with
+// its JobInfo. Next is the offset after the output received.
+type JobEnd struct {
+	Next int64
+	Exit *ExitStatus
+	Info *JobInfo
+}
