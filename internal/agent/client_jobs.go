@@ -135,25 +135,6 @@ func (c *Client) Input(ctx context.Context, pid int, r io.Reader, closeStdin boo
 	return nil
 }
 
-// ResizeJob changes the size of the terminal job pid runs on.
-func (c *Client) ResizeJob(ctx context.Context, pid int, size runtime.TTYSize) error {
-	if size.Cols == 0 || size.Rows == 0 {
-		return fmt.Errorf("resize job %d to %dx%d: %w", pid, size.Cols, size.Rows, runtime.ErrInvalid)
-	}
-	cc, err := c.open(ctx, Request{Op: OpInput, Pid: pid})
-	if err != nil {
-		return fmt.Errorf("agent resize %d: %w", pid, err)
-	}
-	defer cc.close()
-	if err := cc.fw.json(FrameResize, TTYSize{Cols: size.Cols, Rows: size.Rows}); err == nil {
-		err = cc.fw.write(FrameEnd, nil)
-	}
-	if err := cc.result(nil); err != nil {
-		return fmt.Errorf("agent resize %d: %w", pid, err)
-	}
-	return nil
-}
-
 // Jobs lists the agent's jobs, running or ended and not forgotten, oldest
 // first.
 func (c *Client) Jobs(ctx context.Context) ([]runtime.JobInfo, error) {
