@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -136,4 +137,25 @@ func auditedOutput(t *testing.T, c *client.Client, id, execID string) string {
 		out.WriteString(d.Data)
 	}
 	return out.String()
+}
+
+// Closing the stdin of a process that has ended (and whose job the agent
+// has forgotten) is done, as closing a pipe twice is; writing to it is a
+// conflict. The E2B SDK's commands.run closes stdin right after the start,
+// when a short command may be over already.
+func TestEndedProcessStdin(t *testing.T) {
+	s := startServer(t, "")
+	c := s.admin()
+	sb := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{}))
+	p := must[client.Process](t)(c.StartProcess(ctx, sb.ID, client.ExecRequest{Command: "echo hi"}, ""))
+	_, exit, _, err := c.ProcessOutput(ctx, sb.ID, p.Pid, 0, true, nil, nil)
+	if err != nil || exit == nil {
+		t.Fatalf("end: %+v %v", exit, err)
+	}
+	if err := c.CloseStdin(ctx, sb.ID, p.Pid); err != nil {
+		t.Errorf("close the stdin of an ended process: %v", err)
+	}
+	if err := c.WriteStdin(ctx, sb.ID, p.Pid, strings.NewReader("late")); !errors.Is(err, client.ErrConflict) {
+		t.Errorf("write to the stdin of an ended process: %v, want a conflict", err)
+	}
 }

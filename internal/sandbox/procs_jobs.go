@@ -178,7 +178,12 @@ func (s *Service) resumeExecRecord(r auditor, id, execID string) *execRecord {
 func (s *Service) jobInput(ctx context.Context, p *bgProc, r io.Reader, closeStdin bool) (int64, error) {
 	cr := &countingReader{r: r}
 	err := p.jobs.Input(ctx, p.pid, cr, closeStdin)
-	if errors.Is(err, runtime.ErrInvalid) {
+	// Its stdin closed, or the job ended and was forgotten since: closing
+	// is done (as closing a pipe twice is), writing is refused.
+	if errors.Is(err, runtime.ErrInvalid) || errors.Is(err, runtime.ErrNotFound) {
+		if closeStdin {
+			return cr.n, nil
+		}
 		return cr.n, fmt.Errorf("%w: process %d's stdin is closed", ErrConflict, p.pid)
 	}
 	if err != nil {
