@@ -16,7 +16,8 @@ import (
 // returns output in order: first the session's recent scrollback, then
 // what it prints next. Several terminals may be attached to one session.
 type Terminal struct {
-	conn *websocket.Conn
+	conn   *websocket.Conn
+	offset int64
 }
 
 // TerminalEnd is the error Read returns when the terminal will send no
@@ -53,11 +54,21 @@ type termMessage struct {
 
 // AttachSession connects to session sid's terminal.
 func (c *Client) AttachSession(ctx context.Context, id, sid string) (*Terminal, error) {
+	return c.AttachSessionAt(ctx, id, sid, 0)
+}
+
+// AttachSessionAt connects to session sid's terminal from offset on: a
+// client that lost its connection (the daemon restarted, say) passes its
+// Offset and goes on where it was, without the scrollback it has shown.
+func (c *Client) AttachSessionAt(ctx context.Context, id, sid string, offset int64) (*Terminal, error) {
 	hdr := http.Header{}
 	if c.key != "" {
 		hdr.Set("Authorization", "Bearer "+c.key)
 	}
 	u := c.base + sandboxPath(id, "/sessions/"+url.PathEscape(sid)+"/attach")
+	if offset > 0 {
+		u += fmt.Sprintf("?offset=%d", offset)
+	}
 	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: c.hc, HTTPHeader: hdr})
 	if err != nil {
 		if resp != nil && resp.StatusCode/100 != 1 && resp.StatusCode/100 != 2 {
@@ -66,8 +77,13 @@ func (c *Client) AttachSession(ctx context.Context, id, sid string) (*Terminal, 
 		return nil, err
 	}
 	conn.SetReadLimit(16 << 20)
-	return &Terminal{conn: conn}, nil
+	return &Terminal{conn: conn, offset: offset}, nil
 }
+
+// Offset is where in the terminal's output the bytes Read has returned
+// end (a notice of skipped output counts too, so after one it may be a
+// little ahead).
+func (t *Terminal) Offset() int64 { return t.offset }
 
 // Read waits for the next piece of output. At the end it returns a
 // *TerminalEnd; a lost connection is any other error.
@@ -78,6 +94,7 @@ func (t *Terminal) Read(ctx context.Context) ([]byte, error) {
 			return nil, err
 		}
 		if typ == websocket.MessageBinary {
+			t.offset += int64(len(data))
 			return data, nil
 		}
 		var m termMessage

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,16 +31,8 @@ func TestBackgroundSurvivesRestart(t *testing.T) {
 			reader := must[client.Process](t)(c.StartProcess(ctx, sb.ID, client.ExecRequest{Command: "read l; echo got:$l; read m; echo eof:$m; exit 3"}, "reader"))
 			waitFor(t, c, sb.ID, counter.Pid, "\n5\n")
 
-			if how == "kill -9" {
-				s.cmd.Process.Signal(syscall.SIGKILL)
-				s.cmd.Wait()
-				s.cmd = nil
-			} else {
-				s.stop()
-			}
 			down := time.Now()
-			time.Sleep(2 * time.Second) // ~20 lines with no daemon
-			s.start()
+			restartServer(t, s, how, 2*time.Second) // ~20 lines with no daemon
 			c = s.admin()
 
 			list := must[[]client.Process](t)(c.ListProcesses(ctx, sb.ID))
@@ -114,27 +105,31 @@ func recordedLines(s string) int { return strings.Count(s, "\n") }
 // auditedOutput is the stdout a sandbox's audit log recorded for a
 // command, in order.
 func auditedOutput(t *testing.T, c *client.Client, id, execID string) string {
+	return recordedOutput(t, c, id, "exec.output", "exec_id", execID)
+}
+
+// recordedOutput is the output (stdout, or a terminal's) that events of
+// type typ in a sandbox's audit log recorded where field key is value, in
+// order.
+func recordedOutput(t *testing.T, c *client.Client, id, typ, key, value string) string {
 	t.Helper()
-	events := must[[]client.AuditEvent](t)(c.AuditEvents(ctx, id, client.AuditQuery{Types: []string{"exec.output"}}))
+	events := must[[]client.AuditEvent](t)(c.AuditEvents(ctx, id, client.AuditQuery{Types: []string{typ}}))
 	var out strings.Builder
 	for _, e := range events {
-		var d struct {
-			ExecID   string `json:"exec_id"`
-			Stream   string `json:"stream"`
-			Data     string `json:"data"`
-			Encoding string `json:"encoding"`
-		}
+		var d map[string]any
 		if err := json.Unmarshal(e.Data, &d); err != nil {
 			t.Fatal(err)
 		}
-		if d.ExecID != execID || !slices.Contains([]string{"stdout", ""}, d.Stream) {
+		data, _ := d["data"].(string)
+		stream, _ := d["stream"].(string)
+		if d[key] != value || !slices.Contains([]string{"stdout", ""}, stream) {
 			continue
 		}
-		if d.Encoding == "base64" {
-			b, _ := base64.StdEncoding.DecodeString(d.Data)
-			d.Data = string(b)
+		if d["encoding"] == "base64" {
+			b, _ := base64.StdEncoding.DecodeString(data)
+			data = string(b)
 		}
-		out.WriteString(d.Data)
+		out.WriteString(data)
 	}
 	return out.String()
 }

@@ -62,9 +62,15 @@ func startServer(t *testing.T, dataDir string, args ...string) *server {
 	return s
 }
 
+// start starts the daemon: on a free port the first time, then again on
+// the same address, as a restarted server would be.
 func (s *server) start() {
 	t := s.t
-	s.cmd = exec.Command(s.bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", s.dataDir, "--pool", "1"}, s.args...)...)
+	addr := "127.0.0.1:0"
+	if s.url != "" {
+		addr = strings.TrimPrefix(s.url, "http://")
+	}
+	s.cmd = exec.Command(s.bin, append([]string{"serve", "--addr", addr, "--data-dir", s.dataDir, "--pool", "1"}, s.args...)...)
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -7,9 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/airlockhq/airlock/client"
 	"golang.org/x/term"
@@ -90,19 +93,32 @@ shell's status when it exits.`)
 	return exitError(code)
 }
 
+// reconnectFor is how long an attached terminal tries to reach the session
+// again after its connection broke (a restart of the server, say).
+const reconnectFor = time.Minute
+
 // attachTerminal joins this process's terminal to a session's until the
-// shell exits (its status), the user detaches, or the session is lost.
+// shell exits (its status), the user detaches, or the session is lost. A
+// connection that breaks is made again, from where the output stopped.
 func attachTerminal(ctx context.Context, c *client.Client, id, sid string) (code int, detached bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	t, err := c.AttachSession(ctx, id, sid)
+	first, err := c.AttachSession(ctx, id, sid)
 	if err != nil {
 		return 0, false, err
 	}
-	defer t.Close()
+	var mu sync.Mutex
+	t := first
+	cur := func() *client.Terminal {
+		mu.Lock()
+		defer mu.Unlock()
+		return t
+	}
+	defer func() { cur().Close() }()
 	in := int(os.Stdin.Fd())
 	tty := term.IsTerminal(in)
 	nl := "\n"
+	resize := func() {}
 	if tty {
 		old, err := term.MakeRaw(in)
 		if err != nil {
@@ -110,9 +126,9 @@ func attachTerminal(ctx context.Context, c *client.Client, id, sid string) (code
 		}
 		defer term.Restore(in, old)
 		nl = "\r\n"
-		resize := func() {
+		resize = func() {
 			if cols, rows, err := term.GetSize(in); err == nil && cols > 0 && rows > 0 {
-				t.Resize(ctx, uint16(cols), uint16(rows))
+				cur().Resize(ctx, uint16(cols), uint16(rows))
 			}
 		}
 		resize()
@@ -137,24 +153,25 @@ func attachTerminal(ctx context.Context, c *client.Client, id, sid string) (code
 			n, err := os.Stdin.Read(buf)
 			p := buf[:n]
 			if i := bytes.IndexByte(p, detachKey); tty && i >= 0 {
-				t.Write(ctx, p[:i])
+				cur().Write(ctx, p[:i])
 				close(detach)
 				cancel()
 				return
 			}
-			if len(p) > 0 && t.Write(ctx, p) != nil {
-				return
+			// What is typed while the connection is down is lost.
+			if len(p) > 0 {
+				cur().Write(ctx, p)
 			}
 			if err != nil {
 				if err == io.EOF && !tty {
-					t.Write(ctx, []byte{0x04}) // input ended: ^D, as at a terminal
+					cur().Write(ctx, []byte{0x04}) // input ended: ^D, as at a terminal
 				}
 				return
 			}
 		}
 	}()
 	for {
-		out, err := t.Read(ctx)
+		out, err := cur().Read(ctx)
 		if err == nil {
 			os.Stdout.Write(out)
 			continue
@@ -176,6 +193,45 @@ func attachTerminal(ctx context.Context, c *client.Client, id, sid string) (code
 			return 0, true, nil
 		default:
 		}
-		return 0, false, fmt.Errorf("session %s: %v", sid, err)
+		if end != nil {
+			return 0, false, fmt.Errorf("session %s: %v", sid, err)
+		}
+		// The connection broke: the server may be restarting.
+		fmt.Fprintf(os.Stderr, "%sairlock: connection to session %s lost (%v); reconnecting%s", nl, sid, err, nl)
+		next, rerr := reattach(ctx, c, id, sid, cur().Offset())
+		if rerr != nil {
+			return 0, false, fmt.Errorf("session %s: %v; reconnecting: %v", sid, err, rerr)
+		}
+		mu.Lock()
+		t.Close()
+		t = next
+		mu.Unlock()
+		fmt.Fprintf(os.Stderr, "airlock: reconnected to session %s%s", sid, nl)
+		resize()
+	}
+}
+
+// reattach connects to a session's terminal again, from offset, trying
+// for reconnectFor while the server cannot be reached.
+func reattach(ctx context.Context, c *client.Client, id, sid string, offset int64) (*client.Terminal, error) {
+	deadline := time.Now().Add(reconnectFor)
+	wait := 100 * time.Millisecond
+	for {
+		t, err := c.AttachSessionAt(ctx, id, sid, offset)
+		var ce *client.Error
+		switch {
+		case err == nil:
+			return t, nil
+		case errors.As(err, &ce) && ce.Status != http.StatusServiceUnavailable && ce.Status != http.StatusBadGateway:
+			return nil, err // the server answered: the session is not there
+		case time.Now().After(deadline):
+			return nil, err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		wait = min(2*wait, 2*time.Second)
 	}
 }

@@ -171,3 +171,76 @@ func (c *Client) Forget(ctx context.Context, pid int) error {
 	}
 	return nil
 }
+
+// JobStdin is an input op held open: writes go to a job's stdin, resizes
+// to its terminal, until Close or the job's end. It is the job's only
+// input while open. Safe for concurrent use.
+type JobStdin struct {
+	pid  int
+	cc   *clientConn
+	done chan struct{} // the op has ended; err says how
+	err  error
+}
+
+// OpenInput opens job pid's stdin for writes and, for a job on a terminal,
+// resizes, until Close. It needs protocol version 3: a version 2 agent
+// keeps the job from ending while its input is open.
+func (c *Client) OpenInput(ctx context.Context, pid int) (*JobStdin, error) {
+	cc, err := c.open(ctx, Request{Op: OpInput, Pid: pid})
+	if err != nil {
+		return nil, fmt.Errorf("agent input %d: %w", pid, err)
+	}
+	in := &JobStdin{pid: pid, cc: cc, done: make(chan struct{})}
+	go func() {
+		defer close(in.done)
+		in.err = cc.result(nil)
+		if in.err == nil {
+			in.err = io.ErrClosedPipe
+		}
+		cc.close()
+	}()
+	return in, nil
+}
+
+// failed is why the op ended, once it has.
+func (in *JobStdin) failed() error {
+	select {
+	case <-in.done:
+		return fmt.Errorf("agent input %d: %w", in.pid, in.err)
+	default:
+		return nil
+	}
+}
+
+func (in *JobStdin) Write(p []byte) (int, error) {
+	if err := in.failed(); err != nil {
+		return 0, err
+	}
+	if err := in.cc.fw.write(FrameData, p); err != nil {
+		<-in.done // the connection broke: the reader says why
+		return 0, in.failed()
+	}
+	return len(p), nil
+}
+
+// Resize changes the job's terminal size.
+func (in *JobStdin) Resize(size runtime.TTYSize) error {
+	if size.Cols == 0 || size.Rows == 0 {
+		return fmt.Errorf("resize to %dx%d: %w", size.Cols, size.Rows, runtime.ErrInvalid)
+	}
+	if err := in.failed(); err != nil {
+		return err
+	}
+	if err := in.cc.fw.json(FrameResize, TTYSize{Cols: size.Cols, Rows: size.Rows}); err != nil {
+		<-in.done
+		return in.failed()
+	}
+	return nil
+}
+
+// Close ends the op; the job and its stdin go on.
+func (in *JobStdin) Close() error {
+	in.cc.close()
+	<-in.done
+	return nil
+}

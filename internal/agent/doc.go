@@ -68,7 +68,9 @@
 //	           x when the job has ended, else (not following) r JobInfo.
 //	           Closing the connection leaves the job running.
 //	input   {"pid","close"} client sends d* (w for a terminal) then z ->
-//	           r {}; "close" closes the job's stdin after it
+//	           r {}; "close" closes the job's stdin after it. One input
+//	           op at a time per job; it may stay open as long as the job
+//	           runs, and ends with '!' (invalid) when the job ends
 //	jobs    -> n JobInfo* then r {}, oldest first
 //	forget  {"pid"} -> r {}; refuses a running job
 //

@@ -39,6 +39,7 @@ type job struct {
 	tty     *os.File // the terminal's master, or nil
 	meta    []byte
 	out     *outbuf.Buffer[jobEnd]
+	done    chan struct{} // closed when its root has exited
 
 	inMu  sync.Mutex // one input op at a time; guards stdin
 	stdin *os.File   // nil once closed
@@ -103,7 +104,8 @@ func (s *server) spawn(c *opConn, req Request) error {
 		return err
 	}
 	s.jobs.seq++
-	j := &job{pid: l.pid, seq: s.jobs.seq, started: l.at, tty: l.io.tty, meta: req.Meta, out: outbuf.New[jobEnd](size), stdin: l.io.stdin}
+	j := &job{pid: l.pid, seq: s.jobs.seq, started: l.at, tty: l.io.tty, meta: req.Meta, out: outbuf.New[jobEnd](size),
+		done: make(chan struct{}), stdin: l.io.stdin}
 	// A pid is reused only after its process was reaped, so an entry
 	// under it is an ended job, which the new one replaces.
 	s.jobs.m[l.pid] = j
@@ -145,6 +147,7 @@ func (s *server) runJob(j *job, l *launched) {
 	}
 	kill() // what the root left running goes with it, as for an exec
 	exited.Store(true)
+	close(j.done) // an input op still open ends, and lets go of stdin
 	drain(&out, l.io.outs...)
 	s.tracker.remove(l.tree)
 	j.inMu.Lock()
@@ -267,6 +270,8 @@ func (s *server) input(c *opConn, req Request) error {
 		case f = <-frames:
 		case <-gone:
 			return nil // the client left mid-input: the job goes on
+		case <-j.done:
+			return errorf(CodeInvalid, "job %d has ended", j.pid)
 		}
 		switch f.kind {
 		case FrameData:
@@ -305,6 +310,8 @@ func (j *job) write(p []byte, gone <-chan struct{}) error {
 			select {
 			case <-gone:
 				return nil
+			case <-j.done:
+				return errorf(CodeInvalid, "job %d has ended", j.pid)
 			default:
 			}
 		default:

@@ -195,3 +195,60 @@ func TestJobRefusals(t *testing.T) {
 		t.Errorf("input to no job: %v", err)
 	}
 }
+
+// A terminal job's input held open, as a session's is: typed lines and
+// resizes reach the shell, and the job's end ends the input op (a version
+// 2 agent held the job's stdin, and with it the job, until the client let
+// go).
+func TestJobTerminalInputHeldOpen(t *testing.T) {
+	for mode, c := range servers(t, t.TempDir()) {
+		t.Run(mode, func(t *testing.T) {
+			ctx := context.Background()
+			info, err := c.Spawn(ctx, runtime.ExecRequest{Argv: []string{"/bin/sh", "-i"}, TTY: &runtime.TTYSize{Cols: 80, Rows: 24}}, 0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := c.OpenInput(ctx, info.Pid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer in.Close()
+			if err := in.Resize(runtime.TTYSize{Cols: 132, Rows: 50}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := in.Write([]byte("stty size; exit 3\n")); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan attached, 1)
+			go func() {
+				a, err := attachAll(t, ctx, c, info.Pid, 0, true)
+				if err != nil {
+					t.Error(err)
+				}
+				done <- a
+			}()
+			select {
+			case a := <-done:
+				if !strings.Contains(a.out, "50 132") || a.end.Exit == nil || a.end.Exit.Code != 3 {
+					t.Fatalf("output %q end %+v", a.out, a.end)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the job did not end while its input was open")
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				_, err := in.Write([]byte("x"))
+				if err != nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("writes to an ended job's input still succeed")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := c.Forget(ctx, info.Pid); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -41,7 +41,10 @@ const (
 
 // ProtocolVersion is what this agent speaks, reported by ping. Version 1
 // (an empty ping result) had no jobs: spawn, attach, input, jobs, forget.
-const ProtocolVersion = 2
+// Version 2's input op held a job's stdin past the job's end, so a client
+// keeping one open (a terminal's) kept the job from ending: version 3
+// ends it with the job, and only then are terminal jobs used.
+const ProtocolVersion = 3
 
 // PingResult is the result of ping.
 type PingResult struct {

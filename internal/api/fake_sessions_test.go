@@ -53,7 +53,7 @@ func (m *fakeManager) DeleteSession(_ context.Context, c sandbox.Caller, id, sid
 
 // AttachSession gives an echo terminal: what is typed comes back, a
 // resize is reported as a line, and typing "exit" ends it with status 3.
-func (m *fakeManager) AttachSession(_ context.Context, c sandbox.Caller, id, sid string) (sandbox.Terminal, error) {
+func (m *fakeManager) AttachSession(_ context.Context, c sandbox.Caller, id, sid string, _ int64) (sandbox.Terminal, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, err := m.lookup(c, id); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,7 +44,16 @@ func (s *server) attachSession(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errf(http.StatusUpgradeRequired, codeInvalid, "%s needs a WebSocket upgrade (Upgrade: websocket)", r.URL.Path))
 		return
 	}
-	term, err := s.m.AttachSession(r.Context(), callerOf(r), r.PathValue("id"), r.PathValue("sid"))
+	var offset int64
+	if v := r.URL.Query().Get("offset"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			s.fail(w, r, invalidf("offset %q: want a byte offset in the terminal's output, 0 or more", v))
+			return
+		}
+		offset = n
+	}
+	term, err := s.m.AttachSession(r.Context(), callerOf(r), r.PathValue("id"), r.PathValue("sid"), offset)
 	if err != nil {
 		s.fail(w, r, err)
 		return

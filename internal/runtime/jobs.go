@@ -15,17 +15,30 @@ import (
 type JobRunner interface {
 	// Spawn starts req as a job keeping at most buffer bytes of output (0:
 	// the agent's default) and meta (JSON, at most 4 KiB) with it. req's
-	// streams are not used.
+	// streams are not used. A job on a terminal (req.TTY) needs a newer
+	// agent than other jobs: ErrUnsupported where it is older.
 	Spawn(ctx context.Context, req ExecRequest, buffer int64, meta json.RawMessage) (JobInfo, error)
 	// Attach sends job pid's output from offset on to out and, with
 	// follow, what it writes next until it ends. Cancelling ctx detaches.
 	Attach(ctx context.Context, pid int, offset int64, follow bool, out func(JobOutput) error) (JobEnd, error)
 	// Input writes r to the job's stdin, then closes it with closeStdin.
 	Input(ctx context.Context, pid int, r io.Reader, closeStdin bool) error
+	// OpenInput holds the job's stdin open for writes (and its terminal
+	// for resizes) until Close or the job's end; meanwhile it is the job's
+	// only input. Cancelling ctx closes it.
+	OpenInput(ctx context.Context, pid int) (JobStdin, error)
 	// Jobs lists the jobs kept, oldest first.
 	Jobs(ctx context.Context) ([]JobInfo, error)
 	// Forget drops an ended job.
 	Forget(ctx context.Context, pid int) error
+}
+
+// JobStdin is a job's stdin held open. A write fails once the job has
+// ended.
+type JobStdin interface {
+	io.Writer
+	Resize(size TTYSize) error
+	Close() error
 }
 
 // JobInfo describes a job. Offsets count the bytes of all its streams

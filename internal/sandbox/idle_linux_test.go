@@ -65,7 +65,7 @@ func TestIdleAttached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	term, err := svc.AttachSession(ctx, c, sb.ID, ses.ID)
+	term, err := svc.AttachSession(ctx, c, sb.ID, ses.ID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,29 +72,43 @@ func (s *Service) follow(id string, p *bgProc, rec *execRecord, audited int64) {
 		}
 		return nil
 	}
+	st, err := s.followJob(p.jobs, p.pid, func() int64 { from, _, _ := p.out.Status(); return from }, out)
+	switch {
+	case err == nil:
+		res := execResult(st)
+		rec.exited(res, nil)
+		p.out.Finish(ended{res, nil, s.now()})
+		// Recorded: the agent need not keep it for a later daemon.
+		p.jobs.Forget(s.life, p.pid)
+	case errors.Is(err, errClosing):
+		// What was written so far is recorded; the job goes on.
+		rec.out.flush()
+		rec.err.flush()
+	default:
+		err = fmt.Errorf("%w: process lost: %v", ErrUnavailable, err)
+		rec.exited(ExecResult{}, err)
+		p.out.Finish(ended{ExecResult{}, err, s.now()})
+	}
+}
+
+// errClosing is why followJob returns when the service closes.
+var errClosing = errors.New("the service is closing")
+
+// followJob attaches to job pid, following, from next() on, again after
+// each broken attach, until the job ends (its status), it is gone or
+// attaches keep failing (why), or the service closes (errClosing: the
+// job goes on, for the next daemon).
+func (s *Service) followJob(jr runtime.JobRunner, pid int, next func() int64, out func(runtime.JobOutput) error) (runtime.ExitStatus, error) {
 	backoff := 50 * time.Millisecond
 	for failures := 0; ; {
-		from, _, _ := p.out.Status()
-		end, err := p.jobs.Attach(s.life, p.pid, from, true, out)
+		end, err := jr.Attach(s.life, pid, next(), true, out)
 		switch {
 		case err == nil && end.Exit != nil:
-			res := execResult(*end.Exit)
-			rec.exited(res, nil)
-			p.out.Finish(ended{res, nil, s.now()})
-			// Recorded: the agent need not keep it for a later daemon.
-			p.jobs.Forget(s.life, p.pid)
-			return
+			return *end.Exit, nil
 		case s.life.Err() != nil:
-			// The service is closing: what was written so far is
-			// recorded; the job goes on.
-			rec.out.flush()
-			rec.err.flush()
-			return
+			return runtime.ExitStatus{}, errClosing
 		case errors.Is(err, runtime.ErrNotFound), failures >= 20:
-			err = fmt.Errorf("%w: process lost: %v", ErrUnavailable, err)
-			rec.exited(ExecResult{}, err)
-			p.out.Finish(ended{ExecResult{}, err, s.now()})
-			return
+			return runtime.ExitStatus{}, err
 		}
 		if err != nil {
 			failures++
@@ -126,12 +140,23 @@ func (s *Service) adoptJobs(ctx context.Context, rec store.Sandbox, sb runtime.S
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, j := range jobs {
+		var kind struct {
+			Kind string `json:"kind"`
+		}
+		json.Unmarshal(j.Meta, &kind)
+		if kind.Kind == metaSession {
+			var m sessionMeta
+			if json.Unmarshal(j.Meta, &m) == nil {
+				s.adoptSession(ctx, rec, sb, jr, t, j, m)
+			}
+			continue
+		}
 		var m procMeta
 		if json.Unmarshal(j.Meta, &m) != nil || m.Kind != metaProc || len(t.procs) >= MaxBackground {
 			continue
 		}
 		if audited == nil {
-			audited = s.auditedOutput(ctx, rec.ID)
+			audited = s.auditedOutput(ctx, rec.ID, audit.ExecOutput, "exec_id")
 		}
 		r := auditor{a: s.audit, sandbox: rec.ID, tenant: rec.TenantID, actor: m.Actor}
 		er := s.resumeExecRecord(r, rec.ID, m.ExecID)
@@ -143,22 +168,24 @@ func (s *Service) adoptJobs(ctx context.Context, rec store.Sandbox, sb runtime.S
 	}
 }
 
-// auditedOutput is, per command of sandbox id, the offset in its output
-// after what its log holds (the "end" of its newest exec.output).
-func (s *Service) auditedOutput(ctx context.Context, id string) map[string]int64 {
+// auditedOutput is, per command or session (the value of field key in
+// events of type typ) of sandbox id, the offset in its output after what
+// its log holds (the "end" of its newest piece).
+func (s *Service) auditedOutput(ctx context.Context, id, typ, key string) map[string]int64 {
 	out := map[string]int64{}
-	events, err := s.st.AuditEvents(ctx, id, store.AuditFilter{Types: []string{audit.ExecOutput}})
+	events, err := s.st.AuditEvents(ctx, id, store.AuditFilter{Types: []string{typ}})
 	if err != nil {
 		s.log.Warn("reconcile: read the recorded output", "sandbox", id, "err", err)
 		return out
 	}
 	for _, e := range events {
-		var d struct {
-			ExecID string `json:"exec_id"`
-			End    *int64 `json:"end"`
+		var d map[string]any
+		if json.Unmarshal(e.Data, &d) != nil {
+			continue
 		}
-		if json.Unmarshal(e.Data, &d) == nil && d.End != nil && *d.End > out[d.ExecID] {
-			out[d.ExecID] = *d.End
+		k, _ := d[key].(string)
+		if end, ok := d["end"].(float64); ok && int64(end) > out[k] {
+			out[k] = int64(end)
 		}
 	}
 	return out

@@ -221,7 +221,7 @@ type Manager interface {
 	ListSessions(ctx context.Context, c Caller, id string) ([]SessionInfo, error)
 	SessionExec(ctx context.Context, c Caller, id, sid string, req SessionExecRequest) (SessionExecResult, error)
 	DeleteSession(ctx context.Context, c Caller, id, sid string) error
-	AttachSession(ctx context.Context, c Caller, id, sid string) (Terminal, error)
+	AttachSession(ctx context.Context, c Caller, id, sid string, offset int64) (Terminal, error)
 	ListProcesses(ctx context.Context, c Caller, id string) ([]ProcInfo, error)
 	ProcessOutput(ctx context.Context, c Caller, id string, pid int, offset int64, follow bool, out ProcStream) error
 	WriteStdin(ctx context.Context, c Caller, id string, pid int, r io.Reader) (int64, error)

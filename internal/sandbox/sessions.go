@@ -79,64 +79,130 @@ type SessionExecResult struct {
 // session is one shell on a terminal, kept between requests. In exec
 // mode commands run in the shell itself (eval in a function), so cd,
 // variables, functions, aliases and an activated virtualenv persist. Each
-// command's end is a marker printed after it with a nonce drawn for that
-// command only, so output that merely looks like a marker cannot end it
-// early. Everything the terminal shows also goes to a bounded scrollback
-// that attached clients read from.
+// command's start and end are markers printed around it with a nonce drawn
+// for that command only, so output that merely looks like a marker cannot
+// end it early. Everything the terminal shows also goes to a bounded
+// scrollback that attached clients read from. Where the sandbox's agent
+// runs terminal jobs the shell is one (sessions_jobs.go), and outlives
+// the daemon.
 type session struct {
 	id      string
 	shell   string
 	mode    string
 	created time.Time
-	proc    runtime.Process
-	input   *io.PipeWriter
-	cancel  context.CancelFunc // kills the shell's whole tree
-	tty     *outBuf            // scrollback; finished when the shell ends or is lost
-	marks   markFilter         // used only by Write's goroutine
-	rec     *outRecorder       // the terminal's output, into the audit log
-	exited  chan struct{}      // closed once the shell's end is recorded
+	sh      shellIO
+	setup   *regexp.Regexp // exec mode: the setup's marker, until it is seen
+	tty     *outBuf        // scrollback; finished when the shell ends or is lost
+	marks   markFilter     // used only by feed's goroutine
+	rec     *outRecorder   // the terminal's output, into the audit log
+	exited  chan struct{}  // closed once the shell's end is recorded
 
 	run      sync.Mutex  // one command at a time
 	busy     atomic.Bool // set while run is held, for info (which must not take run)
 	attached atomic.Int32
 
-	mu    sync.Mutex
-	out   []byte // exec mode: output since the current command started
-	live  bool   // the scrollback records (exec mode: once set up)
-	size  runtime.TTYSize
-	ended bool
-	wake  chan struct{}
+	mu      sync.Mutex
+	out     []byte // exec mode: output since the current command started
+	live    bool   // the scrollback records (exec mode: once set up)
+	running string // exec mode: the nonce of the command the output shows running
+	size    runtime.TTYSize
+	ended   bool
+	wake    chan struct{}
+}
+
+// shellIO is how a session reaches its shell.
+type shellIO interface {
+	io.Writer // typed into its terminal
+	Resize(size runtime.TTYSize) error
+	// Kill ends the shell and everything it started.
+	Kill()
+}
+
+// execShell is a shell run as an exec, for an agent without terminal
+// jobs: dropping the exec's connection kills the shell's tree.
+type execShell struct {
+	proc   runtime.Process
+	in     *io.PipeWriter
+	cancel context.CancelFunc
+}
+
+func (e *execShell) Write(p []byte) (int, error) { return e.in.Write(p) }
+
+func (e *execShell) Resize(size runtime.TTYSize) error {
+	r, ok := e.proc.(runtime.Resizer)
+	if !ok {
+		return errors.New("this shell's terminal cannot be resized")
+	}
+	return r.Resize(size)
+}
+
+func (e *execShell) Kill() {
+	e.in.Close()
+	e.cancel()
 }
 
 func (se *session) Write(p []byte) (int, error) {
+	se.feed(p, 0, false, true)
+	return len(p), nil
+}
+
+// feed takes output of the shell's terminal: for an exec-mode shell, first
+// the setup's, which nobody sees. With tracked, end is the offset in the
+// shell job's output after p; record says whether p goes into the audit
+// log (what an earlier daemon recorded does not again).
+func (se *session) feed(p []byte, end int64, tracked, record bool) {
 	se.mu.Lock()
 	defer se.mu.Unlock()
+	defer func() {
+		close(se.wake)
+		se.wake = make(chan struct{})
+	}()
+	exec := se.mode == SessionModeExec
+	if exec && !se.live {
+		se.out = append(se.out, p...)
+		m := se.setup.FindIndex(se.out)
+		if m == nil {
+			if len(se.out) > OutputCap {
+				se.out = append(se.out[:0], se.out[len(se.out)-OutputCap/2:]...)
+			}
+			return
+		}
+		p = bytes.Clone(se.out[m[1]:])
+		se.out = se.out[:0]
+		se.live = true
+	}
 	// Shown (and recorded) before a waiting command learns of its end
 	// marker, so its output is in the log before its exit.
 	if se.live {
 		shown := p
-		if se.mode == SessionModeExec {
-			shown = se.marks.filter(p)
+		if exec {
+			var marks []string
+			shown, marks = se.marks.filter(p)
+			for _, m := range marks {
+				n, rc, _ := strings.Cut(m, "-")
+				switch {
+				case rc == "":
+					se.running = n // the runner printed its start
+				case n == se.running:
+					se.running = ""
+				}
+			}
 		}
-		se.show(shown)
+		se.tty.Write("tty", shown)
+		if record && tracked {
+			se.rec.writeTo(shown, end)
+		} else if record {
+			se.rec.Write(shown)
+		}
 	}
-	if se.mode == SessionModeExec {
+	if exec {
 		// Bounded: a command's output past OutputCap is dropped (and said
 		// so) but the tail is kept so the end marker is still found.
 		se.out = append(se.out, p...)
 		if len(se.out) > 2*OutputCap {
 			se.out = append(se.out[:OutputCap:OutputCap], se.out[len(se.out)-OutputCap:]...)
 		}
-		close(se.wake)
-		se.wake = make(chan struct{})
 	}
-	return len(p), nil
-}
-
-// show puts p on the terminal: into the scrollback and the audit log.
-func (se *session) show(p []byte) {
-	se.tty.Write("tty", p)
-	se.rec.Write(p)
 }
 
 func (se *session) end() {
@@ -147,15 +213,40 @@ func (se *session) end() {
 	se.wake = make(chan struct{})
 }
 
+// finish records how the shell ended (st, or err when it was lost).
+func (s *Service) finishSession(se *session, r auditor, st runtime.ExitStatus, err error) {
+	defer close(se.exited)
+	se.rec.flush()
+	// Ended before any attached client hears of the exit, so one that
+	// asks right after it is told so.
+	se.end()
+	if err != nil {
+		err = fmt.Errorf("%w: session %s: shell lost: %v", ErrUnavailable, se.id, err)
+		why := err
+		if _, _, e := se.tty.Status(); e.err != nil {
+			why = e.err // deleted, or its sandbox destroyed: that is why
+		}
+		r.record(audit.SessionEnded, map[string]any{"session_id": se.id, "error": why.Error()})
+		se.tty.Finish(ended{ExecResult{}, err, s.now()})
+		return
+	}
+	r.record(audit.SessionEnded, map[string]any{"session_id": se.id, "exit_code": st.Code, "signal": st.Signal})
+	se.tty.Finish(ended{execResult(st), nil, s.now()})
+}
+
 // sessionSetup makes the shell quiet and machine-readable: no echo, no
 // CR before LF, no line editing (a tab in a command is a tab), empty
-// prompts, and a prompt hook that prints the end marker with the last
-// command's status. The shell stays interactive so that ^C interrupts the
+// prompts, a runner that shows the command (as if typed: the terminal's
+// output is then all the shell's, the same for any daemon that follows
+// it) and prints its start marker before running it, and
+// a prompt hook that prints the end marker with the last command's
+// status (a daemon that re-attaches to the shell learns from them whether
+// a command is running). The shell stays interactive so that ^C interrupts the
 // command (a builtin read included), never the shell. The hook and the
 // runner are read-only, so a command cannot switch the markers off.
 const sessionSetup = `stty -echo -onlcr -icanon 2>/dev/null; set +o history; unset HISTFILE; PS1=''; PS2=''
 __airlock_mark() { local rc=$?; printf '\036AIRLOCK-%s-%d\037\n' "$__airlock_n" "$rc"; PS1=''; PS2=''; }
-__airlock_run() { __airlock_n=$1; local c; c=$(cat); eval "$c" </dev/tty; }
+__airlock_run() { __airlock_n=$1; local c; c=$(cat); printf '$ %s\n' "${c//$'\n'/$'\n> '}"; printf '\036AIRLOCK-%s\037\n' "$1"; eval "$c" </dev/tty; }
 readonly -f __airlock_mark __airlock_run; readonly PROMPT_COMMAND=__airlock_mark; __airlock_n=`
 
 // shells maps each mode's shells to their command lines. An interactive
@@ -227,45 +318,30 @@ func (s *Service) CreateSession(ctx context.Context, c Caller, id string, req Se
 	if len(t.sessions) >= MaxSessions {
 		return SessionInfo{}, fmt.Errorf("%w: %d sessions are open in this sandbox", ErrLimitExceeded, MaxSessions)
 	}
-	pr, pw := io.Pipe()
-	se := &session{id: "ses-" + nonce()[:16], shell: req.Shell, mode: req.Mode, created: s.now(), input: pw,
+	se := &session{id: "ses-" + nonce()[:16], shell: req.Shell, mode: req.Mode, created: s.now(),
 		tty: newOutBuf(ScrollbackCap), size: runtime.TTYSize{Cols: req.Cols, Rows: req.Rows}, wake: make(chan struct{}),
 		live: req.Mode == SessionModeInteractive, exited: make(chan struct{})}
+	var setup string
+	if se.mode == SessionModeExec {
+		setup = nonce()
+		se.setup = setupMarker(setup)
+	}
 	r := s.auditor(c, id, c.TenantID)
 	se.rec = r.outRecorder(audit.SessionOutput, s.scrubber(id), map[string]any{"session_id": se.id})
-	rreq.Stdin, rreq.Stdout = pr, se
 	size := se.size
 	rreq.TTY = &size
-	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	proc, err := sb.Start(pctx, rreq)
+	err = errors.ErrUnsupported
+	if jr, ok := sb.(runtime.JobRunner); ok {
+		err = s.spawnSession(ctx, sb, jr, se, r, setup, rreq)
+	}
+	if errors.Is(err, errors.ErrUnsupported) || errors.Is(err, runtime.ErrUnsupported) {
+		// An agent without terminal jobs (started by an older binary):
+		// the shell lives as long as this daemon's connection to it.
+		err = s.execSession(ctx, sb, se, r, rreq)
+	}
 	if err != nil {
-		cancel()
-		pw.Close()
 		return SessionInfo{}, s.execError(ctx, id, err)
 	}
-	se.cancel = cancel
-	se.proc = proc
-	go func() {
-		defer close(se.exited)
-		st, err := proc.Wait()
-		pr.Close()
-		se.rec.flush()
-		// Ended before any attached client hears of the exit, so one that
-		// asks right after it is told so.
-		se.end()
-		if err != nil {
-			err = fmt.Errorf("%w: session %s: shell lost: %v", ErrUnavailable, se.id, err)
-			why := err
-			if _, _, e := se.tty.Status(); e.err != nil {
-				why = e.err // deleted, or its sandbox destroyed: that is why
-			}
-			r.record(audit.SessionEnded, map[string]any{"session_id": se.id, "error": why.Error()})
-			se.tty.Finish(ended{ExecResult{}, err, s.now()})
-		} else {
-			r.record(audit.SessionEnded, map[string]any{"session_id": se.id, "exit_code": st.Code, "signal": st.Signal})
-			se.tty.Finish(ended{execResult(st), nil, s.now()})
-		}
-	}()
 	created := func() {
 		r.record(audit.SessionCreated, map[string]any{"session_id": se.id, "mode": se.mode, "shell": se.shell, "cols": se.size.Cols, "rows": se.size.Rows})
 	}
@@ -276,20 +352,67 @@ func (s *Service) CreateSession(ctx context.Context, c Caller, id string, req Se
 	}
 	// Wait for the setup's own marker: the shell is ready, and whatever
 	// it printed before (the echo of the first line) is dropped.
-	n := nonce()
-	if _, err := io.WriteString(pw, sessionSetup+n+"\n"); err != nil {
+	if _, err := io.WriteString(se.sh, sessionSetup+setup+"\n"); err != nil {
+		se.close()
 		return SessionInfo{}, fmt.Errorf("%w: start session: %v", ErrUnavailable, err)
 	}
-	if _, _, err := se.await(ctx, n, 15*time.Second); err != nil {
+	if err := se.awaitSetup(ctx, 15*time.Second); err != nil {
 		se.close()
 		return SessionInfo{}, fmt.Errorf("%w: the shell did not start: %v", ErrUnavailable, err)
 	}
 	created()
-	se.mu.Lock()
-	se.live = true
-	se.mu.Unlock()
 	t.sessions[se.id] = se
 	return se.info(), nil
+}
+
+// setupMarker matches the marker the setup of a shell with nonce n ends
+// with.
+func setupMarker(n string) *regexp.Regexp {
+	return regexp.MustCompile("\x1eAIRLOCK-" + n + "-[0-9]+\x1f\n?")
+}
+
+// execSession starts se's shell as an exec of this daemon's.
+func (s *Service) execSession(ctx context.Context, sb runtime.Sandbox, se *session, r auditor, rreq runtime.ExecRequest) error {
+	pr, pw := io.Pipe()
+	rreq.Stdin, rreq.Stdout = pr, se
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	proc, err := sb.Start(pctx, rreq)
+	if err != nil {
+		cancel()
+		pw.Close()
+		return err
+	}
+	se.sh = &execShell{proc: proc, in: pw, cancel: cancel}
+	go func() {
+		st, err := proc.Wait()
+		pr.Close()
+		s.finishSession(se, r, st, err)
+	}()
+	return nil
+}
+
+// awaitSetup waits until the shell has run its setup.
+func (se *session) awaitSetup(ctx context.Context, timeout time.Duration) error {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		se.mu.Lock()
+		live, ended, wake := se.live, se.ended, se.wake
+		se.mu.Unlock()
+		switch {
+		case live:
+			return nil
+		case ended:
+			return errSessionEnded
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			return context.DeadlineExceeded
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 var errSessionEnded = fmt.Errorf("%w: the session's shell has ended", ErrConflict)
@@ -310,7 +433,11 @@ func (se *session) await(ctx context.Context, n string, timeout time.Duration) (
 		se.mu.Unlock()
 		if m != nil {
 			code, _ := strconv.Atoi(string(out[m[2]:m[3]]))
-			return bytes.Clone(out[:m[0]]), code, nil
+			before := out[:m[0]]
+			if i := bytes.Index(before, []byte(markPrefix+n+"\x1f")); i >= 0 {
+				before = bytes.TrimPrefix(before[i+len(markPrefix)+len(n)+1:], []byte("\n"))
+			}
+			return bytes.Clone(before), code, nil
 		}
 		if ended {
 			return out, 0, errSessionEnded
@@ -357,6 +484,14 @@ func (s *Service) sessionExec(ctx context.Context, c Caller, id, sid string, req
 		return SessionExecResult{}, fmt.Errorf("%w: session %s is running a command", ErrConflict, sid)
 	}
 	defer se.run.Unlock()
+	se.mu.Lock()
+	running := se.running
+	se.mu.Unlock()
+	if running != "" {
+		// Started before a restart of the daemon, or not over after its
+		// timeout's ^C: what is typed now would be its input.
+		return SessionExecResult{}, fmt.Errorf("%w: session %s is still running an earlier command", ErrConflict, sid)
+	}
 	se.busy.Store(true)
 	defer se.busy.Store(false)
 	defer s.idle.hold(id, s.now)()
@@ -371,12 +506,7 @@ func (s *Service) sessionExec(ctx context.Context, c Caller, id, sid string, req
 	in := fmt.Sprintf("__airlock_run %s <<'AIRLOCK_EOF_%s'\n%s\nAIRLOCK_EOF_%s\n", n, n, req.Command, n)
 	rec := s.recordExec(c, id, ExecRequest{Command: req.Command}, false, sid)
 	s.auditor(c, id, c.TenantID).output(audit.SessionInput, map[string]any{"session_id": sid}, s.scrubber(id).Bytes([]byte(req.Command+"\n")))
-	// Clients watching the terminal see the command as if typed (the
-	// shell itself does not echo it).
-	se.mu.Lock()
-	se.show([]byte("$ " + strings.ReplaceAll(req.Command, "\n", "\r\n> ") + "\r\n"))
-	se.mu.Unlock()
-	if _, err := io.WriteString(se.input, in); err != nil {
+	if _, err := io.WriteString(se.sh, in); err != nil {
 		rec.exited(ExecResult{}, errSessionEnded)
 		return SessionExecResult{}, errSessionEnded
 	}
@@ -384,7 +514,7 @@ func (s *Service) sessionExec(ctx context.Context, c Caller, id, sid string, req
 	res := SessionExecResult{ExitCode: code}
 	if errors.Is(err, context.DeadlineExceeded) {
 		res.TimedOut = true
-		io.WriteString(se.input, "\x03") // ^C: SIGINT to the command
+		io.WriteString(se.sh, "\x03") // ^C: SIGINT to the command
 		out, code, err = se.await(ctx, n, 5*time.Second)
 		res.ExitCode = code
 	}
@@ -406,10 +536,10 @@ func (s *Service) sessionExec(ctx context.Context, c Caller, id, sid string, req
 
 func (se *session) info() SessionInfo {
 	state := "ready"
-	if se.busy.Load() {
+	se.mu.Lock()
+	if se.busy.Load() || se.running != "" {
 		state = "busy"
 	}
-	se.mu.Lock()
 	if se.ended {
 		state = "ended"
 	}
@@ -480,11 +610,11 @@ func (s *Service) DeleteSession(ctx context.Context, c Caller, id, sid string) e
 	return nil
 }
 
-// close ends the shell and everything it started: dropping its agent
-// connection makes the agent kill the whole tree.
+// close ends the shell and everything it started.
 func (se *session) close() {
-	se.input.Close()
-	se.cancel()
+	if se.sh != nil {
+		se.sh.Kill()
+	}
 }
 
 func tail(b []byte, n int) []byte { return b[max(0, len(b)-n):] }

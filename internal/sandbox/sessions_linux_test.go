@@ -221,7 +221,7 @@ func interactive(t *testing.T, svc *sandbox.Service, c sandbox.Caller, id string
 
 func attach(t *testing.T, svc *sandbox.Service, c sandbox.Caller, id, sid string) sandbox.Terminal {
 	t.Helper()
-	term, err := svc.AttachSession(context.Background(), c, id, sid)
+	term, err := svc.AttachSession(context.Background(), c, id, sid, 0)
 	if err != nil {
 		t.Fatalf("attach: %v", err)
 	}
@@ -502,7 +502,7 @@ func TestSessionTerminalEnds(t *testing.T) {
 	if _, err := term.Write([]byte("echo hi\r")); err == nil {
 		t.Errorf("typing after the sandbox was destroyed: no error")
 	}
-	if _, err := svc.AttachSession(ctx, c, sb.ID, ex.ID); !errors.Is(err, sandbox.ErrNotFound) {
+	if _, err := svc.AttachSession(ctx, c, sb.ID, ex.ID, 0); !errors.Is(err, sandbox.ErrNotFound) {
 		t.Errorf("attach in a destroyed sandbox: %v", err)
 	}
 }
@@ -545,8 +545,8 @@ func TestSessionModes(t *testing.T) {
 		t.Errorf("after detaching: %+v, %v", res, err)
 	}
 	// Another tenant cannot attach.
-	_, err = svc.AttachSession(ctx, tenant(t, 0, 0), sb.ID, info.ID)
+	_, err = svc.AttachSession(ctx, tenant(t, 0, 0), sb.ID, info.ID, 0)
 	wantKind(t, "attach as another tenant", err, sandbox.ErrNotFound)
-	_, err = svc.AttachSession(ctx, c, sb.ID, "ses-nope")
+	_, err = svc.AttachSession(ctx, c, sb.ID, "ses-nope", 0)
 	wantKind(t, "attach to no session", err, sandbox.ErrNotFound)
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"github.com/airlockhq/airlock/internal/audit"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime"
 )
@@ -28,16 +30,36 @@ type Terminal interface {
 	Close()
 }
 
-// AttachSession attaches a client to a session's terminal.
-func (s *Service) AttachSession(ctx context.Context, c Caller, id, sid string) (Terminal, error) {
+// AttachSession attaches a client to a session's terminal, from offset on
+// in its output (0: all the scrollback holds). Offsets count the bytes the
+// terminal has shown since the session started, the same under any daemon
+// that follows the shell: a client that lost its connection to a daemon
+// that restarted goes on from where it was.
+func (s *Service) AttachSession(ctx context.Context, c Caller, id, sid string, offset int64) (Terminal, error) {
 	se, err := s.session(ctx, c, id, sid)
 	if err != nil {
 		return nil, err
 	}
+	if offset < 0 {
+		return nil, fmt.Errorf("%w: offset %d: must be 0 or more", ErrInvalid, offset)
+	}
+	// A daemon that has just adopted the shell may still be reading back
+	// its output: wait a little for it to reach offset.
+	for deadline := time.Now().Add(2 * time.Second); ; {
+		_, end := se.tty.Span()
+		_, done, _ := se.tty.Status()
+		if offset <= end {
+			break
+		}
+		if done || time.Now().After(deadline) {
+			return nil, fmt.Errorf("%w: offset %d: session %s's terminal has shown %d bytes", ErrInvalid, offset, sid, end)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	se.attached.Add(1)
 	r := s.auditor(c, id, c.TenantID)
 	in := r.outRecorder(audit.SessionInput, s.scrubber(id), map[string]any{"session_id": sid})
-	return &terminal{s: s, id: id, se: se, r: r, in: in, release: s.idle.hold(id, s.now)}, nil
+	return &terminal{s: s, id: id, se: se, r: r, in: in, off: offset, begun: offset > 0, release: s.idle.hold(id, s.now)}, nil
 }
 
 type terminal struct {
@@ -94,7 +116,7 @@ func (t *terminal) Next(ctx context.Context) ([]byte, *ExecResult, error) {
 func (t *terminal) Write(p []byte) (int, error) {
 	t.s.idle.touch(t.id, t.s.now())
 	t.in.Write(p)
-	n, err := t.se.input.Write(p)
+	n, err := t.se.sh.Write(p)
 	if err != nil {
 		return n, fmt.Errorf("%w: session %s: the shell has ended", ErrConflict, t.se.id)
 	}
@@ -105,12 +127,8 @@ func (t *terminal) Resize(cols, rows uint16) error {
 	if err := validSize(cols, rows); err != nil {
 		return err
 	}
-	r, ok := t.se.proc.(runtime.Resizer)
-	if !ok {
-		return fmt.Errorf("%w: session %s cannot be resized", ErrConflict, t.se.id)
-	}
 	size := runtime.TTYSize{Cols: cols, Rows: rows}
-	if err := r.Resize(size); err != nil {
+	if err := t.se.sh.Resize(size); err != nil {
 		return fmt.Errorf("%w: resize session %s: %v", ErrConflict, t.se.id, err)
 	}
 	t.se.mu.Lock()
@@ -128,8 +146,8 @@ func (t *terminal) Close() {
 	})
 }
 
-// markFilter takes an exec-mode shell's end markers out of what watchers
-// see, and turns its bare line feeds (the terminal is set -onlcr so
+// markFilter takes an exec-mode shell's start and end markers out of
+// what watchers see (and gives their nonces, with "-status" for an end), and turns its bare line feeds (the terminal is set -onlcr so
 // output comes back byte for byte) into what a terminal needs. A marker
 // cut across two writes is held back until it is whole.
 type markFilter struct {
@@ -139,10 +157,9 @@ type markFilter struct {
 
 const markPrefix = "\x1eAIRLOCK-"
 
-func (f *markFilter) filter(p []byte) []byte {
+func (f *markFilter) filter(p []byte) (out []byte, marks []string) {
 	buf := append(f.pending, p...)
 	f.pending = nil
-	var out []byte
 	for len(buf) > 0 {
 		i := bytes.IndexByte(buf, 0x1e)
 		if i < 0 {
@@ -152,6 +169,8 @@ func (f *markFilter) filter(p []byte) []byte {
 		out = append(out, buf[:i]...)
 		buf = buf[i:]
 		if n := markerLen(buf); n > 0 {
+			m := string(buf[len(markPrefix):n])
+			marks = append(marks, strings.TrimRight(m, "\x1f\n"))
 			buf = buf[n:]
 			continue
 		} else if n < 0 {
@@ -162,7 +181,7 @@ func (f *markFilter) filter(p []byte) []byte {
 		buf = buf[1:]
 	}
 	if len(out) == 0 {
-		return out
+		return out, marks
 	}
 	// A CR LF cut between two writes is not a bare line feed.
 	if f.cr && out[0] == '\n' {
@@ -171,7 +190,7 @@ func (f *markFilter) filter(p []byte) []byte {
 		out = crlf(out)
 	}
 	f.cr = out[len(out)-1] == '\r'
-	return out
+	return out, marks
 }
 
 // markerLen returns the length of the marker b starts with, 0 when it

@@ -11,7 +11,8 @@ func feed(pieces ...[]byte) []byte {
 	var f markFilter
 	var out []byte
 	for _, p := range pieces {
-		out = append(out, f.filter(p)...)
+		o, _ := f.filter(p)
+		out = append(out, o...)
 	}
 	return out
 }

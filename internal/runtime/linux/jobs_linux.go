@@ -11,9 +11,17 @@ import (
 
 var _ runtime.JobRunner = (*sandbox)(nil)
 
-// jobsSupported says whether the sandbox's agent runs jobs: one started by
-// an older binary may not. The version is asked once per sandbox value.
-func (s *sandbox) jobsSupported(ctx context.Context) error {
+// Agent protocol versions the job methods need: jobs came with 2, an
+// input held open (which a terminal job needs) with 3.
+const (
+	protoJobs    = 2
+	protoTTYJobs = 3
+)
+
+// jobsSupported says whether the sandbox's agent speaks protocol version
+// want or newer: one started by an older binary may not. The version is
+// asked once per sandbox value.
+func (s *sandbox) jobsSupported(ctx context.Context, want int) error {
 	s.jobsMu.Lock()
 	defer s.jobsMu.Unlock()
 	if s.agentVersion == 0 {
@@ -23,14 +31,18 @@ func (s *sandbox) jobsSupported(ctx context.Context) error {
 		}
 		s.agentVersion = v
 	}
-	if s.agentVersion < 2 {
-		return fmt.Errorf("%w: sandbox %s runs agent protocol %d, which has no jobs", runtime.ErrUnsupported, s.p.ID, s.agentVersion)
+	if s.agentVersion < want {
+		return fmt.Errorf("%w: sandbox %s runs agent protocol %d: this needs %d", runtime.ErrUnsupported, s.p.ID, s.agentVersion, want)
 	}
 	return nil
 }
 
 func (s *sandbox) Spawn(ctx context.Context, req runtime.ExecRequest, buffer int64, meta json.RawMessage) (runtime.JobInfo, error) {
-	if err := s.jobsSupported(ctx); err != nil {
+	want := protoJobs
+	if req.TTY != nil {
+		want = protoTTYJobs
+	}
+	if err := s.jobsSupported(ctx, want); err != nil {
 		return runtime.JobInfo{}, err
 	}
 	info, err := s.client.Spawn(ctx, s.withDefaults(req), buffer, meta)
@@ -47,7 +59,7 @@ func (s *sandbox) Input(ctx context.Context, pid int, r io.Reader, closeStdin bo
 }
 
 func (s *sandbox) Jobs(ctx context.Context) ([]runtime.JobInfo, error) {
-	if err := s.jobsSupported(ctx); err != nil {
+	if err := s.jobsSupported(ctx, protoJobs); err != nil {
 		return nil, err
 	}
 	jobs, err := s.client.Jobs(ctx)
@@ -56,4 +68,15 @@ func (s *sandbox) Jobs(ctx context.Context) ([]runtime.JobInfo, error) {
 
 func (s *sandbox) Forget(ctx context.Context, pid int) error {
 	return s.wrap(s.client.Forget(ctx, pid))
+}
+
+func (s *sandbox) OpenInput(ctx context.Context, pid int) (runtime.JobStdin, error) {
+	if err := s.jobsSupported(ctx, protoTTYJobs); err != nil {
+		return nil, err
+	}
+	in, err := s.client.OpenInput(ctx, pid)
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	return in, nil
 }

@@ -1,0 +1,155 @@
+package e2e
+
+import (
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/client"
+)
+
+// restartServer kills (kill -9) or stops (SIGTERM) s's daemon, waits
+// down, and starts it again on the same data dir and address.
+func restartServer(t *testing.T, s *server, how string, down time.Duration) {
+	t.Helper()
+	if how == "kill -9" {
+		s.cmd.Process.Signal(syscall.SIGKILL)
+		s.cmd.Wait()
+		s.cmd = nil
+	} else {
+		s.stop()
+	}
+	time.Sleep(down)
+	s.start()
+}
+
+// TestSessionsSurviveRestart: a session's shell is a job of the sandbox's
+// agent, so a daemon killed or stopped and started again keeps it: an
+// exec session's cwd, exported variables, functions and activated venv;
+// a command it was running when the daemon went (busy until it ends); an
+// interactive session's scrollback with what it printed while no daemon
+// ran. A WebSocket client re-attaches from the offset it had read and
+// goes on without repeats, `airlock attach` in a terminal reconnects on
+// its own, and the audit log holds the downtime output once.
+func TestSessionsSurviveRestart(t *testing.T) {
+	for _, how := range []string{"kill -9", "SIGTERM"} {
+		t.Run(strings.ReplaceAll(how, " ", ""), func(t *testing.T) {
+			s := startServer(t, "")
+			c := s.admin()
+			sb := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{}))
+			ex := must[client.Session](t)(c.CreateSession(ctx, sb.ID, client.SessionRequest{}))
+			res := must[client.SessionResult](t)(c.SessionExec(ctx, sb.ID, ex.ID, "cd /tmp; export LIVE=42; f() { echo fn-$1; }; python3 -m venv --without-pip v; . v/bin/activate", time.Minute))
+			if res.ExitCode != 0 {
+				t.Fatalf("setting the session up: %+v", res)
+			}
+			it := must[client.Session](t)(c.CreateSession(ctx, sb.ID, client.SessionRequest{Mode: "interactive", Cols: 80, Rows: 24}))
+			term := must[*client.Terminal](t)(c.AttachSession(ctx, sb.ID, it.ID))
+			term.Write(ctx, []byte("echo before-$((1+1))\r"))
+			readUntil(t, term, "before-2")
+
+			m := startTmux(t, "AIRLOCK_URL="+s.url, "AIRLOCK_API_KEY="+s.adminKey)
+			m.run("new-session", "-d", "-s", "att", "-x", "100", "-y", "30", s.bin+" attach "+sb.ID+" "+it.ID+"; echo EXIT=$?; sleep 600")
+			m.screen("att", `before-2`)
+
+			// A command running when the daemon goes, and output printed
+			// while it is down.
+			cut := make(chan error, 1)
+			go func() {
+				_, err := c.SessionExec(ctx, sb.ID, ex.ID, "sleep 4; echo late > /tmp/late; false", time.Minute)
+				cut <- err
+			}()
+			waitSession(t, c, sb.ID, ex.ID, "busy")
+			term.Write(ctx, []byte("sleep 1; echo while-down-$((3*3))\r"))
+			readUntil(t, term, `while-down-\$`) // the typed line's echo
+			offset := term.Offset()
+			restartServer(t, s, how, 2*time.Second)
+			c = s.admin()
+			// Killed, the daemon cut the request, and the command goes on
+			// under the next one; stopped, it finished the request first
+			// (a SIGTERM drains requests for up to 10 s).
+			var cutErr error
+			select {
+			case cutErr = <-cut:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the request cut by the restart never returned")
+			}
+			wantEx := "busy"
+			if how == "kill -9" && cutErr == nil {
+				t.Fatal("the command cut by kill -9 answered as if complete")
+			} else if how == "SIGTERM" {
+				if cutErr != nil {
+					t.Fatalf("the command running at SIGTERM: %v, want its result", cutErr)
+				}
+				wantEx = "ready"
+			}
+
+			list := must[[]client.Session](t)(c.ListSessions(ctx, sb.ID))
+			states := map[string]string{}
+			for _, se := range list {
+				states[se.ID] = se.State
+			}
+			if len(list) != 2 || states[ex.ID] != wantEx || states[it.ID] != "ready" {
+				t.Fatalf("sessions after the restart: %+v", list)
+			}
+			if wantEx == "busy" {
+				if _, err := c.SessionExec(ctx, sb.ID, ex.ID, "true", time.Minute); !errors.Is(err, client.ErrConflict) {
+					t.Errorf("exec while the earlier command runs: %v, want a conflict", err)
+				}
+			}
+			waitSession(t, c, sb.ID, ex.ID, "ready")
+			res = must[client.SessionResult](t)(c.SessionExec(ctx, sb.ID, ex.ID, "pwd; echo $LIVE; which python; f x; cat /tmp/late", time.Minute))
+			if want := "/tmp\n42\n/tmp/v/bin/python\nfn-x\nlate\n"; res.Output != want || res.ExitCode != 0 {
+				t.Errorf("the session's state after the restart: %+v, want output %q", res, want)
+			}
+
+			// The WebSocket client goes on from where it was.
+			term2 := must[*client.Terminal](t)(c.AttachSessionAt(ctx, sb.ID, it.ID, offset))
+			got := readUntil(t, term2, "while-down-9")
+			if strings.Contains(got, "before-2") {
+				t.Errorf("re-attached from offset %d, the client got earlier output again: %q", offset, got)
+			}
+			term2.Write(ctx, []byte("echo after-$((2+2))\r"))
+			readUntil(t, term2, "after-4")
+			term2.Close()
+			// A new client gets the whole scrollback.
+			all := must[*client.Terminal](t)(c.AttachSession(ctx, sb.ID, it.ID))
+			readUntil(t, all, `(?s)before-2.*while-down-9.*after-4`)
+			all.Close()
+			// airlock attach reconnected on its own.
+			m.screen("att", `reconnected to session(?s:.*)after-4`)
+			m.run("send-keys", "-t", "att", "echo tmux-$((6*6))", "Enter")
+			m.screen("att", `\ntmux-36\n`)
+			m.run("send-keys", "-t", "att", "exit 6", "Enter")
+			m.screen("att", `EXIT=6`)
+
+			// The audit log has the downtime output once, and verifies.
+			if n := strings.Count(recordedOutput(t, c, sb.ID, "session.output", "session_id", it.ID), "while-down-9"); n != 1 {
+				t.Errorf("the audit log has the output printed while the daemon was down %d times, want 1", n)
+			}
+			if v := must[client.AuditVerify](t)(c.VerifyAudit(ctx, sb.ID)); !v.OK {
+				t.Errorf("audit chain: %+v", v)
+			}
+			if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
+				t.Fatal(err)
+			}
+			assertNoSandboxesLeft(t, s, sb.ID)
+		})
+	}
+}
+
+// waitSession waits until a session is in state.
+func waitSession(t *testing.T, c *client.Client, id, sid, state string) {
+	t.Helper()
+	var list []client.Session
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		list = must[[]client.Session](t)(c.ListSessions(ctx, id))
+		for _, se := range list {
+			if se.ID == sid && se.State == state {
+				return
+			}
+		}
+	}
+	t.Fatalf("session %s never %s: %+v", sid, state, list)
+}

@@ -1,0 +1,174 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"syscall"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// A session's shell runs as a terminal job of the sandbox's agent when it
+// has them: the shell, its state (cwd, variables, functions, an activated
+// virtualenv) and what it prints while no daemon is connected outlive a
+// restart of the daemon. The daemon follows the job's output from offset
+// 0, so a daemon that adopts the shell rebuilds the scrollback and learns
+// from the command markers whether a command is running.
+
+// sessionMeta is what the daemon keeps with a session's shell job.
+type sessionMeta struct {
+	Kind    string    `json:"kind"` // "session"
+	ID      string    `json:"id"`
+	Shell   string    `json:"shell"`
+	Mode    string    `json:"mode"`
+	Cols    uint16    `json:"cols"`
+	Rows    uint16    `json:"rows"`
+	Created time.Time `json:"created"`
+	Setup   string    `json:"setup,omitempty"` // exec mode: the nonce its setup's marker carries
+	Actor   string    `json:"actor"`
+}
+
+const metaSession = "session"
+
+// jobShell is a shell run as a terminal job.
+type jobShell struct {
+	sb  runtime.Sandbox
+	pid int
+	in  runtime.JobStdin // nil once the shell has ended
+}
+
+func (j *jobShell) Write(p []byte) (int, error) {
+	if j.in == nil {
+		return 0, errSessionEnded
+	}
+	return j.in.Write(p)
+}
+
+func (j *jobShell) Resize(size runtime.TTYSize) error {
+	if j.in == nil {
+		return errSessionEnded
+	}
+	return j.in.Resize(size)
+}
+
+// Kill ends the shell; the agent ends what it left running with it.
+func (j *jobShell) Kill() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = j.sb.Signal(ctx, j.pid, int(syscall.SIGKILL))
+	if j.in != nil {
+		j.in.Close()
+	}
+}
+
+// spawnSession starts se's shell as a terminal job of jr and follows it.
+// ErrUnsupported: the agent has no terminal jobs.
+func (s *Service) spawnSession(ctx context.Context, sb runtime.Sandbox, jr runtime.JobRunner, se *session, r auditor, setup string, rreq runtime.ExecRequest) error {
+	meta, err := json.Marshal(sessionMeta{Kind: metaSession, ID: se.id, Shell: se.shell, Mode: se.mode,
+		Cols: se.size.Cols, Rows: se.size.Rows, Created: se.created, Setup: setup, Actor: r.actor})
+	if err != nil {
+		return err
+	}
+	rreq.Stdin, rreq.Stdout, rreq.Stderr = nil, nil, nil
+	info, err := jr.Spawn(ctx, rreq, 0, meta)
+	if err != nil {
+		return err
+	}
+	in, err := jr.OpenInput(s.life, info.Pid)
+	sh := &jobShell{sb: sb, pid: info.Pid, in: in}
+	if err != nil {
+		sh.Kill()
+		return err
+	}
+	se.sh = sh
+	s.followers.Add(1)
+	go s.followSession(se, jr, info.Pid, r, 0)
+	return nil
+}
+
+// followSession feeds the shell job's output, from offset 0, to se (past
+// offset audited into the audit log too) until the shell ends, the
+// sandbox is gone, or the service closes (the shell goes on, for the next
+// daemon).
+func (s *Service) followSession(se *session, jr runtime.JobRunner, pid int, r auditor, audited int64) {
+	defer s.followers.Done()
+	var next int64
+	out := func(o runtime.JobOutput) error {
+		if o.Dropped > 0 {
+			se.skipped(o.Offset)
+			next = o.Offset
+			return nil
+		}
+		end := o.Offset + int64(len(o.Data))
+		switch {
+		case end <= audited:
+			se.feed(o.Data, end, true, false)
+		case o.Offset < audited:
+			cut := audited - o.Offset
+			se.feed(o.Data[:cut], audited, true, false)
+			se.feed(o.Data[cut:], end, true, true)
+		default:
+			se.feed(o.Data, end, true, true)
+		}
+		next = end
+		return nil
+	}
+	st, err := s.followJob(jr, pid, func() int64 { return next }, out)
+	switch {
+	case err == nil:
+		s.finishSession(se, r, st, nil)
+		jr.Forget(s.life, pid)
+	case errors.Is(err, errClosing):
+		se.rec.flush()
+	default:
+		s.finishSession(se, r, runtime.ExitStatus{}, err)
+	}
+}
+
+// skipped is told that the shell's output before offset to is no longer
+// kept: a setup it held is long over, and an interactive terminal's
+// offsets (which are the job's) go on from there.
+func (se *session) skipped(to int64) {
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	if se.mode == SessionModeInteractive {
+		se.tty.Skip(to)
+	}
+	if !se.live {
+		se.live = true
+		se.out = se.out[:0]
+	}
+}
+
+// adoptSession follows again a session's shell that an earlier daemon
+// started. t.mu is held.
+func (s *Service) adoptSession(ctx context.Context, rec store.Sandbox, sb runtime.Sandbox, jr runtime.JobRunner, t *workload, j runtime.JobInfo, m sessionMeta) {
+	if len(t.sessions) >= MaxSessions || t.sessions[m.ID] != nil {
+		return
+	}
+	se := &session{id: m.ID, shell: m.Shell, mode: m.Mode, created: m.Created,
+		tty: newOutBuf(ScrollbackCap), size: runtime.TTYSize{Cols: m.Cols, Rows: m.Rows}, wake: make(chan struct{}),
+		live: m.Mode != SessionModeExec, exited: make(chan struct{})}
+	if m.Mode == SessionModeExec {
+		se.setup = setupMarker(m.Setup)
+	}
+	r := auditor{a: s.audit, sandbox: rec.ID, tenant: rec.TenantID, actor: m.Actor}
+	se.rec = r.outRecorder(audit.SessionOutput, s.scrubber(rec.ID), map[string]any{"session_id": se.id})
+	sh := &jobShell{sb: sb, pid: j.Pid}
+	if j.Running {
+		in, err := jr.OpenInput(s.life, j.Pid)
+		if err != nil {
+			s.log.Warn("reconcile: open a session's terminal", "sandbox", rec.ID, "session", m.ID, "err", err)
+		}
+		sh.in = in
+	}
+	se.sh = sh
+	t.sessions[se.id] = se
+	audited := s.auditedOutput(ctx, rec.ID, audit.SessionOutput, "session_id")[m.ID]
+	s.followers.Add(1)
+	go s.followSession(se, jr, j.Pid, r, audited)
+}
