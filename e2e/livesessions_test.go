@@ -153,3 +153,51 @@ func waitSession(t *testing.T, c *client.Client, id, sid, state string) {
 	}
 	t.Fatalf("session %s never %s: %+v", sid, state, list)
 }
+
+// TestDeadlinesSurviveRestart: a sandbox's lifetime and idle timer go on
+// counting while no daemon runs. One whose deadline passed meanwhile is
+// destroyed at start and recorded as expired at its deadline; one whose
+// idle timeout passed is stopped as idle at once, not a whole timeout
+// after the start; one still within both keeps running.
+func TestDeadlinesSurviveRestart(t *testing.T) {
+	for _, how := range []string{"kill -9", "SIGTERM"} {
+		t.Run(strings.ReplaceAll(how, " ", ""), func(t *testing.T) {
+			s := startServer(t, "")
+			c := s.admin()
+			short := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{Timeout: 3 * time.Second}))
+			idle := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{IdleTimeoutS: 5}))
+			kept := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{IdleTimeoutS: 60}))
+			for _, id := range []string{idle.ID, kept.ID} {
+				if _, err := c.Exec(ctx, id, client.ExecRequest{Command: "true"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(2500 * time.Millisecond) // the idle timers are saved every 2 s
+			restartServer(t, s, how, 4*time.Second)
+			c = s.admin()
+			started := time.Now()
+
+			got := must[client.Sandbox](t)(c.GetSandbox(ctx, short.ID))
+			if got.State != "stopped" || got.Reason != "expired" || !got.EndedAt.Equal(short.ExpiresAt) {
+				t.Errorf("expired while down: %s %q ended %s, want stopped, expired, at its deadline %s", got.State, got.Reason, got.EndedAt, short.ExpiresAt)
+			}
+			for {
+				got = must[client.Sandbox](t)(c.GetSandbox(ctx, idle.ID))
+				if got.State != "running" || time.Since(started) > 2500*time.Millisecond {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if got.State != "stopped" || got.Reason != "idle" {
+				t.Errorf("idle past its timeout while down, %s after the start: %s %q", time.Since(started).Round(time.Millisecond), got.State, got.Reason)
+			}
+			if got := must[client.Sandbox](t)(c.GetSandbox(ctx, kept.ID)); got.State != "running" {
+				t.Errorf("within its idle timeout: %s %q", got.State, got.Reason)
+			}
+			if err := c.DeleteSandbox(ctx, kept.ID); err != nil {
+				t.Fatal(err)
+			}
+			assertNoSandboxesLeft(t, s, short.ID, idle.ID, kept.ID)
+		})
+	}
+}

@@ -12,19 +12,63 @@ const ReasonIdle = "idle"
 // idleTracker knows when each sandbox with an idle timeout was last used.
 // Any call on the sandbox is use; so is any moment in which a command runs
 // (foreground or background) or an output stream is open. It lives in
-// memory: after a restart every sandbox starts a fresh idle period.
+// memory, and is saved to the store every idleSaveEvery and when the
+// service closes: a daemon that starts goes on from the saved last use
+// (after a kill -9, up to idleSaveEvery of use may be missing from it).
 type idleTracker struct {
-	mu   sync.Mutex
-	subs map[string]*idleState
+	mu    sync.Mutex
+	subs  map[string]*idleState
+	saved time.Time // when unsaved last ran
 }
 
 type idleState struct {
 	timeout time.Duration
 	last    time.Time
-	busy    int // commands running and streams open
+	busy    int       // commands running and streams open
+	saved   time.Time // the last use the store has
 }
 
-func (t *idleTracker) watch(id string, timeout time.Duration, now time.Time) {
+// idleSaveEvery is how often the idle timers are saved.
+const idleSaveEvery = 2 * time.Second
+
+// unsaved returns the last use of each sandbox that changed since it was
+// last saved (now, for one in use now), and takes them as saved; nil
+// unless force or idleSaveEvery has passed.
+func (t *idleTracker) unsaved(now time.Time, force bool) map[string]time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !force && now.Sub(t.saved) < idleSaveEvery {
+		return nil
+	}
+	t.saved = now
+	var out map[string]time.Time
+	for id, st := range t.subs {
+		last := st.last
+		if st.busy > 0 {
+			last = now
+		}
+		if last.After(st.saved) {
+			if out == nil {
+				out = map[string]time.Time{}
+			}
+			out[id], st.saved = last, last
+		}
+	}
+	return out
+}
+
+// saveIdle saves the idle timers that changed, when it is time to or with
+// force.
+func (s *Service) saveIdle(ctx context.Context, force bool) {
+	if last := s.idle.unsaved(s.now(), force); len(last) > 0 {
+		if err := s.st.SaveIdle(ctx, last); err != nil {
+			s.log.Warn("save idle timers", "err", err)
+		}
+	}
+}
+
+// watch starts tracking a sandbox last used at since.
+func (t *idleTracker) watch(id string, timeout time.Duration, since time.Time) {
 	if timeout <= 0 {
 		return
 	}
@@ -33,7 +77,7 @@ func (t *idleTracker) watch(id string, timeout time.Duration, now time.Time) {
 	if t.subs == nil {
 		t.subs = map[string]*idleState{}
 	}
-	t.subs[id] = &idleState{timeout: timeout, last: now}
+	t.subs[id] = &idleState{timeout: timeout, last: since}
 }
 
 func (t *idleTracker) forget(id string) {

@@ -69,17 +69,12 @@ func (s *Service) reapLoop() {
 func (s *Service) reapOnce() time.Time {
 	ctx := context.Background()
 	s.reapIdle(ctx)
+	s.saveIdle(ctx, false)
 	s.pruneAudit(ctx)
 	now := s.now()
-	expired, err := s.st.ListSandboxes(ctx, store.SandboxFilter{State: store.StateRunning, ExpiredBy: now})
-	if err != nil {
+	if err := s.reapExpired(ctx, now); err != nil {
 		s.log.Error("reaper: list expired sandboxes", "err", err)
 		return time.Time{}
-	}
-	for _, rec := range expired {
-		if err := s.expire(ctx, rec.ID); err != nil {
-			s.log.Error("reaper: stop expired sandbox", "sandbox", rec.ID, "err", err)
-		}
 	}
 	// One that could not be stopped is retried after ReapInterval, not
 	// in a tight loop.
@@ -89,6 +84,20 @@ func (s *Service) reapOnce() time.Time {
 		return time.Time{}
 	}
 	return next
+}
+
+// reapExpired stops the running sandboxes whose deadline is past at now.
+func (s *Service) reapExpired(ctx context.Context, now time.Time) error {
+	expired, err := s.st.ListSandboxes(ctx, store.SandboxFilter{State: store.StateRunning, ExpiredBy: now})
+	if err != nil {
+		return err
+	}
+	for _, rec := range expired {
+		if err := s.expire(ctx, rec.ID); err != nil {
+			s.log.Error("reaper: stop expired sandbox", "sandbox", rec.ID, "err", err)
+		}
+	}
+	return nil
 }
 
 // expire stops one sandbox if, under its lock, it is still running and
@@ -103,6 +112,8 @@ func (s *Service) expire(ctx context.Context, id string) error {
 	if rec.State != store.StateRunning || rec.ExpiresAt.After(s.now()) {
 		return nil
 	}
+	// It ended at its deadline, even when no daemon ran then to see it.
+	rec.EndedAt = rec.ExpiresAt
 	return s.stopLocked(ctx, Caller{}, rec, ReasonExpired)
 }
 
@@ -111,17 +122,27 @@ func (s *Service) expire(ctx context.Context, id string) error {
 // sandboxes nobody owns any more are destroyed so they stop holding memory,
 // disk and uid ranges.
 func (s *Service) reconcile(ctx context.Context) error {
+	idle, err := s.st.IdleSince(ctx)
+	if err != nil {
+		return fmt.Errorf("reconcile: %w", err)
+	}
 	for _, state := range []string{store.StateCreating, store.StateRunning} {
 		recs, err := s.st.ListSandboxes(ctx, store.SandboxFilter{State: state})
 		if err != nil {
 			return fmt.Errorf("reconcile: list %s sandboxes: %w", state, err)
 		}
 		for _, rec := range recs {
-			if err := s.reattach(ctx, rec); err != nil {
+			if err := s.reattach(ctx, rec, idle[rec.ID]); err != nil {
 				return err
 			}
 		}
 	}
+	// Deadlines and idle timers went on while no daemon ran: what is past
+	// them is stopped before anyone is served.
+	if err := s.reapExpired(ctx, s.now()); err != nil {
+		return fmt.Errorf("reconcile: list expired sandboxes: %w", err)
+	}
+	s.reapIdle(ctx)
 	ids, err := s.rt.List(ctx)
 	if err != nil {
 		return fmt.Errorf("reconcile: list runtime sandboxes: %w", err)
@@ -136,8 +157,9 @@ func (s *Service) reconcile(ctx context.Context) error {
 
 // reattach keeps a live record whose runtime sandbox answers, and marks it
 // failed otherwise. A record left in creating by a crash mid-create is
-// running if the runtime finished the job.
-func (s *Service) reattach(ctx context.Context, rec store.Sandbox) error {
+// running if the runtime finished the job. Its idle timer goes on from
+// lastUse, when saved (else it starts now).
+func (s *Service) reattach(ctx context.Context, rec store.Sandbox, lastUse time.Time) error {
 	sb, err := s.rt.Get(ctx, rec.ID)
 	if err == nil {
 		if nerr := s.reattachNetwork(ctx, rec, sb); nerr != nil {
@@ -147,7 +169,10 @@ func (s *Service) reattach(ctx context.Context, rec store.Sandbox) error {
 		}
 	}
 	if err == nil {
-		s.idle.watch(rec.ID, time.Duration(rec.IdleTimeoutS)*time.Second, s.now())
+		if now := s.now(); lastUse.IsZero() || lastUse.After(now) {
+			lastUse = now
+		}
+		s.idle.watch(rec.ID, time.Duration(rec.IdleTimeoutS)*time.Second, lastUse)
 		s.meterResume(ctx, rec)
 		s.adoptJobs(ctx, rec, sb)
 	}

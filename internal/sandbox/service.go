@@ -186,6 +186,7 @@ func (s *Service) Close() error {
 	s.stopOnce.Do(func() {
 		close(s.stop)
 		<-s.done
+		s.saveIdle(context.Background(), true)
 		s.endLife()
 		s.followers.Wait() // they write their last output to the audit log
 		s.closeNetwork()

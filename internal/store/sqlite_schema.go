@@ -98,6 +98,10 @@ var migrations = []string{
 	tasksSchema,
 	// Tenant storage quotas and what each tenant keeps (sqlite_storage.go).
 	storageSchema,
+	// When each sandbox was last used, for idle timers that go on across
+	// a restart (sqlite_idle.go). Not one of sandboxCols: written on its
+	// own, it never races a whole-row write.
+	`ALTER TABLE sandboxes ADD COLUMN idle_since INTEGER;`,
 }
 
 // migrate applies the migrations the database has not run yet, in one

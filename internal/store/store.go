@@ -259,6 +259,12 @@ type Store interface {
 	UsageByTenant(ctx context.Context, f UsageFilter) ([]TenantUsage, error)
 	// CountSandboxes counts sandbox records by state.
 	CountSandboxes(ctx context.Context) (map[string]int, error)
+	// SaveIdle records when each sandbox was last used, which starts its
+	// idle timer, for the daemon that runs after this one.
+	SaveIdle(ctx context.Context, last map[string]time.Time) error
+	// IdleSince returns the last use saved of each live (creating or
+	// running) sandbox that has one.
+	IdleSince(ctx context.Context) (map[string]time.Time, error)
 
 	// AppendEvents stores tenant events in one transaction, setting each
 	// one's ID (ascending, never reused), and creates the deliveries each
