@@ -59,7 +59,12 @@ func (c *Client) DeleteKey(ctx context.Context, id string) error {
 
 // ServerInfo is what GET /v1/server tells an admin of the server.
 type ServerInfo struct {
-	DataDir string `json:"data_dir"`
+	DataDir       string `json:"data_dir"`
+	Version       string `json:"version"`
+	AgentProtocol int    `json:"agent_protocol"`
+	// SandboxAgents counts the running sandboxes by the agent protocol
+	// version they speak ("unknown" where it could not be had).
+	SandboxAgents map[string]int `json:"sandbox_agents"`
 }
 
 // ServerInfo asks the server about itself (admin key).

@@ -27,6 +27,9 @@ type Sandbox struct {
 	Network   *NetworkPolicy    `json:"network,omitempty"`
 	// IdleTimeout is 0 when the sandbox has no idle timeout.
 	IdleTimeoutS int64 `json:"idle_timeout_s,omitempty"`
+	// AgentVersion is the protocol version of the sandbox's agent (from
+	// GetSandbox of a running sandbox; 0 when not known).
+	AgentVersion int `json:"agent_version,omitempty"`
 }
 
 // Limits are a sandbox's resource limits.

@@ -2,12 +2,15 @@ package e2e
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
 )
 
 // restartServer kills (kill -9) or stops (SIGTERM) s's daemon, waits
@@ -198,6 +201,89 @@ func TestDeadlinesSurviveRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			assertNoSandboxesLeft(t, s, short.ID, idle.ID, kept.ID)
+		})
+	}
+}
+
+// TestUpgradeInPlace: a newer airlock binary started on the data dir an
+// older one ran (two builds, two version strings) re-attaches the older
+// one's sandbox with everything alive in it: its background process (same
+// pid, output unbroken), its session's shell state and its terminal; the
+// server and airlock doctor say which version runs and which agent
+// protocol the sandbox speaks; the audit chain verifies across both.
+func TestUpgradeInPlace(t *testing.T) {
+	for _, how := range []string{"kill -9", "SIGTERM"} {
+		t.Run(strings.ReplaceAll(how, " ", ""), func(t *testing.T) {
+			older := linuxtest.BuildVersion(t, "v0.1.0-old")
+			newer := linuxtest.BuildVersion(t, "v0.2.0-new")
+			s := startServerBin(t, older, "")
+			c := s.admin()
+			if si := must[client.ServerInfo](t)(c.ServerInfo(ctx)); si.Version != "v0.1.0-old" {
+				t.Fatalf("the older server says it is %q", si.Version)
+			}
+			sb := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{}))
+			counter := must[client.Process](t)(c.StartProcess(ctx, sb.ID, client.ExecRequest{Command: "i=0; while :; do echo $i; i=$((i+1)); sleep 0.1; done"}, "counter"))
+			ex := must[client.Session](t)(c.CreateSession(ctx, sb.ID, client.SessionRequest{}))
+			if res := must[client.SessionResult](t)(c.SessionExec(ctx, sb.ID, ex.ID, "cd /tmp && export UP=old", time.Minute)); res.ExitCode != 0 {
+				t.Fatalf("session setup: %+v", res)
+			}
+			it := must[client.Session](t)(c.CreateSession(ctx, sb.ID, client.SessionRequest{Mode: "interactive"}))
+			term := must[*client.Terminal](t)(c.AttachSession(ctx, sb.ID, it.ID))
+			term.Write(ctx, []byte("echo first-$((2*2))\r"))
+			readUntil(t, term, "first-4")
+			waitFor(t, c, sb.ID, counter.Pid, "\n5\n")
+
+			s.bin = newer
+			restartServer(t, s, how, time.Second)
+			c = s.admin()
+			si := must[client.ServerInfo](t)(c.ServerInfo(ctx))
+			if si.Version != "v0.2.0-new" || si.SandboxAgents[strconv.Itoa(si.AgentProtocol)] != 1 {
+				t.Errorf("the newer server: %+v", si)
+			}
+			if got := must[client.Sandbox](t)(c.GetSandbox(ctx, sb.ID)); got.State != "running" || got.AgentVersion != si.AgentProtocol {
+				t.Errorf("the sandbox after the upgrade: %s, agent %d", got.State, got.AgentVersion)
+			}
+			out, code := s.cli(s.adminKey, "doctor")
+			if !strings.Contains(out, "server        v0.2.0-new") || !strings.Contains(out, fmt.Sprintf("running sandboxes by agent protocol: %d: 1", si.AgentProtocol)) {
+				t.Errorf("airlock doctor (exit %d) does not say the version and agents:\n%s", code, out)
+			}
+
+			procs := must[[]client.Process](t)(c.ListProcesses(ctx, sb.ID))
+			if len(procs) != 1 || procs[0].Pid != counter.Pid || procs[0].State != "running" {
+				t.Fatalf("processes after the upgrade: %+v", procs)
+			}
+			waitFor(t, c, sb.ID, counter.Pid, "\n30\n")
+			var buf strings.Builder
+			if _, _, _, err := c.ProcessOutput(ctx, sb.ID, counter.Pid, 0, false, &buf, nil); err != nil {
+				t.Fatal(err)
+			}
+			for i, l := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
+				if l != strconv.Itoa(i) {
+					t.Fatalf("the counter's line %d is %q after the upgrade", i, l)
+				}
+			}
+			res := must[client.SessionResult](t)(c.SessionExec(ctx, sb.ID, ex.ID, "pwd; echo $UP", time.Minute))
+			if res.Output != "/tmp\nold\n" {
+				t.Errorf("the session after the upgrade: %+v", res)
+			}
+			term2 := must[*client.Terminal](t)(c.AttachSessionAt(ctx, sb.ID, it.ID, term.Offset()))
+			term2.Write(ctx, []byte("echo second-$((3*3))\r"))
+			readUntil(t, term2, "second-9")
+			term2.Close()
+			// A sandbox the newer binary starts works beside it.
+			fresh := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{}))
+			if r := must[client.ExecResult](t)(c.Exec(ctx, fresh.ID, client.ExecRequest{Command: "echo fresh"})); r.Stdout != "fresh\n" {
+				t.Errorf("a new sandbox after the upgrade: %+v", r)
+			}
+			if v := must[client.AuditVerify](t)(c.VerifyAudit(ctx, sb.ID)); !v.OK {
+				t.Errorf("audit chain across the upgrade: %+v", v)
+			}
+			for _, id := range []string{sb.ID, fresh.ID} {
+				if err := c.DeleteSandbox(ctx, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			assertNoSandboxesLeft(t, s, sb.ID, fresh.ID)
 		})
 	}
 }

@@ -43,6 +43,13 @@ func startServer(t *testing.T, dataDir string, args ...string) *server {
 	t.Helper()
 	linuxtest.Require(t)
 	bin, _ := linuxtest.Build(t)
+	return startServerBin(t, bin, dataDir, args...)
+}
+
+// startServerBin is startServer running the airlock binary bin.
+func startServerBin(t *testing.T, bin, dataDir string, args ...string) *server {
+	t.Helper()
+	linuxtest.Require(t)
 	if dataDir == "" {
 		d := linuxtest.StateDir(t)
 		dataDir = d

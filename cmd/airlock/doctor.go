@@ -11,12 +11,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/agent"
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 	"github.com/airlockhq/airlock/internal/runtime/linux/cgroups"
 	"github.com/airlockhq/airlock/internal/runtime/linux/landlock"
 	"github.com/airlockhq/airlock/internal/runtime/linux/quota"
-
 	"github.com/airlockhq/airlock/internal/runtime/linux/seccomp"
+	"github.com/airlockhq/airlock/internal/version"
 )
 
 // doctorCmd prints what this host offers and which protections sandboxes
@@ -37,7 +39,7 @@ given.`)
 	if err := noArgs(fs, args); err != nil {
 		return err
 	}
-	dataDir, from := doctorDataDir(*given)
+	dataDir, from, si := doctorDataDir(*given)
 	if _, err := os.Stat(dataDir); *given != "" && err != nil {
 		return badInput("doctor", "--data-dir %s: %v", dataDir, errors.Unwrap(err))
 	}
@@ -45,6 +47,11 @@ given.`)
 	for i, f := range []string{"ostype", "osrelease", "version"} {
 		b, _ := os.ReadFile("/proc/sys/kernel/" + f)
 		uname[i] = strings.TrimSpace(string(b))
+	}
+	fmt.Printf("airlock %s (agent protocol %d)\n", version.String(), agent.ProtocolVersion)
+	if si != nil {
+		fmt.Printf("  server        %s at %s, agent protocol %d; running sandboxes by agent protocol: %s\n",
+			si.Version, serverURL(), si.AgentProtocol, agentCounts(si.SandboxAgents))
 	}
 	fmt.Printf("host\n  kernel        %s %s\n  user          uid %d", uname[0], uname[1], os.Geteuid())
 	if os.Geteuid() != 0 {
@@ -99,29 +106,51 @@ given.`)
 
 // doctorDataDir picks the data dir doctor reports on, and says why that
 // one: the one given (flag or environment), else the running server's,
-// else the default (what a server started without --data-dir uses).
-func doctorDataDir(given string) (dir, from string) {
-	switch {
-	case given != "":
-		return given, "given with --data-dir"
-	case dataDirEnv() != "":
-		return dataDirEnv(), "from $AIRLOCK_DATA_DIR"
-	}
+// else the default (what a server started without --data-dir uses). si is
+// what the server at $AIRLOCK_URL said of itself, if it answered.
+func doctorDataDir(given string) (dir, from string, si *client.ServerInfo) {
 	c := remote()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := c.Health(ctx); err != nil {
-		return defaultDataDir(), "the default; no server answers at " + serverURL()
+	var err error
+	if err = c.Health(ctx); err == nil {
+		var info client.ServerInfo
+		if info, err = c.ServerInfo(ctx); err == nil {
+			si = &info
+		}
 	}
-	si, err := c.ServerInfo(ctx)
-	if err == nil && si.DataDir != "" {
-		return si.DataDir, "the data dir of the server at " + serverURL()
+	switch {
+	case given != "":
+		return given, "given with --data-dir", si
+	case dataDirEnv() != "":
+		return dataDirEnv(), "from $AIRLOCK_DATA_DIR", si
+	case si != nil && si.DataDir != "":
+		return si.DataDir, "the data dir of the server at " + serverURL(), si
+	case si == nil && !errors.As(err, new(*client.Error)):
+		return defaultDataDir(), "the default; no server answers at " + serverURL(), nil
 	}
 	why := "it did not say"
 	if err != nil {
 		why = explain(err).Error()
 	}
-	return defaultDataDir(), "the default; the server at " + serverURL() + " answers but did not say its own: " + why
+	return defaultDataDir(), "the default; the server at " + serverURL() + " answers but did not say its own: " + why, si
+}
+
+// agentCounts shows sandbox counts by agent protocol, newest first.
+func agentCounts(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(keys)))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s: %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 func yesNo(ok bool, detail string) string {

@@ -16,7 +16,7 @@ var helpVerbs = [][]string{
 	{"audit"}, {"audit", "verify"}, {"audit", "export"}, {"audit", "key"},
 	{"replay"}, {"events"}, {"webhooks"}, {"webhooks", "add"}, {"webhooks", "ls"}, {"webhooks", "rm"}, {"webhooks", "deliveries"},
 	{"metrics"}, {"usage"}, {"task"}, {"task", "run"}, {"task", "ls"}, {"task", "get"}, {"task", "cancel"},
-	{"template"}, {"template", "build"}, {"template", "ls"}, {"template", "rm"}, {"mcp"}, {"teardown"},
+	{"template"}, {"template", "build"}, {"template", "ls"}, {"template", "rm"}, {"mcp"}, {"teardown"}, {"version"},
 }
 
 // TestEveryHelpExitsZeroOnStdout: --help, -h and help VERB print the

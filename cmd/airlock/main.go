@@ -21,6 +21,7 @@ Usage:
   airlock doctor [--data-dir DIR]        report which protections this host enforces
   airlock bench spawn|api|egress         measure the runtime, the API, the egress proxy
   airlock teardown [--data-dir DIR]      destroy every sandbox of a data dir, unmount its disk pool
+  airlock version                        print this binary's version and agent protocol
 
 On a server ($AIRLOCK_URL, default http://127.0.0.1:7070) with the key
 $AIRLOCK_API_KEY, else the admin.key in the data dir:
@@ -62,7 +63,7 @@ var commands = map[string]func(args []string) error{
 	"tenants": tenantsCmd, "secrets": secretsCmd, "keys": keysCmd,
 	"audit": auditCmd, "replay": replayCmd, "events": eventsCmd, "webhooks": webhooksCmd,
 	"metrics": metricsCmd, "usage": usageCmd, "task": taskCmd, "template": templateCmd,
-	"mcp": mcpCmd, "teardown": teardownCmd,
+	"mcp": mcpCmd, "teardown": teardownCmd, "version": versionCmd,
 }
 
 func main() {

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/agent"
 	"github.com/airlockhq/airlock/internal/api"
 	"github.com/airlockhq/airlock/internal/console"
 	"github.com/airlockhq/airlock/internal/egress"
@@ -188,7 +189,8 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		d.close()
 		return nil, fmt.Errorf("tasks: %w", err)
 	}
-	d.handler = api.New(d.mgr, st, api.Options{Tasks: d.tasks, Metrics: d.metrics, Events: d.events, TraceContext: d.tracing.Enabled, AuditSigner: box.Signer(), DataDir: dataDir})
+	d.handler = api.New(d.mgr, st, api.Options{Tasks: d.tasks, Metrics: d.metrics, Events: d.events, TraceContext: d.tracing.Enabled, AuditSigner: box.Signer(), DataDir: dataDir,
+		AgentProtocol: agent.ProtocolVersion})
 	return d, nil
 }
 

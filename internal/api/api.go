@@ -45,6 +45,9 @@ type Options struct {
 	// DataDir is the server's data dir, which GET /v1/server tells admins
 	// (airlock doctor checks the dir the server runs on).
 	DataDir string
+	// AgentProtocol is the agent protocol version this binary's sandboxes
+	// speak, reported by GET /v1/server.
+	AgentProtocol int
 }
 
 type server struct {
@@ -64,7 +67,8 @@ type server struct {
 	// tasks: see Options.Tasks.
 	tasks *tasks.Service
 	// dataDir: see Options.DataDir.
-	dataDir string
+	dataDir       string
+	agentProtocol int
 }
 
 // route is one entry of the API. The same table registers the handlers and
@@ -174,6 +178,7 @@ func New(m sandbox.Manager, st store.Store, opts Options) http.Handler {
 	s.events = opts.Events
 	s.tasks = opts.Tasks
 	s.dataDir = opts.DataDir
+	s.agentProtocol = opts.AgentProtocol
 	if s.keepAlive <= 0 {
 		s.keepAlive = 15 * time.Second
 	}

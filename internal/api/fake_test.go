@@ -125,6 +125,11 @@ func (m *fakeManager) Get(_ context.Context, c sandbox.Caller, id string) (store
 	return m.lookup(c, id)
 }
 
+// AgentVersion: the fake's sandboxes have no agent to ask.
+func (m *fakeManager) AgentVersion(context.Context, store.Sandbox) int { return 0 }
+
+func (m *fakeManager) AgentVersions(context.Context) (map[int]int, error) { return map[int]int{}, nil }
+
 func (m *fakeManager) List(_ context.Context, c sandbox.Caller, f store.SandboxFilter) ([]store.Sandbox, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

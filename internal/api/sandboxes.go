@@ -33,6 +33,9 @@ type sandboxJSON struct {
 	Network   networkJSON       `json:"network"`
 	// IdleTimeoutS is 0 when the sandbox has no idle timeout.
 	IdleTimeoutS int64 `json:"idle_timeout_s"`
+	// AgentVersion is the protocol version of the running sandbox's agent
+	// (GET of one sandbox only; left out when not known).
+	AgentVersion int `json:"agent_version,omitempty"`
 }
 
 type limitsJSON struct {
@@ -197,7 +200,9 @@ func (s *server) getSandbox(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toJSON(sb))
+	out := toJSON(sb)
+	out.AgentVersion = s.m.AgentVersion(r.Context(), sb)
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *server) deleteSandbox(w http.ResponseWriter, r *http.Request) {

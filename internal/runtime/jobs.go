@@ -33,6 +33,13 @@ type JobRunner interface {
 	Forget(ctx context.Context, pid int) error
 }
 
+// AgentVersioner is implemented by sandboxes that can say which protocol
+// version their agent speaks (it may be older than the host's, for a
+// sandbox started by an older binary).
+type AgentVersioner interface {
+	AgentVersion(ctx context.Context) (int, error)
+}
+
 // JobStdin is a job's stdin held open. A write fails once the job has
 // ended.
 type JobStdin interface {

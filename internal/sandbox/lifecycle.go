@@ -16,6 +16,42 @@ func (s *Service) Get(ctx context.Context, c Caller, id string) (store.Sandbox, 
 	return s.resolve(ctx, c, id)
 }
 
+// AgentVersion is the agent protocol version running sandbox rec's init
+// speaks (older than this binary's for a sandbox an older one started), or
+// 0 when it cannot be had (the sandbox is not running, or does not say).
+func (s *Service) AgentVersion(ctx context.Context, rec store.Sandbox) int {
+	if rec.State != store.StateRunning {
+		return 0
+	}
+	sb, err := s.rt.Get(ctx, rec.ID)
+	if err != nil {
+		return 0
+	}
+	av, ok := sb.(runtime.AgentVersioner)
+	if !ok {
+		return 0
+	}
+	v, err := av.AgentVersion(ctx)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// AgentVersions counts the running sandboxes by the agent protocol version
+// they speak (0: not known).
+func (s *Service) AgentVersions(ctx context.Context) (map[int]int, error) {
+	recs, err := s.st.ListSandboxes(ctx, store.SandboxFilter{State: store.StateRunning})
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	out := map[int]int{}
+	for _, rec := range recs {
+		out[s.AgentVersion(ctx, rec)]++
+	}
+	return out, nil
+}
+
 // List returns the caller's sandboxes matching f. The filter's tenant is
 // always the caller's; a token caller sees at most its own sandbox.
 func (s *Service) List(ctx context.Context, c Caller, f store.SandboxFilter) ([]store.Sandbox, error) {

@@ -183,6 +183,11 @@ type Manager interface {
 	CommitTemplate(ctx context.Context, c Caller, req CommitTemplateRequest) (runtime.TemplateInfo, error)
 	DeleteTemplate(ctx context.Context, c Caller, name string) error
 	Get(ctx context.Context, c Caller, id string) (store.Sandbox, error)
+	// AgentVersion is the agent protocol version of a running sandbox, 0
+	// when not known.
+	AgentVersion(ctx context.Context, rec store.Sandbox) int
+	// AgentVersions counts the running sandboxes by agent version (admin).
+	AgentVersions(ctx context.Context) (map[int]int, error)
 	List(ctx context.Context, c Caller, f store.SandboxFilter) ([]store.Sandbox, error)
 	Delete(ctx context.Context, c Caller, id string) error
 	SetTimeout(ctx context.Context, c Caller, id string, d time.Duration) (store.Sandbox, error)

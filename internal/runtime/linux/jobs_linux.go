@@ -9,7 +9,21 @@ import (
 	"github.com/airlockhq/airlock/internal/runtime"
 )
 
-var _ runtime.JobRunner = (*sandbox)(nil)
+var (
+	_ runtime.JobRunner      = (*sandbox)(nil)
+	_ runtime.AgentVersioner = (*sandbox)(nil)
+)
+
+// AgentVersion is the protocol version the sandbox's agent speaks, asked
+// once per sandbox value (the runtime keeps one per live sandbox).
+func (s *sandbox) AgentVersion(ctx context.Context) (int, error) {
+	if err := s.jobsSupported(ctx, 0); err != nil {
+		return 0, err
+	}
+	s.jobsMu.Lock()
+	defer s.jobsMu.Unlock()
+	return s.agentVersion, nil
+}
 
 // Agent protocol versions the job methods need: jobs came with 2, an
 // input held open (which a terminal job needs) with 3.

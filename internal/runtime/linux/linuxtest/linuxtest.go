@@ -87,6 +87,33 @@ func Build(t testing.TB) (airlock, probe string) {
 	return filepath.Join(buildDir, "airlock"), filepath.Join(buildDir, "probe")
 }
 
+var (
+	versionsMu sync.Mutex
+	versions   = map[string]string{}
+)
+
+// BuildVersion builds the airlock binary again with its version string set
+// to v (as a release build's is), for tests of an upgrade in place: two
+// versions' daemons on one data dir. It returns the binary's path.
+func BuildVersion(t testing.TB, v string) string {
+	t.Helper()
+	Build(t) // the build directory, and the first build's cache
+	versionsMu.Lock()
+	defer versionsMu.Unlock()
+	if bin := versions[v]; bin != "" {
+		return bin
+	}
+	bin := filepath.Join(buildDir, "airlock-"+v)
+	cmd := exec.Command("go", "build", "-buildvcs=false", "-ldflags", "-X github.com/airlockhq/airlock/internal/version.Version="+v, "-o", bin, "./cmd/airlock")
+	cmd.Dir = moduleRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build airlock %s: %v\n%s", v, err, out)
+	}
+	versions[v] = bin
+	return bin
+}
+
 // Cleanup removes what Build made; call it from TestMain.
 func Cleanup() {
 	if buildDir != "" {
