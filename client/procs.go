@@ -58,11 +58,45 @@ func (c *Client) ListProcesses(ctx context.Context, id string) ([]Process, error
 // the offset to resume from and, if the process ended, how. Output the
 // server no longer kept is reported in dropped.
 func (c *Client) ProcessOutput(ctx context.Context, id string, pid int, offset int64, follow bool, stdout, stderr io.Writer) (next int64, exit *ExecResult, dropped int64, err error) {
+	return c.output(ctx, sandboxPath(id, fmt.Sprintf("/processes/%d/output", pid)), offset, follow, stdout, stderr)
+}
+
+// ExecInfo describes a command by its exec id.
+type ExecInfo struct {
+	ExecID     string      `json:"exec_id"`
+	Pid        int         `json:"pid,omitempty"`
+	Command    string      `json:"command"`
+	Background bool        `json:"background"`
+	SessionID  string      `json:"session_id,omitempty"`
+	State      string      `json:"state"` // "running", "exited" or "lost"
+	StartedAt  time.Time   `json:"started_at"`
+	EndedAt    time.Time   `json:"ended_at,omitzero"`
+	Exit       *ExecResult `json:"exit,omitempty"`
+	Output     int64       `json:"output_bytes"`
+	OutputKept bool        `json:"output_kept"`
+}
+
+// GetExec describes the command with exec id execID: running, or how it
+// ended (a client whose exec stream a restart of the server cut finds its
+// command here).
+func (c *Client) GetExec(ctx context.Context, id, execID string) (ExecInfo, error) {
+	var in ExecInfo
+	err := c.doJSON(ctx, http.MethodGet, sandboxPath(id, "/execs/"+url.PathEscape(execID)), nil, nil, &in)
+	return in, err
+}
+
+// ExecOutput is ProcessOutput for a command by exec id: one streamed to a
+// client (re-attached after a restart of the server) or a background one.
+func (c *Client) ExecOutput(ctx context.Context, id, execID string, offset int64, follow bool, stdout, stderr io.Writer) (next int64, exit *ExecResult, dropped int64, err error) {
+	return c.output(ctx, sandboxPath(id, "/execs/"+url.PathEscape(execID)+"/output"), offset, follow, stdout, stderr)
+}
+
+func (c *Client) output(ctx context.Context, path string, offset int64, follow bool, stdout, stderr io.Writer) (next int64, exit *ExecResult, dropped int64, err error) {
 	q := url.Values{"offset": {strconv.FormatInt(offset, 10)}}
 	if follow {
 		q.Set("follow", "1")
 	}
-	resp, err := c.do(ctx, http.MethodGet, sandboxPath(id, fmt.Sprintf("/processes/%d/output", pid)), q, nil,
+	resp, err := c.do(ctx, http.MethodGet, path, q, nil,
 		http.Header{"Accept": {"text/event-stream"}})
 	if err != nil {
 		return offset, nil, 0, err

@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -60,7 +62,7 @@ func TestSessionsSurviveRestart(t *testing.T) {
 			// while it is down.
 			cut := make(chan error, 1)
 			go func() {
-				_, err := c.SessionExec(ctx, sb.ID, ex.ID, "sleep 4; echo late > /tmp/late; false", time.Minute)
+				_, err := c.SessionExec(ctx, sb.ID, ex.ID, "sleep 8; echo late > /tmp/late; false", time.Minute)
 				cut <- err
 			}()
 			waitSession(t, c, sb.ID, ex.ID, "busy")
@@ -286,4 +288,107 @@ func TestUpgradeInPlace(t *testing.T) {
 			assertNoSandboxesLeft(t, s, sb.ID, fresh.ID)
 		})
 	}
+}
+
+// TestStreamingExecSurvivesRestart: a command streamed to a client runs as
+// a job, so the daemon going away (kill -9, or SIGTERM past its 10 s
+// drain) cuts the client's stream but not the command. The client (the Go
+// SDK's ExecStream) re-attaches by the exec id of the stream's start event
+// and gets the rest of the output, once, and the real exit status; GET
+// .../execs/{exec_id} says it runs, then how it ended; the audit log has
+// its end and its output once.
+func TestStreamingExecSurvivesRestart(t *testing.T) {
+	for _, how := range []string{"kill -9", "SIGTERM"} {
+		t.Run(strings.ReplaceAll(how, " ", ""), func(t *testing.T) {
+			s := startServer(t, "")
+			c := s.admin()
+			sb := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{}))
+			wait := 4
+			if how == "SIGTERM" {
+				wait = 13 // past the drain, which a shorter command would finish in
+			}
+			type result struct {
+				res client.ExecResult
+				out string
+				err error
+			}
+			done := make(chan result, 1)
+			var out lockedBuffer
+			go func() {
+				res, err := c.ExecStream(ctx, sb.ID, client.ExecRequest{Command: fmt.Sprintf("echo begun; sleep %d; echo done; exit 7", wait)}, &out, nil)
+				done <- result{res, out.String(), err}
+			}()
+			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), "begun"); time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the command never began")
+				}
+			}
+			restartServer(t, s, how, time.Second)
+			c = s.admin()
+			var execID string
+			for _, e := range must[[]client.AuditEvent](t)(c.AuditEvents(ctx, sb.ID, client.AuditQuery{Types: []string{"exec.started"}})) {
+				var d struct {
+					ExecID string `json:"exec_id"`
+				}
+				json.Unmarshal(e.Data, &d)
+				execID = d.ExecID
+			}
+			if in := must[client.ExecInfo](t)(c.GetExec(ctx, sb.ID, execID)); in.State != "running" || !in.OutputKept {
+				t.Errorf("the command after the restart: %+v", in)
+			}
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(time.Duration(wait+15) * time.Second):
+				t.Fatal("the re-attached client never got the end")
+			}
+			if r.err != nil || r.res.ExitCode != 7 || r.out != "begun\ndone\n" || r.res.ExecID != execID {
+				t.Fatalf("the client across the restart: %+v %q %v (exec %s)", r.res, r.out, r.err, execID)
+			}
+			in := must[client.ExecInfo](t)(c.GetExec(ctx, sb.ID, execID))
+			if in.State != "exited" || in.Exit == nil || in.Exit.ExitCode != 7 {
+				t.Errorf("the command's end: %+v", in)
+			}
+			if got := auditedOutput(t, c, sb.ID, execID); got != "begun\ndone\n" {
+				t.Errorf("audited output %q", got)
+			}
+			exits := 0
+			for _, e := range must[[]client.AuditEvent](t)(c.AuditEvents(ctx, sb.ID, client.AuditQuery{Types: []string{"exec.exited"}})) {
+				if strings.Contains(string(e.Data), execID) {
+					exits++
+					if !strings.Contains(string(e.Data), `"exit_code":7`) {
+						t.Errorf("exec.exited: %s", e.Data)
+					}
+				}
+			}
+			if exits != 1 {
+				t.Errorf("%d exec.exited events for %s, want 1", exits, execID)
+			}
+			if v := must[client.AuditVerify](t)(c.VerifyAudit(ctx, sb.ID)); !v.OK {
+				t.Errorf("audit chain: %+v", v)
+			}
+			if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
+				t.Fatal(err)
+			}
+			assertNoSandboxesLeft(t, s, sb.ID)
+		})
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -22,15 +22,16 @@ func (c *Client) Version(ctx context.Context) (int, error) {
 
 // Spawn starts req as a job: a process the agent runs on its own, which
 // outlives this client and its connection, and whose output the agent
-// keeps, up to buffer bytes (0 for DefaultJobBuffer), for Attach; meta
-// (JSON, or nil) is kept with it and given back in its JobInfo. req's
-// streams are not used: its input goes through Input.
-func (c *Client) Spawn(ctx context.Context, req runtime.ExecRequest, buffer int64, meta json.RawMessage) (runtime.JobInfo, error) {
+// keeps, up to opts.Buffer bytes (0 for DefaultJobBuffer), for Attach;
+// opts.Meta (JSON, or nil) is kept with it and given back in its JobInfo.
+// req's streams are not used: its input goes through Input, unless
+// opts.CloseStdin closes it at once (version 4).
+func (c *Client) Spawn(ctx context.Context, req runtime.ExecRequest, opts runtime.JobOptions) (runtime.JobInfo, error) {
 	wire, err := execWire(OpSpawn, req)
 	if err != nil {
 		return runtime.JobInfo{}, fmt.Errorf("agent spawn: %w", err)
 	}
-	wire.BufferBytes, wire.Meta = buffer, meta
+	wire.BufferBytes, wire.Meta, wire.Close = opts.Buffer, opts.Meta, opts.CloseStdin
 	var info JobInfo
 	if err := c.call(ctx, wire, &info); err != nil {
 		return runtime.JobInfo{}, fmt.Errorf("agent spawn: %w", err)
@@ -51,20 +52,21 @@ func (j JobInfo) runtime() runtime.JobInfo {
 	return out
 }
 
-// Attach sends job pid's output from offset on to out and, with follow,
-// what it writes next until it ends. Cancelling ctx detaches; the job goes
+// Attach sends job pid's output from offset on to out and, as mode says,
+// what it writes next until it ends (AttachHold: version 4). Cancelling ctx detaches; the job goes
 // on.
-func (c *Client) Attach(ctx context.Context, pid int, offset int64, follow bool, out func(runtime.JobOutput) error) (runtime.JobEnd, error) {
-	end, err := c.attach(ctx, pid, offset, follow, out)
+func (c *Client) Attach(ctx context.Context, pid int, offset int64, mode runtime.AttachMode, out func(runtime.JobOutput) error) (runtime.JobEnd, error) {
+	end, err := c.attach(ctx, pid, offset, mode, out)
 	if err != nil {
 		return end, fmt.Errorf("agent attach %d: %w", pid, err)
 	}
 	return end, nil
 }
 
-func (c *Client) attach(ctx context.Context, pid int, offset int64, follow bool, out func(runtime.JobOutput) error) (runtime.JobEnd, error) {
+func (c *Client) attach(ctx context.Context, pid int, offset int64, mode runtime.AttachMode, out func(runtime.JobOutput) error) (runtime.JobEnd, error) {
 	end := runtime.JobEnd{Next: offset}
-	cc, err := c.open(ctx, Request{Op: OpAttach, Pid: pid, Offset: offset, Follow: follow})
+	cc, err := c.open(ctx, Request{Op: OpAttach, Pid: pid, Offset: offset,
+		Follow: mode != runtime.AttachRead, Hold: mode == runtime.AttachHold})
 	if err != nil {
 		return end, err
 	}

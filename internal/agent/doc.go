@@ -60,13 +60,17 @@
 //	remove  -> r {}
 //	rename  -> r {}
 //	spawn   -> r JobInfo; starts a job (fields as for exec, and
-//	           "buffer_bytes"): a process whose tree does not die with the
+//	           "buffer_bytes", and "close" (version 4) for a stdin closed
+//	           at once): a process whose tree does not die with the
 //	           connection, whose output the agent keeps (the newest
 //	           buffer_bytes) and whose exit status it keeps until forget
-//	attach  {"pid","offset","follow"} -> a, then o/e (and an 'a' again
+//	attach  {"pid","offset","follow","hold"} -> a, then o/e (and an 'a' again
 //	           where a follower fell behind the buffer), k while waiting;
 //	           x when the job has ended, else (not following) r JobInfo.
-//	           Closing the connection leaves the job running.
+//	           Closing the connection leaves the job running. With
+//	           "hold" (version 4) the job drops none of its output this
+//	           reader has not been sent: its process waits for the reader
+//	           (as it would on a full pipe), until the reader goes away
 //	input   {"pid","close"} client sends d* (w for a terminal) then z ->
 //	           r {}; "close" closes the job's stdin after it. One input
 //	           op at a time per job; it may stay open as long as the job

@@ -103,9 +103,16 @@ func (s *server) spawn(c *opConn, req Request) error {
 		s.jobs.mu.Unlock()
 		return err
 	}
+	if req.Close {
+		// Nothing to read: as an exec's /dev/null.
+		l.io.stdin.Close()
+	}
 	s.jobs.seq++
 	j := &job{pid: l.pid, seq: s.jobs.seq, started: l.at, tty: l.io.tty, meta: req.Meta, out: outbuf.New[jobEnd](size),
 		done: make(chan struct{}), stdin: l.io.stdin}
+	if req.Close {
+		j.stdin = nil
+	}
 	// A pid is reused only after its process was reaped, so an entry
 	// under it is an ended job, which the new one replaces.
 	s.jobs.m[l.pid] = j
@@ -175,6 +182,12 @@ func (s *server) attach(c *opConn, req Request) error {
 	if _, end := j.out.Span(); req.Offset < 0 || req.Offset > end {
 		return errorf(CodeInvalid, "offset %d: job %d has written %d bytes", req.Offset, j.pid, end)
 	}
+	var held *outbuf.Hold[jobEnd]
+	if req.Hold {
+		h := j.out.Hold(req.Offset)
+		defer h.Release()
+		held = h
+	}
 	gone := make(chan struct{})
 	go func() {
 		// The client sends nothing; anything, or the end, means it left.
@@ -202,6 +215,9 @@ func (s *server) attach(c *opConn, req Request) error {
 			}
 		}
 		off = v.Next
+		if held != nil {
+			held.Advance(off) // sent: the job may drop it now
+		}
 		switch {
 		case v.Done && v.Ended.err != "":
 			return errorf(CodeInternal, "job %d: %s", j.pid, v.Ended.err)

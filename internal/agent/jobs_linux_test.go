@@ -25,7 +25,11 @@ func attachAll(t *testing.T, ctx context.Context, c *Client, pid int, off int64,
 	var a attached
 	var buf bytes.Buffer
 	next := off
-	end, err := c.Attach(ctx, pid, off, follow, func(o runtime.JobOutput) error {
+	mode := runtime.AttachRead
+	if follow {
+		mode = runtime.AttachFollow
+	}
+	end, err := c.Attach(ctx, pid, off, mode, func(o runtime.JobOutput) error {
 		if o.Dropped > 0 {
 			a.dropped += o.Dropped
 			next = o.Offset
@@ -49,7 +53,7 @@ func TestJobOutlivesItsClient(t *testing.T) {
 	for mode, c := range servers(t, t.TempDir()) {
 		t.Run(mode, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
-			info, err := c.Spawn(ctx, runtime.ExecRequest{Shell: `i=0; while [ $i -lt 30 ]; do echo $i; i=$((i+1)); sleep 0.02; done; echo oops >&2; exit 7`}, 0, json.RawMessage(`{"tag":"counter"}`))
+			info, err := c.Spawn(ctx, runtime.ExecRequest{Shell: `i=0; while [ $i -lt 30 ]; do echo $i; i=$((i+1)); sleep 0.02; done; echo oops >&2; exit 7`}, runtime.JobOptions{Meta: json.RawMessage(`{"tag":"counter"}`)})
 			cancel() // the client goes away at once
 			if err != nil {
 				t.Fatal(err)
@@ -98,7 +102,7 @@ func TestJobOutlivesItsClient(t *testing.T) {
 func TestJobOutputIsBounded(t *testing.T) {
 	c := startReaper(t, t.TempDir())
 	const bound = 64 << 10
-	info, err := c.Spawn(context.Background(), runtime.ExecRequest{Shell: `head -c 1048576 /dev/zero | tr '\0' a; echo END`}, bound, nil)
+	info, err := c.Spawn(context.Background(), runtime.ExecRequest{Shell: `head -c 1048576 /dev/zero | tr '\0' a; echo END`}, runtime.JobOptions{Buffer: bound})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +129,7 @@ func TestJobOutputIsBounded(t *testing.T) {
 // detaches leaves the job running; closing stdin ends a reader.
 func TestJobInputAndDetach(t *testing.T) {
 	c := startReaper(t, t.TempDir())
-	info, err := c.Spawn(context.Background(), runtime.ExecRequest{Argv: []string{"cat"}}, 0, nil)
+	info, err := c.Spawn(context.Background(), runtime.ExecRequest{Argv: []string{"cat"}}, runtime.JobOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +159,7 @@ func TestJobInputAndDetach(t *testing.T) {
 
 func TestJobTimeoutKillsIt(t *testing.T) {
 	c := startReaper(t, t.TempDir())
-	info, err := c.Spawn(context.Background(), runtime.ExecRequest{Argv: []string{"sleep", "1000"}, Timeout: 200 * time.Millisecond}, 0, nil)
+	info, err := c.Spawn(context.Background(), runtime.ExecRequest{Argv: []string{"sleep", "1000"}, Timeout: 200 * time.Millisecond}, runtime.JobOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,10 +174,10 @@ func TestJobRefusals(t *testing.T) {
 	if v, err := c.Version(context.Background()); err != nil || v != ProtocolVersion {
 		t.Errorf("version %d, %v", v, err)
 	}
-	if _, err := c.Spawn(context.Background(), runtime.ExecRequest{Argv: []string{"true"}}, MaxJobBuffer+1, nil); !errors.Is(err, runtime.ErrInvalid) {
+	if _, err := c.Spawn(context.Background(), runtime.ExecRequest{Argv: []string{"true"}}, runtime.JobOptions{Buffer: MaxJobBuffer + 1}); !errors.Is(err, runtime.ErrInvalid) {
 		t.Errorf("a buffer over the bound: %v", err)
 	}
-	info, err := c.Spawn(context.Background(), runtime.ExecRequest{Argv: []string{"sleep", "1000"}}, 0, nil)
+	info, err := c.Spawn(context.Background(), runtime.ExecRequest{Argv: []string{"sleep", "1000"}}, runtime.JobOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +189,7 @@ func TestJobRefusals(t *testing.T) {
 		t.Errorf("forget a running job: %v", err)
 	}
 	big := json.RawMessage(`"` + strings.Repeat("m", MaxJobMeta) + `"`)
-	if _, err := c.Spawn(context.Background(), runtime.ExecRequest{Argv: []string{"true"}}, 0, big); !errors.Is(err, runtime.ErrInvalid) {
+	if _, err := c.Spawn(context.Background(), runtime.ExecRequest{Argv: []string{"true"}}, runtime.JobOptions{Meta: big}); !errors.Is(err, runtime.ErrInvalid) {
 		t.Errorf("meta over the bound: %v", err)
 	}
 	if err := c.Forget(context.Background(), 99999); !errors.Is(err, runtime.ErrNotFound) {
@@ -204,7 +208,7 @@ func TestJobTerminalInputHeldOpen(t *testing.T) {
 	for mode, c := range servers(t, t.TempDir()) {
 		t.Run(mode, func(t *testing.T) {
 			ctx := context.Background()
-			info, err := c.Spawn(ctx, runtime.ExecRequest{Argv: []string{"/bin/sh", "-i"}, TTY: &runtime.TTYSize{Cols: 80, Rows: 24}}, 0, nil)
+			info, err := c.Spawn(ctx, runtime.ExecRequest{Argv: []string{"/bin/sh", "-i"}, TTY: &runtime.TTYSize{Cols: 80, Rows: 24}}, runtime.JobOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -43,8 +43,11 @@ const (
 // (an empty ping result) had no jobs: spawn, attach, input, jobs, forget.
 // Version 2's input op held a job's stdin past the job's end, so a client
 // keeping one open (a terminal's) kept the job from ending: version 3
-// ends it with the job, and only then are terminal jobs used.
-const ProtocolVersion = 3
+// ends it with the job, and only then are terminal jobs used. Version 4
+// adds attach's "hold" (a reader that slows the job rather than lose its
+// output) and spawn's "close" (stdin closed at once), with which a
+// command streamed to a client runs as a job.
+const ProtocolVersion = 4
 
 // PingResult is the result of ping.
 type PingResult struct {
@@ -94,10 +97,14 @@ type Request struct {
 	Meta        json.RawMessage `json:"meta,omitempty"`
 
 	// attach: from which output offset, and whether to follow until the
-	// job ends; input: close the job's stdin after this input
+	// job ends; input: close the job's stdin after this input; spawn
+	// (version 4): start the job with its stdin closed
 	Offset int64 `json:"offset,omitempty"`
 	Follow bool  `json:"follow,omitempty"`
 	Close  bool  `json:"close,omitempty"`
+	// Hold (attach, version 4): while attached, the job's output is not
+	// dropped past what this reader has read; its process waits instead.
+	Hold bool `json:"hold,omitempty"`
 
 	// signal; attach, input and forget name their job by pid
 	Pid    int  `json:"pid,omitempty"`

@@ -111,6 +111,8 @@ var routes = []route{
 	{"GET", "/v1/sandboxes/{id}/sessions/{sid}/attach", sandboxRoute, (*server).attachSession},
 	{"GET", "/v1/sandboxes/{id}/processes", sandboxRoute, (*server).listProcesses},
 	{"GET", "/v1/sandboxes/{id}/processes/{pid}/output", sandboxRoute, (*server).processOutput},
+	{"GET", "/v1/sandboxes/{id}/execs/{exec_id}", sandboxRoute, (*server).getExec},
+	{"GET", "/v1/sandboxes/{id}/execs/{exec_id}/output", sandboxRoute, (*server).execOutput},
 	{"POST", "/v1/sandboxes/{id}/processes/{pid}/stdin", sandboxRoute, (*server).writeStdin},
 	{"POST", "/v1/sandboxes/{id}/processes/{pid}/stdin/close", sandboxRoute, (*server).closeStdin},
 	{"POST", "/v1/sandboxes/{id}/processes/{pid}/signal", sandboxRoute, (*server).signalProcess},

@@ -144,10 +144,11 @@ func (st *sseStream) keepAlive(every time.Duration) (stop func()) {
 	}
 }
 
-func (st *sseStream) Started(pid int) error {
+func (st *sseStream) Started(pid int, execID string) error {
 	return st.event("start", struct {
-		Pid int `json:"pid"`
-	}{pid})
+		Pid    int    `json:"pid"`
+		ExecID string `json:"exec_id"`
+	}{pid, execID})
 }
 
 func (st *sseStream) Stdout(p []byte) error {

@@ -125,6 +125,21 @@ func (m *fakeManager) Get(_ context.Context, c sandbox.Caller, id string) (store
 	return m.lookup(c, id)
 }
 
+// GetExec: the fake keeps no commands.
+func (m *fakeManager) GetExec(_ context.Context, c sandbox.Caller, id, execID string) (sandbox.ExecInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.lookup(c, id); err != nil {
+		return sandbox.ExecInfo{}, err
+	}
+	return sandbox.ExecInfo{}, fmt.Errorf("%w: no command %s", sandbox.ErrNotFound, execID)
+}
+
+func (m *fakeManager) ExecOutput(ctx context.Context, c sandbox.Caller, id, execID string, _ int64, _ bool, _ sandbox.ProcStream) error {
+	_, err := m.GetExec(ctx, c, id, execID)
+	return err
+}
+
 // AgentVersion: the fake's sandboxes have no agent to ask.
 func (m *fakeManager) AgentVersion(context.Context, store.Sandbox) int { return 0 }
 
@@ -200,7 +215,7 @@ func (m *fakeManager) ExecStream(_ context.Context, c sandbox.Caller, id string,
 	if stream != nil {
 		return stream(s)
 	}
-	if err := s.Started(7); err != nil {
+	if err := s.Started(7, "ex-fake"); err != nil {
 		return sandbox.ExecResult{}, err
 	}
 	if err := s.Stdout([]byte("out")); err != nil {

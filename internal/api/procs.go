@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -62,18 +63,55 @@ func (p procSSE) End(next int64) error {
 }
 
 func (s *server) processOutput(w http.ResponseWriter, r *http.Request) {
-	if err := checkQuery(r, []string{"offset", "follow"}); err != nil {
+	pid, err := pidOf(r)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	pid, err := pidOf(r)
+	c, id := callerOf(r), r.PathValue("id")
+	s.streamOutput(w, r, func() error {
+		_, err := s.m.ListProcesses(r.Context(), c, id)
+		return err
+	}, func(offset int64, follow bool, out sandbox.ProcStream) error {
+		return s.m.ProcessOutput(r.Context(), c, id, pid, offset, follow, out)
+	})
+}
+
+// getExec answers GET /v1/sandboxes/{id}/execs/{exec_id}.
+func (s *server) getExec(w http.ResponseWriter, r *http.Request) {
+	in, err := s.m.GetExec(r.Context(), callerOf(r), r.PathValue("id"), r.PathValue("exec_id"))
 	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, in)
+}
+
+// execOutput answers GET /v1/sandboxes/{id}/execs/{exec_id}/output.
+func (s *server) execOutput(w http.ResponseWriter, r *http.Request) {
+	c, id, execID := callerOf(r), r.PathValue("id"), r.PathValue("exec_id")
+	s.streamOutput(w, r, func() error {
+		in, err := s.m.GetExec(r.Context(), c, id, execID)
+		if err == nil && !in.Kept {
+			err = fmt.Errorf("%w: command %s's output is no longer kept (its events are in the audit log)", sandbox.ErrNotFound, execID)
+		}
+		return err
+	}, func(offset int64, follow bool, out sandbox.ProcStream) error {
+		return s.m.ExecOutput(r.Context(), c, id, execID, offset, follow, out)
+	})
+}
+
+// streamOutput parses ?offset=&follow=, runs check (a bad id is a plain
+// JSON error, before the stream begins), then streams run's output as SSE.
+func (s *server) streamOutput(w http.ResponseWriter, r *http.Request, check func() error, run func(offset int64, follow bool, out sandbox.ProcStream) error) {
+	if err := checkQuery(r, []string{"offset", "follow"}); err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	q := r.URL.Query()
 	var offset int64
 	if v := q.Get("offset"); v != "" {
+		var err error
 		if offset, err = strconv.ParseInt(v, 10, 64); err != nil || offset < 0 {
 			s.fail(w, r, invalidf("query parameter offset=%q: want a byte offset (0 or more)", v))
 			return
@@ -88,17 +126,14 @@ func (s *server) processOutput(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, invalidf("query parameter follow=%q: want 1 or 0", q.Get("follow")))
 		return
 	}
-	c, id := callerOf(r), r.PathValue("id")
-	// Checked before the stream begins, so a bad id or offset is a plain
-	// JSON error.
-	if _, err := s.m.ListProcesses(r.Context(), c, id); err != nil {
+	if err := check(); err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	st := &sseStream{w: w, rc: http.NewResponseController(w)}
 	stop := st.keepAlive(s.keepAlive)
 	defer stop()
-	err = s.m.ProcessOutput(r.Context(), c, id, pid, offset, follow, procSSE{st})
+	err := run(offset, follow, procSSE{st})
 	if err == nil || r.Context().Err() != nil {
 		return
 	}

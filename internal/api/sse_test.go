@@ -60,7 +60,7 @@ func TestExecSSE(t *testing.T) {
 		t.Errorf("Content-Type %q", a.header.Get("Content-Type"))
 	}
 	want := []sseEvent{
-		{"start", map[string]any{"pid": 7.0}},
+		{"start", map[string]any{"pid": 7.0, "exec_id": "ex-fake"}},
 		{"stdout", map[string]any{"data": "b3V0"}}, // "out"
 		{"stderr", map[string]any{"data": "ZXJy"}}, // "err"
 		{"exit", map[string]any{"exit_code": 3.0, "signal": 0.0, "duration_ms": 2.0,
@@ -72,13 +72,13 @@ func TestExecSSE(t *testing.T) {
 
 	// An error after the stream began is an error event in a 200 stream.
 	e.m.stream = func(s sandbox.Stream) (sandbox.ExecResult, error) {
-		s.Started(9)
+		s.Started(9, "ex-9")
 		s.Stdout([]byte{0xff, 0x00})
 		return sandbox.ExecResult{}, fmt.Errorf("agent: %w", sandbox.ErrUnavailable)
 	}
 	a = e.must(exec, 200, nil)
 	want = []sseEvent{
-		{"start", map[string]any{"pid": 9.0}},
+		{"start", map[string]any{"pid": 9.0, "exec_id": "ex-9"}},
 		{"stdout", map[string]any{"data": "/wA="}},
 		{"error", map[string]any{"code": "unavailable", "message": "agent: unavailable"}},
 	}
@@ -108,7 +108,7 @@ func TestExecSSEKeepAlive(t *testing.T) {
 	id := e.sandbox(e.alice)
 	e.m.stream = func(s sandbox.Stream) (sandbox.ExecResult, error) {
 		time.Sleep(50 * time.Millisecond) // not begun: no comment may go out
-		s.Started(7)
+		s.Started(7, "ex-7")
 		time.Sleep(100 * time.Millisecond)
 		return sandbox.ExecResult{ExitCode: 0}, nil
 	}

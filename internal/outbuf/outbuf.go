@@ -30,6 +30,8 @@ type Chunk struct {
 // At most max bytes are kept; the oldest go first.
 type Buffer[E any] struct {
 	mu     sync.Mutex
+	room   sync.Cond // a held writer waits on it for readers to move on
+	holds  map[*Hold[E]]struct{}
 	chunks []Chunk
 	start  int64 // offset of the oldest byte kept
 	end    int64 // offset after the newest byte
@@ -41,7 +43,64 @@ type Buffer[E any] struct {
 
 // New returns an empty buffer that keeps at most limit bytes (at least one).
 func New[E any](limit int64) *Buffer[E] {
-	return &Buffer[E]{max: max(limit, 1), wake: make(chan struct{})}
+	b := &Buffer[E]{max: max(limit, 1), wake: make(chan struct{})}
+	b.room.L = &b.mu
+	return b
+}
+
+// Hold is a reader that keeps the buffer from dropping what it has not
+// read yet: while it holds, a write that would drop bytes from its offset
+// on waits until it moves on or lets go. That is how a writer is slowed
+// to its slowest held reader (the process blocks on its full pipe, as it
+// would writing to that reader itself), and how a reader that goes away
+// stops slowing it.
+type Hold[E any] struct {
+	b   *Buffer[E]
+	off int64 // guarded by b.mu
+}
+
+// Hold starts holding at offset off.
+func (b *Buffer[E]) Hold(off int64) *Hold[E] {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h := &Hold[E]{b: b, off: off}
+	if b.holds == nil {
+		b.holds = map[*Hold[E]]struct{}{}
+	}
+	b.holds[h] = struct{}{}
+	return h
+}
+
+// Advance says the reader has what came before off.
+func (h *Hold[E]) Advance(off int64) {
+	h.b.mu.Lock()
+	defer h.b.mu.Unlock()
+	if off > h.off {
+		h.off = off
+		h.b.room.Broadcast()
+	}
+}
+
+// Release lets go: the buffer drops for this reader as for any other.
+func (h *Hold[E]) Release() {
+	h.b.mu.Lock()
+	defer h.b.mu.Unlock()
+	delete(h.b.holds, h)
+	h.b.room.Broadcast()
+}
+
+// held reports whether writing n more bytes would drop some a hold has
+// not read, when that reader could make room by reading (one that has
+// read everything cannot: a write larger than the buffer still drops).
+// b.mu is held.
+func (b *Buffer[E]) held(n int64) bool {
+	keep := b.end + n - b.max // the offset the oldest kept byte would have
+	for h := range b.holds {
+		if h.off < keep && h.off < b.end {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *Buffer[E]) changed() {
@@ -57,6 +116,9 @@ func (b *Buffer[E]) Write(stream string, p []byte) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	for !b.done && b.held(int64(len(p))) {
+		b.room.Wait()
+	}
 	if b.done {
 		return
 	}
@@ -124,6 +186,7 @@ func (b *Buffer[E]) Finish(ended E) bool {
 	}
 	b.done, b.ended = true, ended
 	b.changed()
+	b.room.Broadcast()
 	return true
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
+	"time"
 )
 
 func read[E any](b *Buffer[E], off int64) (string, View[E]) {
@@ -111,4 +112,51 @@ func TestSkip(t *testing.T) {
 	if got != "xyz" || v.Dropped != 100 || v.Next != 103 {
 		t.Fatalf("got %q %+v", got, v)
 	}
+}
+
+// A held reader slows the writer instead of losing output: a write that
+// would drop what the hold has not read waits until it reads on; once it
+// lets go, writes drop as for anyone else.
+func TestHoldSlowsTheWriter(t *testing.T) {
+	b := New[string](10)
+	h := b.Hold(0)
+	b.Write("stdout", []byte("0123456789")) // fills the buffer: no drop yet
+	wrote := make(chan struct{})
+	go func() {
+		b.Write("stdout", []byte("abcd"))
+		close(wrote)
+	}()
+	select {
+	case <-wrote:
+		t.Fatal("a write that drops what a hold has not read went through")
+	case <-time.After(50 * time.Millisecond):
+	}
+	h.Advance(3) // not enough room for 4 bytes
+	select {
+	case <-wrote:
+		t.Fatal("the write went through with 3 bytes of room for 4")
+	case <-time.After(50 * time.Millisecond):
+	}
+	h.Advance(4)
+	<-wrote
+	if v := b.From(0); v.Dropped != 4 || v.Next != 14 {
+		t.Fatalf("after the held reader read 4: dropped %d next %d", v.Dropped, v.Next)
+	}
+	// Caught up, a write larger than the buffer still goes through.
+	h.Advance(14)
+	b.Write("stdout", []byte("0123456789abcdef"))
+	h.Release()
+	b.Write("stdout", []byte("xyz")) // nobody holds: drops
+	if start, end := b.Span(); end != 33 || start != 23 {
+		t.Fatalf("span %d..%d", start, end)
+	}
+	// Finish ends a held wait.
+	b2 := New[string](2)
+	b2.Hold(0)
+	b2.Write("stdout", []byte("ab"))
+	done := make(chan struct{})
+	go func() { b2.Write("stdout", []byte("c")); close(done) }()
+	time.Sleep(20 * time.Millisecond)
+	b2.Finish("over")
+	<-done
 }

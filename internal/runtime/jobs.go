@@ -13,14 +13,13 @@ import (
 // sandbox until the job is forgotten. A sandbox whose agent predates jobs
 // answers ErrUnsupported.
 type JobRunner interface {
-	// Spawn starts req as a job keeping at most buffer bytes of output (0:
-	// the agent's default) and meta (JSON, at most 4 KiB) with it. req's
-	// streams are not used. A job on a terminal (req.TTY) needs a newer
-	// agent than other jobs: ErrUnsupported where it is older.
-	Spawn(ctx context.Context, req ExecRequest, buffer int64, meta json.RawMessage) (JobInfo, error)
-	// Attach sends job pid's output from offset on to out and, with
-	// follow, what it writes next until it ends. Cancelling ctx detaches.
-	Attach(ctx context.Context, pid int, offset int64, follow bool, out func(JobOutput) error) (JobEnd, error)
+	// Spawn starts req as a job. req's streams are not used. A job on a
+	// terminal (req.TTY) and opts.CloseStdin need a newer agent than
+	// other jobs: ErrUnsupported where it is older.
+	Spawn(ctx context.Context, req ExecRequest, opts JobOptions) (JobInfo, error)
+	// Attach sends job pid's output from offset on to out and, as mode
+	// says, what it writes next until it ends. Cancelling ctx detaches.
+	Attach(ctx context.Context, pid int, offset int64, mode AttachMode, out func(JobOutput) error) (JobEnd, error)
 	// Input writes r to the job's stdin, then closes it with closeStdin.
 	Input(ctx context.Context, pid int, r io.Reader, closeStdin bool) error
 	// OpenInput holds the job's stdin open for writes (and its terminal
@@ -32,6 +31,28 @@ type JobRunner interface {
 	// Forget drops an ended job.
 	Forget(ctx context.Context, pid int) error
 }
+
+// JobOptions are a job's own settings.
+type JobOptions struct {
+	Buffer     int64           // output kept, at most (0: the agent's default)
+	Meta       json.RawMessage // kept with the job for the host (JSON, at most 4 KiB)
+	CloseStdin bool            // its stdin is closed at once (nothing to read)
+}
+
+// AttachMode is how an attach reads a job's output.
+type AttachMode int
+
+const (
+	// AttachRead sends what the job has kept, then its end or JobInfo.
+	AttachRead AttachMode = iota
+	// AttachFollow goes on with what it writes next, until it ends.
+	AttachFollow
+	// AttachHold follows, and while attached the job drops none of its
+	// output not yet read: it waits for the reader, as on a full pipe. A
+	// reader that cannot keep up slows the process instead of losing its
+	// output. Needs a newer agent (ErrUnsupported).
+	AttachHold
+)
 
 // AgentVersioner is implemented by sandboxes that can say which protocol
 // version their agent speaks (it may be older than the host's, for a

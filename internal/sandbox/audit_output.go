@@ -92,19 +92,22 @@ func (o *outRecorder) flush() {
 	o.emit()
 }
 
-// emit records buf. o.mu is held.
+// emit records buf, in pieces of up to recordPiece. o.mu is held.
 func (o *outRecorder) emit() {
-	if len(o.buf) == 0 {
-		return
+	for p := o.buf; len(p) > 0; {
+		n := min(len(p), recordPiece)
+		f := make(map[string]any, len(o.fields)+3)
+		for k, v := range o.fields {
+			f[k] = v
+		}
+		if o.tracked {
+			// Where this piece ends in the process's output (scrubbing
+			// may have changed a length a little).
+			f["end"] = o.pos - int64(len(p)-n)
+		}
+		o.r.output(o.typ, f, p[:n])
+		p = p[n:]
 	}
-	f := make(map[string]any, len(o.fields)+3)
-	for k, v := range o.fields {
-		f[k] = v
-	}
-	if o.tracked {
-		f["end"] = o.pos
-	}
-	o.r.output(o.typ, f, o.buf)
 	o.buf = o.buf[:0]
 }
 

@@ -25,15 +25,28 @@ func (s *Service) runExec(ctx context.Context, c Caller, id string, req ExecRequ
 	req.Cwd = rreq.Cwd
 	rec := s.recordExec(c, id, req, false, "")
 	var stdout, stderr capped
-	rreq.Stdout, rreq.Stderr = rec.stdout(&stdout), rec.stderr(&stderr)
-	st, err := sb.Exec(ctx, rreq)
+	var res ExecResult
+	if jr, ok := sb.(runtime.JobRunner); ok {
+		res, err = s.execJob(ctx, id, sb, jr, req, rreq, rec, cappedStream{&stdout, &stderr})
+	}
+	if _, ok := sb.(runtime.JobRunner); !ok || errors.Is(err, runtime.ErrUnsupported) {
+		// An agent that predates protocol 4: the command runs on this
+		// daemon's connection, and ends with it.
+		rreq.Stdout, rreq.Stderr = rec.stdout(&stdout), rec.stderr(&stderr)
+		var st runtime.ExitStatus
+		st, err = sb.Exec(ctx, rreq)
+		if err != nil {
+			err = s.execError(ctx, id, err)
+		}
+		res = execResult(st)
+		if err != nil {
+			res = ExecResult{}
+		}
+		rec.exited(res, err)
+	}
 	if err != nil {
-		err = s.execError(ctx, id, err)
-		rec.exited(ExecResult{}, err)
 		return ExecResult{}, err
 	}
-	res := execResult(st)
-	rec.exited(res, nil)
 	res.ExecID = rec.id
 	res.Stdout, res.Stderr = stdout.text(), stderr.text()
 	res.Truncated = stdout.truncated || stderr.truncated
@@ -52,11 +65,26 @@ func (s *Service) runExecStream(ctx context.Context, c Caller, id string, req Ex
 	defer s.timeExec()()
 	req.Cwd = rreq.Cwd
 	rec := s.recordExec(c, id, req, false, "")
-	res, err := s.execStream(ctx, id, sb, rreq, out, rec)
-	rec.exited(res, err)
+	err = runtime.ErrUnsupported
+	var res ExecResult
+	if jr, ok := sb.(runtime.JobRunner); ok {
+		res, err = s.execJob(ctx, id, sb, jr, req, rreq, rec, out)
+	}
+	if errors.Is(err, runtime.ErrUnsupported) {
+		// An agent that predates protocol 4: on this daemon's connection.
+		res, err = s.execStream(ctx, id, sb, rreq, out, rec)
+		rec.exited(res, err)
+	}
 	res.ExecID = rec.id
 	return res, err
 }
+
+// cappedStream collects a command's output for a JSON answer.
+type cappedStream struct{ stdout, stderr *capped }
+
+func (cappedStream) Started(int, string) error { return nil }
+func (c cappedStream) Stdout(p []byte) error   { c.stdout.Write(p); return nil }
+func (c cappedStream) Stderr(p []byte) error   { c.stderr.Write(p); return nil }
 
 func (s *Service) execStream(ctx context.Context, id string, sb runtime.Sandbox, rreq runtime.ExecRequest, out Stream, rec *execRecord) (ExecResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
@@ -70,7 +98,7 @@ func (s *Service) execStream(ctx context.Context, id string, sb runtime.Sandbox,
 		close(g.open)
 		return ExecResult{}, s.execError(ctx, id, err)
 	}
-	if g.startErr = out.Started(p.Pid()); g.startErr != nil {
+	if g.startErr = out.Started(p.Pid(), rec.id); g.startErr != nil {
 		cancel()
 	}
 	close(g.open)

@@ -109,7 +109,7 @@ func (r *recorder) add(kind string, p []byte) {
 	r.events = append(r.events, kind+":"+string(p))
 }
 
-func (r *recorder) Started(pid int) error {
+func (r *recorder) Started(pid int, _ string) error {
 	time.Sleep(r.slow)
 	if pid <= 0 {
 		r.add("bad-pid", nil)

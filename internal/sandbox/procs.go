@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime"
@@ -43,6 +44,9 @@ type bgProc struct {
 	jobs    runtime.JobRunner // set when it runs as a job (procs_jobs.go)
 	out     *outBuf
 	exited  chan struct{} // closed once its end is recorded
+
+	mu   sync.Mutex
+	stop context.CancelFunc // ends its follower (procs_jobs.go)
 }
 
 var errSandboxGone = fmt.Errorf("%w: the sandbox was destroyed", ErrConflict)

@@ -41,7 +41,7 @@ func (s *Service) spawnBackground(ctx context.Context, jr runtime.JobRunner, p *
 		return err
 	}
 	rreq.Stdin, rreq.Stdout, rreq.Stderr = nil, nil, nil
-	info, err := jr.Spawn(ctx, rreq, ProcOutputCap, meta)
+	info, err := jr.Spawn(ctx, rreq, runtime.JobOptions{Buffer: ProcOutputCap, Meta: meta})
 	if err != nil {
 		return err
 	}
@@ -56,6 +56,7 @@ func (s *Service) spawnBackground(ctx context.Context, jr runtime.JobRunner, p *
 func (s *Service) follow(id string, p *bgProc, rec *execRecord, audited int64) {
 	defer s.followers.Done()
 	defer close(p.exited)
+	ctx := p.followCtx(s.life)
 	out := func(o runtime.JobOutput) error {
 		if o.Dropped > 0 {
 			p.out.Skip(o.Offset)
@@ -72,7 +73,7 @@ func (s *Service) follow(id string, p *bgProc, rec *execRecord, audited int64) {
 		}
 		return nil
 	}
-	st, err := s.followJob(p.jobs, p.pid, func() int64 { from, _, _ := p.out.Status(); return from }, out)
+	st, err := s.followJob(ctx, p.jobs, p.pid, func() int64 { from, _, _ := p.out.Status(); return from }, runtime.AttachFollow, out)
 	switch {
 	case err == nil:
 		res := execResult(st)
@@ -80,8 +81,12 @@ func (s *Service) follow(id string, p *bgProc, rec *execRecord, audited int64) {
 		p.out.Finish(ended{res, nil, s.now()})
 		// Recorded: the agent need not keep it for a later daemon.
 		p.jobs.Forget(s.life, p.pid)
-	case errors.Is(err, errClosing):
-		// What was written so far is recorded; the job goes on.
+	case errors.Is(err, errStopped) && s.life.Err() == nil:
+		// Its sandbox is gone (dropWorkload said so to its readers).
+		rec.exited(ExecResult{}, errSandboxGone)
+	case errors.Is(err, errStopped):
+		// The service is closing: what was written so far is recorded;
+		// the job goes on.
 		rec.out.flush()
 		rec.err.flush()
 	default:
@@ -91,22 +96,22 @@ func (s *Service) follow(id string, p *bgProc, rec *execRecord, audited int64) {
 	}
 }
 
-// errClosing is why followJob returns when the service closes.
-var errClosing = errors.New("the service is closing")
+// errStopped is why followJob returns when its context ends: the service
+// closes (the job goes on, for the next daemon), or the sandbox is gone.
+var errStopped = errors.New("stopped following")
 
-// followJob attaches to job pid, following, from next() on, again after
+// followJob attaches to job pid as mode says, from next() on, again after
 // each broken attach, until the job ends (its status), it is gone or
-// attaches keep failing (why), or the service closes (errClosing: the
-// job goes on, for the next daemon).
-func (s *Service) followJob(jr runtime.JobRunner, pid int, next func() int64, out func(runtime.JobOutput) error) (runtime.ExitStatus, error) {
+// attaches keep failing (why), or ctx ends (errStopped).
+func (s *Service) followJob(ctx context.Context, jr runtime.JobRunner, pid int, next func() int64, mode runtime.AttachMode, out func(runtime.JobOutput) error) (runtime.ExitStatus, error) {
 	backoff := 50 * time.Millisecond
 	for failures := 0; ; {
-		end, err := jr.Attach(s.life, pid, next(), true, out)
+		end, err := jr.Attach(ctx, pid, next(), mode, out)
 		switch {
 		case err == nil && end.Exit != nil:
 			return *end.Exit, nil
-		case s.life.Err() != nil:
-			return runtime.ExitStatus{}, errClosing
+		case ctx.Err() != nil:
+			return runtime.ExitStatus{}, errStopped
 		case errors.Is(err, runtime.ErrNotFound), failures >= 20:
 			return runtime.ExitStatus{}, err
 		}
@@ -115,9 +120,28 @@ func (s *Service) followJob(jr runtime.JobRunner, pid int, next func() int64, ou
 		}
 		select {
 		case <-time.After(backoff):
-		case <-s.life.Done():
+		case <-ctx.Done():
 		}
 		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// followCtx is the context a follower of p runs under: the service's life,
+// ended early by stopFollowing when the sandbox is gone.
+func (p *bgProc) followCtx(life context.Context) context.Context {
+	ctx, cancel := context.WithCancel(life)
+	p.mu.Lock()
+	p.stop = cancel
+	p.mu.Unlock()
+	return ctx
+}
+
+// stopFollowing ends p's follower, if it has one.
+func (p *bgProc) stopFollowing() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stop != nil {
+		p.stop()
 	}
 }
 
@@ -152,7 +176,7 @@ func (s *Service) adoptJobs(ctx context.Context, rec store.Sandbox, sb runtime.S
 			continue
 		}
 		var m procMeta
-		if json.Unmarshal(j.Meta, &m) != nil || m.Kind != metaProc || len(t.procs) >= MaxBackground {
+		if json.Unmarshal(j.Meta, &m) != nil || (m.Kind != metaProc && m.Kind != metaExec) {
 			continue
 		}
 		if audited == nil {
@@ -160,6 +184,13 @@ func (s *Service) adoptJobs(ctx context.Context, rec store.Sandbox, sb runtime.S
 		}
 		r := auditor{a: s.audit, sandbox: rec.ID, tenant: rec.TenantID, actor: m.Actor}
 		er := s.resumeExecRecord(r, rec.ID, m.ExecID)
+		if m.Kind == metaExec {
+			s.adoptExec(rec.ID, jr, t, j, m, er, audited[m.ExecID])
+			continue
+		}
+		if len(t.procs) >= MaxBackground {
+			continue
+		}
 		p := &bgProc{pid: j.Pid, tag: m.Tag, execID: m.ExecID, command: m.Command, started: j.Started,
 			out: newOutBuf(ProcOutputCap), exited: make(chan struct{}), jobs: jr}
 		t.procs = append(t.procs, p)
@@ -211,7 +242,7 @@ func (s *Service) jobInput(ctx context.Context, p *bgProc, r io.Reader, closeStd
 		if closeStdin {
 			return cr.n, nil
 		}
-		return cr.n, fmt.Errorf("%w: process %d's stdin is closed", ErrConflict, p.pid)
+		return cr.n, fmt.Errorf("%w: process %d's stdin is closed (%v)", ErrConflict, p.pid, err)
 	}
 	if err != nil {
 		return cr.n, fmt.Errorf("%w: stdin of %d: %v", ErrUnavailable, p.pid, err)

@@ -26,6 +26,21 @@ func (s *Service) ProcessOutput(ctx context.Context, c Caller, id string, pid in
 	if err != nil {
 		return err
 	}
+	return s.procOutput(ctx, id, p, offset, follow, out)
+}
+
+// ExecOutput is ProcessOutput for the command with exec id execID: one
+// streamed to a client (its client cut off by a restart of the daemon
+// re-attaches with it) or a background process.
+func (s *Service) ExecOutput(ctx context.Context, c Caller, id, execID string, offset int64, follow bool, out ProcStream) error {
+	p, err := s.execByID(ctx, c, id, execID)
+	if err != nil {
+		return err
+	}
+	return s.procOutput(ctx, id, p, offset, follow, out)
+}
+
+func (s *Service) procOutput(ctx context.Context, id string, p *bgProc, offset int64, follow bool, out ProcStream) error {
 	defer s.idle.hold(id, s.now)()
 	if v := p.out.From(0); offset < 0 || offset > v.Next {
 		return fmt.Errorf("%w: offset %d is past the %d bytes written", ErrInvalid, offset, v.Next)

@@ -144,7 +144,9 @@ type ExecResult struct {
 
 // Stream receives a streaming exec's events, in order, from one goroutine.
 type Stream interface {
-	Started(pid int) error
+	// Started comes first: the process's pid, and the exec id a client
+	// cut off by a restart of the server re-attaches with.
+	Started(pid int, execID string) error
 	Stdout(p []byte) error
 	Stderr(p []byte) error
 }
@@ -229,6 +231,11 @@ type Manager interface {
 	AttachSession(ctx context.Context, c Caller, id, sid string, offset int64) (Terminal, error)
 	ListProcesses(ctx context.Context, c Caller, id string) ([]ProcInfo, error)
 	ProcessOutput(ctx context.Context, c Caller, id string, pid int, offset int64, follow bool, out ProcStream) error
+	// GetExec describes a command by exec id; ExecOutput reads its output
+	// as ProcessOutput does, for one streamed to a client or a background
+	// process.
+	GetExec(ctx context.Context, c Caller, id, execID string) (ExecInfo, error)
+	ExecOutput(ctx context.Context, c Caller, id, execID string, offset int64, follow bool, out ProcStream) error
 	WriteStdin(ctx context.Context, c Caller, id string, pid int, r io.Reader) (int64, error)
 	CloseStdin(ctx context.Context, c Caller, id string, pid int) error
 	SignalProcess(ctx context.Context, c Caller, id string, pid, sig int) error

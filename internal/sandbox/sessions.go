@@ -108,6 +108,7 @@ type session struct {
 	size    runtime.TTYSize
 	ended   bool
 	wake    chan struct{}
+	stop    context.CancelFunc // ends a shell job's follower
 }
 
 // shellIO is how a session reaches its shell.

@@ -74,7 +74,7 @@ func (s *Service) spawnSession(ctx context.Context, sb runtime.Sandbox, jr runti
 		return err
 	}
 	rreq.Stdin, rreq.Stdout, rreq.Stderr = nil, nil, nil
-	info, err := jr.Spawn(ctx, rreq, 0, meta)
+	info, err := jr.Spawn(ctx, rreq, runtime.JobOptions{Meta: meta})
 	if err != nil {
 		return err
 	}
@@ -96,6 +96,10 @@ func (s *Service) spawnSession(ctx context.Context, sb runtime.Sandbox, jr runti
 // daemon).
 func (s *Service) followSession(se *session, jr runtime.JobRunner, pid int, r auditor, audited int64) {
 	defer s.followers.Done()
+	ctx, cancel := context.WithCancel(s.life)
+	se.mu.Lock()
+	se.stop = cancel
+	se.mu.Unlock()
 	var next int64
 	out := func(o runtime.JobOutput) error {
 		if o.Dropped > 0 {
@@ -117,15 +121,26 @@ func (s *Service) followSession(se *session, jr runtime.JobRunner, pid int, r au
 		next = end
 		return nil
 	}
-	st, err := s.followJob(jr, pid, func() int64 { return next }, out)
+	st, err := s.followJob(ctx, jr, pid, func() int64 { return next }, runtime.AttachFollow, out)
 	switch {
 	case err == nil:
 		s.finishSession(se, r, st, nil)
 		jr.Forget(s.life, pid)
-	case errors.Is(err, errClosing):
+	case errors.Is(err, errStopped) && s.life.Err() == nil:
+		s.finishSession(se, r, runtime.ExitStatus{}, errSandboxGone)
+	case errors.Is(err, errStopped):
 		se.rec.flush()
 	default:
 		s.finishSession(se, r, runtime.ExitStatus{}, err)
+	}
+}
+
+// stopFollowing ends the follower of a shell job (its sandbox is gone).
+func (se *session) stopFollowing() {
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	if se.stop != nil {
+		se.stop()
 	}
 }
 

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -11,6 +12,7 @@ import (
 type workload struct {
 	mu       sync.Mutex
 	procs    []*bgProc           // in start order
+	execs    []*bgProc           // commands streamed to clients (exec_jobs.go)
 	sessions map[string]*session // by id
 }
 
@@ -41,17 +43,19 @@ func (s *Service) dropWorkload(id string) (waited []<-chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := s.now()
-	for _, p := range w.procs {
+	for _, p := range slices.Concat(w.procs, w.execs) {
 		if p.stdin != nil {
 			p.stdin.CloseWithError(errSandboxGone)
 		}
 		p.out.Finish(ended{ExecResult{}, errSandboxGone, now})
+		p.stopFollowing() // a job's follower records the end
 		waited = append(waited, p.exited)
 	}
 	for _, se := range w.sessions {
 		se.tty.Finish(ended{ExecResult{}, errSandboxGone, now})
 		se.close()
 		se.end()
+		se.stopFollowing()
 		waited = append(waited, se.exited)
 	}
 	return waited

@@ -27,7 +27,7 @@ func newEventStream(s *Service, rec *store.Task, sb string, p Parser) *eventStre
 	return &eventStream{s: s, rec: rec, sb: sb, p: p}
 }
 
-func (st *eventStream) Started(pid int) error { return nil }
+func (st *eventStream) Started(int, string) error { return nil }
 
 func (st *eventStream) Stdout(p []byte) error {
 	st.out = st.lines(st.out, p, func(line string, cut bool) []Event {

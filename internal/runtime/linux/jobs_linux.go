@@ -2,7 +2,6 @@ package linux
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -30,6 +29,7 @@ func (s *sandbox) AgentVersion(ctx context.Context) (int, error) {
 const (
 	protoJobs    = 2
 	protoTTYJobs = 3
+	protoHold    = 4 // attach's hold, spawn's closed stdin
 )
 
 // jobsSupported says whether the sandbox's agent speaks protocol version
@@ -51,20 +51,40 @@ func (s *sandbox) jobsSupported(ctx context.Context, want int) error {
 	return nil
 }
 
-func (s *sandbox) Spawn(ctx context.Context, req runtime.ExecRequest, buffer int64, meta json.RawMessage) (runtime.JobInfo, error) {
+func (s *sandbox) Spawn(ctx context.Context, req runtime.ExecRequest, opts runtime.JobOptions) (runtime.JobInfo, error) {
 	want := protoJobs
 	if req.TTY != nil {
 		want = protoTTYJobs
 	}
+	if opts.CloseStdin {
+		want = protoHold
+	}
 	if err := s.jobsSupported(ctx, want); err != nil {
 		return runtime.JobInfo{}, err
 	}
-	info, err := s.client.Spawn(ctx, s.withDefaults(req), buffer, meta)
+	before := s.oomKills()
+	info, err := s.client.Spawn(ctx, s.withDefaults(req), opts)
+	if err == nil && before >= 0 {
+		s.jobsMu.Lock()
+		if s.jobOOM == nil {
+			s.jobOOM = map[int]oomMark{}
+		}
+		s.jobOOM[info.Pid] = oomMark{before: before}
+		s.jobsMu.Unlock()
+	}
 	return info, s.wrap(err)
 }
 
-func (s *sandbox) Attach(ctx context.Context, pid int, offset int64, follow bool, out func(runtime.JobOutput) error) (runtime.JobEnd, error) {
-	end, err := s.client.Attach(ctx, pid, offset, follow, out)
+func (s *sandbox) Attach(ctx context.Context, pid int, offset int64, mode runtime.AttachMode, out func(runtime.JobOutput) error) (runtime.JobEnd, error) {
+	if mode == runtime.AttachHold {
+		if err := s.jobsSupported(ctx, protoHold); err != nil {
+			return runtime.JobEnd{Next: offset}, err
+		}
+	}
+	end, err := s.client.Attach(ctx, pid, offset, mode, out)
+	if end.Exit != nil {
+		end.Exit.OOMKilled = s.oomKilled(pid)
+	}
 	return end, s.wrap(err)
 }
 
@@ -81,7 +101,51 @@ func (s *sandbox) Jobs(ctx context.Context) ([]runtime.JobInfo, error) {
 }
 
 func (s *sandbox) Forget(ctx context.Context, pid int) error {
-	return s.wrap(s.client.Forget(ctx, pid))
+	err := s.client.Forget(ctx, pid)
+	if err == nil {
+		s.jobsMu.Lock()
+		delete(s.jobOOM, pid)
+		s.jobsMu.Unlock()
+	}
+	return s.wrap(err)
+}
+
+// oomMark is what the sandbox's cgroup counted of OOM kills when a job
+// started and, once it is known to have ended, whether the kernel's OOM
+// killer struck while it ran (the kill looks like any SIGKILL).
+type oomMark struct {
+	before  int64
+	decided bool
+	killed  bool
+}
+
+// oomKills is the sandbox's count of OOM kills, -1 when it has none.
+func (s *sandbox) oomKills() int64 {
+	if s.cg == nil {
+		return -1
+	}
+	st, err := s.cg.Stats()
+	if err != nil {
+		return -1
+	}
+	return st.OOMKills
+}
+
+// oomKilled says whether job pid, which has ended, was OOM-killed: decided
+// at the first look after its end, for a job this sandbox value started
+// (one an earlier daemon started is not known: false).
+func (s *sandbox) oomKilled(pid int) bool {
+	s.jobsMu.Lock()
+	defer s.jobsMu.Unlock()
+	m, ok := s.jobOOM[pid]
+	if !ok {
+		return false
+	}
+	if !m.decided {
+		m.decided, m.killed = true, s.oomKills() > m.before
+		s.jobOOM[pid] = m
+	}
+	return m.killed
 }
 
 func (s *sandbox) OpenInput(ctx context.Context, pid int) (runtime.JobStdin, error) {

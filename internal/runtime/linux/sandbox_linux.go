@@ -36,6 +36,7 @@ type sandbox struct {
 
 	jobsMu       sync.Mutex
 	agentVersion int // the agent's protocol version once asked (jobs_linux.go)
+	jobOOM       map[int]oomMark
 }
 
 var _ runtime.Sandbox = (*sandbox)(nil)
