@@ -92,3 +92,39 @@ func nodeAtLeast(version string, want ...int) bool {
 	}
 	return true
 }
+
+// TestE2BNodeConnectAfterRestart: with the unmodified e2b SDK, a
+// background command started before the server is killed (or stopped) is
+// still listed after it starts again, and commands.connect(pid) follows it
+// to its end with its real exit code.
+func TestE2BNodeConnectAfterRestart(t *testing.T) {
+	node, dir := nodeProject(t, "e2bnode", "e2b", "the E2B SDK test")
+	for _, how := range []string{"kill -9", "SIGTERM"} {
+		t.Run(strings.ReplaceAll(how, " ", ""), func(t *testing.T) {
+			s := startServer(t, "")
+			key := s.adminKey
+			nodeRun := func(args ...string) string {
+				cmd := exec.Command(node, append([]string{"restart.mjs", s.url, key}, args...)...)
+				cmd.Dir = dir
+				cmd.Env = append(os.Environ(), "HTTPS_PROXY=", "HTTP_PROXY=", "https_proxy=", "http_proxy=")
+				return string(runNode(t, cmd, time.Minute))
+			}
+			out := nodeRun("start")
+			var id, pid string
+			for _, line := range strings.Split(out, "\n") {
+				if rest, ok := strings.CutPrefix(line, "SANDBOX "); ok {
+					id = strings.TrimSpace(rest)
+				}
+				if rest, ok := strings.CutPrefix(line, "PID "); ok {
+					pid = strings.TrimSpace(rest)
+				}
+			}
+			if id == "" || pid == "" {
+				t.Fatalf("restart.mjs start printed no sandbox or pid:\n%s", out)
+			}
+			restartServer(t, s, how, 500*time.Millisecond)
+			nodeRun("connect", id, pid)
+			assertNoSandboxesLeft(t, s, id)
+		})
+	}
+}

@@ -86,7 +86,8 @@ func TestUsageScopes(t *testing.T) {
 		t.Fatal(err)
 	}
 	advance(30 * time.Minute)
-	sb, err := svc.Create(ctx, b, sandbox.CreateRequest{})
+	// Past the 6 minutes below: expired, it would end at its deadline.
+	sb, err := svc.Create(ctx, b, sandbox.CreateRequest{TimeoutS: 3600})
 	if err != nil {
 		t.Fatal(err)
 	}
