@@ -86,7 +86,7 @@ func (s *Service) spawnSession(ctx context.Context, sb runtime.Sandbox, jr runti
 	}
 	se.sh = sh
 	s.followers.Add(1)
-	go s.followSession(se, jr, info.Pid, r, 0)
+	go s.followSession(se, jr, info.Pid, r, &shellFeed{se: se})
 	return nil
 }
 
@@ -94,34 +94,14 @@ func (s *Service) spawnSession(ctx context.Context, sb runtime.Sandbox, jr runti
 // offset audited into the audit log too) until the shell ends, the
 // sandbox is gone, or the service closes (the shell goes on, for the next
 // daemon).
-func (s *Service) followSession(se *session, jr runtime.JobRunner, pid int, r auditor, audited int64) {
+func (s *Service) followSession(se *session, jr runtime.JobRunner, pid int, r auditor, f *shellFeed) {
 	defer s.followers.Done()
 	ctx, cancel := context.WithCancel(s.life)
 	se.mu.Lock()
 	se.stop = cancel
 	se.mu.Unlock()
-	var next int64
-	out := func(o runtime.JobOutput) error {
-		if o.Dropped > 0 {
-			se.skipped(o.Offset)
-			next = o.Offset
-			return nil
-		}
-		end := o.Offset + int64(len(o.Data))
-		switch {
-		case end <= audited:
-			se.feed(o.Data, end, true, false)
-		case o.Offset < audited:
-			cut := audited - o.Offset
-			se.feed(o.Data[:cut], audited, true, false)
-			se.feed(o.Data[cut:], end, true, true)
-		default:
-			se.feed(o.Data, end, true, true)
-		}
-		next = end
-		return nil
-	}
-	st, err := s.followJob(ctx, jr, pid, func() int64 { return next }, runtime.AttachFollow, out)
+	next, out := func() int64 { return f.next }, f.out
+	st, err := s.followJob(ctx, jr, pid, next, runtime.AttachFollow, out)
 	switch {
 	case err == nil:
 		s.finishSession(se, r, st, nil)
@@ -142,6 +122,36 @@ func (se *session) stopFollowing() {
 	if se.stop != nil {
 		se.stop()
 	}
+}
+
+// shellFeed feeds a shell job's output to its session: past offset
+// audited into the audit log too. next is where it goes on from.
+type shellFeed struct {
+	se      *session
+	audited int64
+	next    int64
+}
+
+func (f *shellFeed) out(o runtime.JobOutput) error {
+	se := f.se
+	if o.Dropped > 0 {
+		se.skipped(o.Offset)
+		f.next = o.Offset
+		return nil
+	}
+	end := o.Offset + int64(len(o.Data))
+	switch {
+	case end <= f.audited:
+		se.feed(o.Data, end, true, false)
+	case o.Offset < f.audited:
+		cut := f.audited - o.Offset
+		se.feed(o.Data[:cut], f.audited, true, false)
+		se.feed(o.Data[cut:], end, true, true)
+	default:
+		se.feed(o.Data, end, true, true)
+	}
+	f.next = end
+	return nil
 }
 
 // skipped is told that the shell's output before offset to is no longer
@@ -183,7 +193,12 @@ func (s *Service) adoptSession(ctx context.Context, rec store.Sandbox, sb runtim
 	}
 	se.sh = sh
 	t.sessions[se.id] = se
-	audited := s.auditedOutput(ctx, rec.ID, audit.SessionOutput, "session_id")[m.ID]
+	f := &shellFeed{se: se, audited: s.auditedOutput(ctx, rec.ID, audit.SessionOutput, "session_id")[m.ID]}
+	// What the shell printed so far, before the daemon serves: the
+	// session's state (a command running) is known from it.
+	if _, err := jr.Attach(ctx, j.Pid, 0, runtime.AttachRead, f.out); err != nil {
+		s.log.Warn("reconcile: read a session's output", "sandbox", rec.ID, "session", m.ID, "err", err)
+	}
 	s.followers.Add(1)
-	go s.followSession(se, jr, j.Pid, r, audited)
+	go s.followSession(se, jr, j.Pid, r, f)
 }
