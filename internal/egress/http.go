@@ -26,8 +26,11 @@ func (s *Sandbox) serveHTTP(c net.Conn) {
 		c.SetReadDeadline(time.Now().Add(s.p.cfg.IdleTimeout))
 		hosts, err := peekHosts(br)
 		if err != nil {
-			if errors.Is(err, errHeadTooLarge) {
+			switch {
+			case errors.Is(err, errHeadTooLarge):
 				s.refuse(cc, Event{Protocol: "http"}, http.StatusRequestHeaderFieldsTooLarge, err.Error(), "")
+			case errors.Is(err, errFoldedHead):
+				s.refuse(cc, Event{Protocol: "http"}, http.StatusBadRequest, err.Error(), "")
 			}
 			return
 		}

@@ -101,8 +101,11 @@ func (m *mitm) mark() (up, down int64) {
 func (m *mitm) handle(ev *Event, upErr *upstreamError) bool {
 	hosts, err := peekHosts(m.cbr)
 	if err != nil {
-		if errors.Is(err, errHeadTooLarge) {
+		switch {
+		case errors.Is(err, errHeadTooLarge):
 			return m.refuse(ev, http.StatusRequestHeaderFieldsTooLarge, Denied, err.Error())
+		case errors.Is(err, errFoldedHead):
+			return m.refuse(ev, http.StatusBadRequest, Denied, err.Error())
 		}
 		return false
 	}

@@ -22,11 +22,39 @@ var errHeadTooLarge = errors.New("request head too large")
 // br, without consuming it. net/http folds Host into Request.Host and drops
 // the header, and for an absolute-form request it prefers the URL, so a
 // Host header naming another site would go unseen.
-func peekHosts(br *bufio.Reader) ([]string, error) { return peekHeader(br, "host") }
+func peekHosts(br *bufio.Reader) ([]string, error) {
+	head, err := peekHead(br)
+	if err != nil {
+		return nil, err
+	}
+	// A folded line (RFC 9112 5.2: obsolete, a server must refuse or
+	// unfold it) is where the peek and net/http would read a header
+	// differently: "Host: a.test" folded onto " " reads "a.test " to
+	// textproto. Refused, never checked against the allow-list.
+	for _, l := range bytes.Split(head, []byte("\n"))[1:] {
+		if len(l) > 0 && (l[0] == ' ' || l[0] == '\t') {
+			return nil, errFoldedHead
+		}
+	}
+	return headerValues(head, "host"), nil
+}
+
+// errFoldedHead: a request head with obsolete line folding.
+var errFoldedHead = errors.New("malformed request: obsolete line folding in the head")
 
 // peekHeader returns the raw values of the header lines named field in the
 // request or response head waiting in br, without consuming it.
 func peekHeader(br *bufio.Reader, field string) ([]string, error) {
+	head, err := peekHead(br)
+	if err != nil {
+		return nil, err
+	}
+	return headerValues(head, field), nil
+}
+
+// peekHead returns the head waiting in br, up to the empty line that ends
+// it, without consuming it.
+func peekHead(br *bufio.Reader) ([]byte, error) {
 	n := 1
 	for {
 		// Peek(n) waits for n bytes; what is buffered beyond is free.
@@ -44,7 +72,7 @@ func peekHeader(br *bufio.Reader, field string) ([]string, error) {
 			i = j
 		}
 		if i >= 0 {
-			return headerValues(b[:i], field), nil
+			return b[:i], nil
 		}
 		if len(b) >= maxHead {
 			return nil, errHeadTooLarge
