@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -228,21 +229,48 @@ func (c *Client) TaskEvents(ctx context.Context, id string, after int64) ([]Task
 // FollowTask calls fn with each of the task's events numbered above after,
 // as they come, until task.finished (then it returns nil), ctx ends or fn
 // fails. It returns the number of the last event fn got, to resume from.
+// A stream that breaks (the server restarted, say: the task goes on) is
+// followed again from there, for up to a minute without an event.
 func (c *Client) FollowTask(ctx context.Context, id string, after int64, fn func(TaskEvent) error) (last int64, err error) {
 	last = after
-	hdr := http.Header{"Last-Event-ID": {strconv.FormatInt(after, 10)}}
-	err = c.followSSE(ctx, taskPath(id, "/events"), nil, hdr, "task events", func(ev sseEvent) (bool, error) {
-		var e TaskEvent
-		if err := json.Unmarshal(ev.Data, &e); err != nil {
-			return true, fmt.Errorf("decode task event: %w", err)
+	deadline := time.Now().Add(resumeFor)
+	wait := 100 * time.Millisecond
+	for {
+		var fnErr error
+		hdr := http.Header{"Last-Event-ID": {strconv.FormatInt(last, 10)}}
+		err = c.followSSE(ctx, taskPath(id, "/events"), nil, hdr, "task events", func(ev sseEvent) (bool, error) {
+			var e TaskEvent
+			if err := json.Unmarshal(ev.Data, &e); err != nil {
+				fnErr = fmt.Errorf("decode task event: %w", err)
+				return true, fnErr
+			}
+			if fnErr = fn(e); fnErr != nil {
+				return true, fnErr
+			}
+			last = e.Seq
+			deadline, wait = time.Now().Add(resumeFor), 100*time.Millisecond
+			return e.Type == "task.finished", nil
+		})
+		if err == nil || fnErr != nil || ctx.Err() != nil || !brokenStream(err) || time.Now().After(deadline) {
+			return last, err
 		}
-		if err := fn(e); err != nil {
-			return true, err
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return last, ctx.Err()
 		}
-		last = e.Seq
-		return e.Type == "task.finished", nil
-	})
-	return last, err
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// brokenStream says err is a stream cut by the server's going away (or
+// refused while it is away), not an answer: worth following again.
+func brokenStream(err error) bool {
+	var ce *Error
+	if errors.As(err, &ce) {
+		return ce.Status == http.StatusServiceUnavailable || ce.Status == http.StatusBadGateway || ce.Code == "unavailable"
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
 // TaskArtifacts lists the task's artifacts and returns its diff.

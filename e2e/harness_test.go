@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -200,6 +201,66 @@ func TestHarnesses(t *testing.T) {
 			if injected == 0 {
 				t.Error("no secret.injected event")
 			}
+		})
+	}
+
+	// Claude Code cut in the middle: its tool (the mock's command) runs
+	// while the daemon is killed or stopped, then the CLI sends the tool's
+	// result to the model through the next daemon's proxy, and the task
+	// ends succeeded with its artifacts, each event once.
+	slow := modelmock.New(modelmock.Script{Command: "echo fixed > answer.txt; sleep 6; echo slept"})
+	e.n.Handle("/slow/", slow)
+	h, _ := tasks.Lookup(tasks.HarnessClaude)
+	for _, how := range []string{"kill -9", "SIGTERM"} {
+		t.Run("claude-restart/"+strings.ReplaceAll(how, " ", ""), func(t *testing.T) {
+			task := must[client.Task](t)(c.CreateTask(ctx, client.TaskRequest{
+				Harness: tasks.HarnessClaude, Prompt: "make answer.txt say fixed, slowly",
+				Model:   &client.TaskModel{BaseURL: "https://" + fakenet.AllowedName + "/slow", Name: "claude-sonnet-4-5"},
+				Secrets: []string{h.KeyEnv}, Artifacts: []string{"answer.txt"}, TimeoutS: 300,
+			}))
+			errCalled := errors.New("the tool was called")
+			last, err := c.FollowTask(ctx, task.ID, 0, func(ev client.TaskEvent) error {
+				if ev.Type == "tool_call" {
+					return errCalled
+				}
+				return nil
+			})
+			if !errors.Is(err, errCalled) {
+				t.Fatalf("waiting for the tool call: %v", err)
+			}
+			time.Sleep(time.Second) // the tool's command runs
+			restartServer(t, e.s, how, 2*time.Second)
+			c = e.s.admin()
+			must[int64](t)(c.FollowTask(ctx, task.ID, last, func(client.TaskEvent) error { return nil }))
+			got := must[client.Task](t)(c.GetTask(ctx, task.ID))
+			evs := must[[]client.TaskEvent](t)(c.TaskEvents(ctx, task.ID, 0))
+			var lines []string
+			calls := 0
+			for i, ev := range evs {
+				b, _ := json.Marshal(ev)
+				lines = append(lines, string(b))
+				if ev.Seq != int64(i+1) {
+					t.Errorf("event %d has seq %d", i, ev.Seq)
+				}
+				if ev.Type == "tool_call" {
+					calls++
+				}
+			}
+			if got.State != client.TaskSucceeded || got.Summary != modelmock.DefaultFinal || calls != 1 {
+				t.Fatalf("task %+v (%d tool calls)\nevents:\n%s", got, calls, strings.Join(lines, "\n"))
+			}
+			if got.Usage.InputTokens == 0 || got.Usage.OutputTokens == 0 {
+				t.Errorf("token usage %+v", got.Usage)
+			}
+			var buf bytes.Buffer
+			must[int64](t)(c.ReadTaskArtifact(ctx, task.ID, "answer.txt", &buf))
+			if buf.String() != "fixed\n" {
+				t.Errorf("answer.txt %q", buf.String())
+			}
+			if v := must[client.AuditVerify](t)(c.VerifyAudit(ctx, got.SandboxID)); !v.OK {
+				t.Errorf("audit chain of the task's sandbox: %+v", v)
+			}
+			assertNoSandboxesLeft(t, e.s, got.SandboxID)
 		})
 	}
 }

@@ -84,9 +84,11 @@ func serveCmd(args []string) error {
 	defer endMCP()
 	con := console.New()
 	srv := &http.Server{Handler: withConsole(con, withE2B(withMCP(d.handler, ln.Addr(), mcpDone), ln.Addr(), mcpDone)), ReadHeaderTimeout: 10 * time.Second}
-	// Event streams, MCP and E2B streams never go idle: end them, or Shutdown
+	// Event streams, task event streams, output follows, MCP and E2B streams never go idle: end them, or Shutdown
 	// waits it out.
 	srv.RegisterOnShutdown(d.events.EndStreams)
+	srv.RegisterOnShutdown(d.tasks.EndStreams)
+	srv.RegisterOnShutdown(d.mgr.EndStreams)
 	srv.RegisterOnShutdown(endMCP)
 	fmt.Printf("airlock: serving on http://%s (data in %s)\n", ln.Addr(), *dataDir)
 	if con.Built() {

@@ -115,7 +115,7 @@ func (s *Service) execJob(ctx context.Context, id string, sb runtime.Sandbox, jr
 		// is recorded, and the next daemon records the rest.
 		rec.out.flush()
 		rec.err.flush()
-		return ExecResult{}, fmt.Errorf("%w: the server is shutting down; exec %s goes on: GET /v1/sandboxes/%s/execs/%s follows it", ErrUnavailable, rec.id, id, rec.id)
+		return ExecResult{}, fmt.Errorf("%w; exec %s goes on: GET /v1/sandboxes/%s/execs/%s follows it", ErrServerStopping, rec.id, id, rec.id)
 	case sendErr == nil && ctx.Err() == nil:
 		// Not the client's doing: the sandbox went (a delete waits here
 		// until it is recorded), or the job was lost.

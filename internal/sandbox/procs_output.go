@@ -70,6 +70,8 @@ func (s *Service) procOutput(ctx context.Context, id string, p *bgProc, offset i
 		case <-v.Wake:
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-s.streamsEnd:
+			return fmt.Errorf("%w; the process goes on: follow its output again from offset %d", ErrServerStopping, offset)
 		}
 	}
 }

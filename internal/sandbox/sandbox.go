@@ -9,6 +9,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/airlockhq/airlock/internal/audit"
 	"io"
 	"io/fs"
@@ -42,6 +43,10 @@ var (
 	// ErrLowDisk is the ErrUnavailable of a data dir's filesystem with
 	// less free space than the operator's minimum.
 	ErrLowDisk = errors.New("low disk space")
+	// ErrServerStopping is the ErrUnavailable of a follow of output that
+	// the server let go as it stops: what was followed goes on, for the
+	// next daemon.
+	ErrServerStopping = fmt.Errorf("%w: the server is shutting down", ErrUnavailable)
 )
 
 // pidLimitError is a command refused at the sandbox's pid limit:

@@ -108,6 +108,10 @@ type Service struct {
 	life      context.Context
 	endLife   context.CancelFunc
 	followers sync.WaitGroup
+	// streamsEnd is closed when the server stops serving: clients that
+	// follow output are let go (they follow again from the next daemon).
+	streamsEnd chan struct{}
+	endStreams sync.Once
 }
 
 var _ Manager = (*Service)(nil)
@@ -131,13 +135,14 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 	opts.OnAudit = countAudit(opts.Metrics, opts.OnAudit)
 	s := &Service{
 		st: st, rt: rt, opts: opts, log: opts.Logger,
-		kick:     make(chan struct{}, 1),
-		attached: map[string]*netState{},
-		work:     map[string]*workload{},
-		box:      opts.Secrets,
-		disk:     diskGuard{dir: opts.DataDir, minPct: opts.MinFreeDiskPercent, log: opts.Logger},
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+		kick:       make(chan struct{}, 1),
+		attached:   map[string]*netState{},
+		work:       map[string]*workload{},
+		box:        opts.Secrets,
+		disk:       diskGuard{dir: opts.DataDir, minPct: opts.MinFreeDiskPercent, log: opts.Logger},
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
+		streamsEnd: make(chan struct{}),
 	}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.netlog = newNetLog(st, opts.Logger)
@@ -179,6 +184,10 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 	go s.reapLoop()
 	return s, nil
 }
+
+// EndStreams ends every follow of a process's or command's output, now
+// and to come: the server is going away, and the processes are not.
+func (s *Service) EndStreams() { s.endStreams.Do(func() { close(s.streamsEnd) }) }
 
 // Close stops the reaper and waits for it. Sandboxes keep running: a new
 // Service re-attaches to them.

@@ -102,6 +102,9 @@ var migrations = []string{
 	// a restart (sqlite_idle.go). Not one of sandboxCols: written on its
 	// own, it never races a whole-row write.
 	`ALTER TABLE sandboxes ADD COLUMN idle_since INTEGER;`,
+	// How far a running task got, for the next daemon to go on from
+	// (sqlite_tasks.go).
+	`ALTER TABLE tasks ADD COLUMN progress TEXT NOT NULL DEFAULT '';`,
 }
 
 // migrate applies the migrations the database has not run yet, in one

@@ -39,6 +39,9 @@ type Task struct {
 	EndedAt      time.Time
 	InputTokens  int64
 	OutputTokens int64
+	// Progress is how far a running task got, for the next daemon to go
+	// on from (JSON, opaque to the store; package tasks owns it).
+	Progress string
 }
 
 // TaskFilter selects tasks in ListTasks. Zero fields match everything.
@@ -121,7 +124,7 @@ const tasksSchema = `CREATE TABLE tasks (
 	END;`
 
 const taskCols = `id, tenant_id, key_id, harness, state, reason, spec, sandbox_id, exit_code,
-	summary, created_at, started_at, ended_at, input_tokens, output_tokens`
+	summary, created_at, started_at, ended_at, input_tokens, output_tokens, progress`
 
 func taskArgs(t Task) []any {
 	var exit sql.NullInt64
@@ -129,14 +132,14 @@ func taskArgs(t Task) []any {
 		exit = sql.NullInt64{Int64: int64(t.ExitCode), Valid: true}
 	}
 	return []any{t.ID, t.TenantID, t.KeyID, t.Harness, t.State, t.Reason, t.Spec, t.SandboxID, exit,
-		t.Summary, toNanos(t.CreatedAt), toNanos(t.StartedAt), toNanos(t.EndedAt), t.InputTokens, t.OutputTokens}
+		t.Summary, toNanos(t.CreatedAt), toNanos(t.StartedAt), toNanos(t.EndedAt), t.InputTokens, t.OutputTokens, t.Progress}
 }
 
 func scanTask(r scanner) (Task, error) {
 	var t Task
 	var exit, created, started, ended sql.NullInt64
 	err := r.Scan(&t.ID, &t.TenantID, &t.KeyID, &t.Harness, &t.State, &t.Reason, &t.Spec, &t.SandboxID, &exit,
-		&t.Summary, &created, &started, &ended, &t.InputTokens, &t.OutputTokens)
+		&t.Summary, &created, &started, &ended, &t.InputTokens, &t.OutputTokens, &t.Progress)
 	if err != nil {
 		return Task{}, notFound(err)
 	}
@@ -150,7 +153,7 @@ func scanTask(r scanner) (Task, error) {
 func (s *SQLite) CreateTask(ctx context.Context, t Task) error {
 	err := s.storageTx(ctx, "create task", func(tx *sql.Tx, d storageDelta) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (`+taskCols+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, taskArgs(t)...); err != nil {
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, taskArgs(t)...); err != nil {
 			return mapErr(err)
 		}
 		d.add(t.TenantID, int64(len(t.Spec))+taskRowBytes)
@@ -187,8 +190,8 @@ func (s *SQLite) GetTask(ctx context.Context, id string) (Task, error) {
 func (s *SQLite) UpdateTask(ctx context.Context, t Task) error {
 	a := taskArgs(t)
 	n, err := s.exec(ctx, `UPDATE tasks SET state = ?, reason = ?, sandbox_id = ?, exit_code = ?,
-		summary = ?, started_at = ?, ended_at = ?, input_tokens = ?, output_tokens = ? WHERE id = ?`,
-		a[4], a[5], a[7], a[8], a[9], a[11], a[12], a[13], a[14], t.ID)
+		summary = ?, started_at = ?, ended_at = ?, input_tokens = ?, output_tokens = ?, progress = ? WHERE id = ?`,
+		a[4], a[5], a[7], a[8], a[9], a[11], a[12], a[13], a[14], a[15], t.ID)
 	if err == nil && n == 0 {
 		err = ErrNotFound
 	}

@@ -28,11 +28,26 @@ func (s *Service) emit(taskID, sandboxID string, evs ...Event) {
 		}
 		rows = append(rows, store.TaskEvent{Time: now, Type: e.Type, SandboxID: sandboxID, Data: data})
 	}
+	s.mu.Lock()
+	if l := s.logs[taskID]; l != nil && l.skip > 0 {
+		// A task resumed by a later daemon makes again the events its
+		// phase had stored before the restart: they are not stored twice.
+		n := min(l.skip, len(rows))
+		l.skip -= n
+		rows = rows[n:]
+	}
+	s.mu.Unlock()
+	if len(rows) == 0 {
+		return
+	}
 	if err := s.st.AppendTaskEvents(context.Background(), taskID, rows); err != nil {
 		s.log.Error("task: store events", "task", taskID, "sandbox", sandboxID, "err", err)
 		return
 	}
 	s.mu.Lock()
+	if l := s.logs[taskID]; l != nil {
+		l.seq = rows[len(rows)-1].Seq
+	}
 	if ch := s.wake[taskID]; ch != nil {
 		close(ch)
 		delete(s.wake, taskID)
@@ -126,6 +141,8 @@ func (s *Service) Follow(ctx context.Context, c sandbox.Caller, id string, after
 		case <-wake:
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-s.streamsEnd:
+			return fmt.Errorf("%w: the server is shutting down; follow the task again from event %d", sandbox.ErrUnavailable, after)
 		}
 	}
 }

@@ -27,17 +27,22 @@ func newQueue(limit func(string) int, start func(tenant, id string)) *queue {
 // submit queues the task and starts what fits.
 func (q *queue) submit(tenant, id string) {
 	q.mu.Lock()
-	t := q.tenants[tenant]
-	if t == nil {
-		t = &tenantQueue{}
-		q.tenants[tenant] = t
-	}
+	t := q.tenantLocked(tenant)
 	t.waiting = append(t.waiting, id)
 	run := q.admitLocked(tenant, t)
 	q.mu.Unlock()
 	for _, id := range run {
 		q.start(tenant, id)
 	}
+}
+
+// resume starts a task an earlier daemon was running. It takes a slot of
+// its tenant's whatever the limit: it held one when the daemon went.
+func (q *queue) resume(tenant, id string) {
+	q.mu.Lock()
+	q.tenantLocked(tenant).running++
+	q.mu.Unlock()
+	q.start(tenant, id)
 }
 
 // done frees the slot of a task of the tenant that ended and starts the
@@ -84,6 +89,15 @@ func (q *queue) position(tenant, id string) int {
 		return slices.Index(t.waiting, id)
 	}
 	return -1
+}
+
+func (q *queue) tenantLocked(tenant string) *tenantQueue {
+	t := q.tenants[tenant]
+	if t == nil {
+		t = &tenantQueue{}
+		q.tenants[tenant] = t
+	}
+	return t
 }
 
 func (q *queue) admitLocked(tenant string, t *tenantQueue) []string {

@@ -28,7 +28,8 @@ const (
 // artifacts.
 const setupMargin = 5 * time.Minute
 
-// run runs the task id to its end.
+// run runs the task id to its end, or goes on with one an earlier daemon
+// was running (resume.go).
 func (s *Service) run(ctx context.Context, id string) {
 	bg := context.WithoutCancel(ctx)
 	rec, err := s.st.GetTask(bg, id)
@@ -36,7 +37,7 @@ func (s *Service) run(ctx context.Context, id string) {
 		s.log.Error("task: read", "task", id, "err", err)
 		return
 	}
-	if rec.State != store.TaskQueued {
+	if rec.State != store.TaskQueued && rec.State != store.TaskRunning {
 		return // cancelled meanwhile
 	}
 	t, err := s.decodeToRun(rec)
@@ -61,6 +62,11 @@ type taskRun struct {
 func (r *taskRun) run(ctx context.Context) {
 	bg := context.WithoutCancel(ctx)
 	end := r.runIn(ctx)
+	if end.detached {
+		// The daemon stops; the task does not. The next daemon goes on
+		// from the progress saved.
+		return
+	}
 	// The sandbox goes before task.finished, so a client that saw the end
 	// never finds the task's sandbox still there.
 	if r.rec.SandboxID != "" {
@@ -84,46 +90,50 @@ func (r *taskRun) run(ctx context.Context) {
 	r.s.finish(bg, r.rec, end.state, end.reason, end.summary, end.res)
 }
 
-// ending is how a task ended.
+// ending is how a task ended, or that this daemon stopped running it
+// (detached).
 type ending struct {
 	state, reason, summary string
 	res                    *sandbox.ExecResult
+	detached               bool
 }
 
-// runIn creates the task's sandbox and runs the task in it.
+// runIn runs the task from where it is: from the start, or from the
+// progress an earlier daemon saved.
 func (r *taskRun) runIn(ctx context.Context) ending {
-	s, bg := r.s, context.WithoutCancel(ctx)
-	sb, err := r.createSandbox(ctx)
+	p, err := r.resume(ctx)
 	if err != nil {
-		return r.cut(ctx, err, "create the task's sandbox")
+		return r.cut(ctx, err, "resume the task")
 	}
-	// Running from here: a task waiting for its tenant's sandbox quota
-	// shows as queued.
-	r.rec.SandboxID, r.rec.State, r.rec.StartedAt = sb.ID, store.TaskRunning, s.opts.Now().UTC()
-	if err := s.st.UpdateTask(bg, *r.rec); err != nil {
-		s.log.Error("task: save", "task", r.rec.ID, "err", err)
+	if p.Phase == "" {
+		if err := r.setUp(ctx); err != nil {
+			return r.cut(ctx, err, "prepare the workspace")
+		}
+		if p, err = r.startHarness(ctx); err != nil {
+			return r.cut(ctx, err, "start the harness")
+		}
 	}
-	s.emit(r.rec.ID, sb.ID, Event{Type: EventStarted, Harness: r.h.Name})
-	s.m.RecordTask(bg, r.c, sb.ID, audit.TaskStarted, map[string]any{"task_id": r.rec.ID, "harness": r.h.Name})
-	if err := r.prepare(ctx, sb.ID); err != nil {
-		return r.cut(ctx, err, "prepare the workspace")
-	}
-	res, parser, err := r.harness(ctx, sb.ID)
-	if err != nil || context.Cause(ctx) != nil {
-		return r.cut(ctx, err, "run the harness")
+	if p.Phase == phaseHarness {
+		res, parser, err := r.follow(ctx, p)
+		if err != nil || context.Cause(ctx) != nil {
+			return r.cut(ctx, err, "run the harness")
+		}
+		p = progress{Phase: phaseCollect, Seq: r.s.seq(r.rec.ID), Exit: &res, Summary: truncUTF8(parser.Summary(), 4096)}
+		r.save(ctx, p)
 	}
 	// Collect even after a timeout: what the harness did so far is
 	// what the user needs to see why.
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	if err := r.collect(cctx, sb.ID); err != nil {
-		s.log.Warn("task: collect", "task", r.rec.ID, "sandbox", sb.ID, "err", err)
-		s.emit(r.rec.ID, sb.ID, Event{Type: EventRaw, Stream: "airlock", Line: "collecting artifacts failed: " + err.Error()})
+	if err := r.collect(cctx, r.rec.SandboxID); err != nil {
+		r.s.log.Warn("task: collect", "task", r.rec.ID, "sandbox", r.rec.SandboxID, "err", err)
+		r.note(r.rec.SandboxID, "collecting artifacts failed: %v", err)
 	}
 	cancel()
 	if context.Cause(ctx) != nil {
 		return r.cut(ctx, context.Cause(ctx), "collect artifacts")
 	}
-	e := ending{state: store.TaskSucceeded, summary: parser.Summary(), res: &res}
+	res := *p.Exit
+	e := ending{state: store.TaskSucceeded, summary: p.Summary, res: &res}
 	switch {
 	case res.TimedOut:
 		e.state, e.reason = store.TaskTimedOut, fmt.Sprintf("the harness ran past timeout_s (%d)", r.req.TimeoutS)
@@ -139,14 +149,33 @@ func (r *taskRun) runIn(ctx context.Context) ending {
 	return e
 }
 
-// cut is the ending of a task that err cut short: cancelled, stopped
-// with the daemon, or failed doing what.
+// setUp creates the task's sandbox and prepares its workspace.
+func (r *taskRun) setUp(ctx context.Context) error {
+	s, bg := r.s, context.WithoutCancel(ctx)
+	sb, err := r.createSandbox(ctx)
+	if err != nil {
+		return fmt.Errorf("create the task's sandbox: %w", err)
+	}
+	// Running from here: a task waiting for its tenant's sandbox quota
+	// shows as queued.
+	r.rec.SandboxID, r.rec.State, r.rec.StartedAt = sb.ID, store.TaskRunning, s.opts.Now().UTC()
+	if err := s.st.UpdateTask(bg, *r.rec); err != nil {
+		s.log.Error("task: save", "task", r.rec.ID, "err", err)
+	}
+	s.emit(r.rec.ID, sb.ID, Event{Type: EventStarted, Harness: r.h.Name})
+	s.m.RecordTask(bg, r.c, sb.ID, audit.TaskStarted, map[string]any{"task_id": r.rec.ID, "harness": r.h.Name})
+	return r.prepare(ctx, sb.ID)
+}
+
+// cut is the ending of a task that err cut short: cancelled, failed
+// doing what, or detached when this daemon stops (the task goes on under
+// the next).
 func (r *taskRun) cut(ctx context.Context, err error, what string) ending {
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errCancelled):
 		return ending{state: store.TaskCancelled, reason: "cancelled"}
 	case errors.Is(cause, errShutdown):
-		return ending{state: store.TaskFailed, reason: "daemon stopped while the task ran"}
+		return ending{detached: true}
 	}
 	return ending{state: store.TaskFailed, reason: fmt.Sprintf("%s: %v", what, err)}
 }
@@ -255,26 +284,9 @@ func (r *taskRun) fill(ctx context.Context, sbID string) error {
 // commitish is a ref that names a commit: cloned whole, then checked out.
 var commitish = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
 
-// harness runs the harness's command in the workspace, its stdout turned
-// into events as it comes.
-func (r *taskRun) harness(ctx context.Context, sbID string) (sandbox.ExecResult, Parser, error) {
-	p := r.h.NewParser()
-	out := newEventStream(r.s, r.rec, sbID, p)
-	// The runtime's timeout kills the harness's tree at timeout_s; the
-	// context is a backstop should the runtime not answer.
-	hctx, cancel := context.WithTimeout(ctx, time.Duration(r.req.TimeoutS)*time.Second+30*time.Second)
-	defer cancel()
-	res, err := r.s.m.ExecStream(hctx, r.c, sbID, sandbox.ExecRequest{
-		Cmd: r.h.Argv(r.req), Cwd: Workspace, Env: r.h.env(r.req, r.rec.ID),
-		Stdin: r.req.Prompt, TimeoutS: r.req.TimeoutS,
-	}, out)
-	out.flush()
-	return res, p, err
-}
-
 // finish saves the task's end and emits task.finished, its last event.
 func (s *Service) finish(ctx context.Context, t *store.Task, state, reason, summary string, res *sandbox.ExecResult) {
-	t.State, t.Reason, t.EndedAt = state, reason, s.opts.Now().UTC()
+	t.State, t.Reason, t.EndedAt, t.Progress = state, reason, s.opts.Now().UTC(), ""
 	if summary == "" {
 		summary = reason
 	}

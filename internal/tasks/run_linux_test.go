@@ -228,8 +228,9 @@ func TestTaskTimeout(t *testing.T) {
 	e.gone(t, got.SandboxID)
 }
 
-// TestTaskRestart: a task an earlier daemon was running ends failed with
-// the reason and its sandbox destroyed; a queued one runs.
+// TestTaskRestart: a task an earlier daemon was setting up (its sandbox
+// made, its harness not yet started) starts again in a new sandbox and
+// the half-prepared one is destroyed; a queued one runs.
 func TestTaskRestart(t *testing.T) {
 	e := newEnv(t, tasks.Options{})
 	e.svc.Close()
@@ -238,7 +239,7 @@ func TestTaskRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, _ := json.Marshal(tasks.Request{Harness: "generic", Command: []string{"true"}, TimeoutS: 60})
+	spec, _ := json.Marshal(tasks.Request{Harness: "generic", Command: []string{"echo", "again"}, TimeoutS: 60})
 	now := time.Now().UTC()
 	for _, rec := range []store.Task{
 		{ID: "tsk_restart_running_" + e.c.TenantID, TenantID: e.c.TenantID, Harness: "generic", State: store.TaskRunning, Spec: string(spec), SandboxID: sb.ID, CreatedAt: now, StartedAt: now},
@@ -254,14 +255,93 @@ func TestTaskRestart(t *testing.T) {
 	}
 	defer svc.Close()
 	e.svc = svc
-	got, _ := e.wait(t, "tsk_restart_running_"+e.c.TenantID)
-	if got.State != store.TaskFailed || !strings.Contains(got.Reason, "daemon restarted") {
-		t.Errorf("the running task ended %s (%q), want failed: daemon restarted", got.State, got.Reason)
+	got, evs := e.wait(t, "tsk_restart_running_"+e.c.TenantID)
+	if got.State != store.TaskSucceeded || got.Summary != "again" || got.SandboxID == sb.ID {
+		t.Errorf("the task cut in its set-up ended %s (%q) in sandbox %s, want succeeded in a new sandbox", got.State, got.Reason, got.SandboxID)
+	}
+	if !hasEvent(evs, func(ev tasks.Event) bool {
+		return ev.Type == tasks.EventRaw && strings.Contains(ev.Line, "starting again")
+	}) {
+		t.Errorf("no event says the task started again: %+v", evs)
 	}
 	e.gone(t, sb.ID)
+	e.gone(t, got.SandboxID)
 	got, _ = e.wait(t, "tsk_restart_queued_"+e.c.TenantID)
 	if got.State != store.TaskSucceeded {
 		t.Errorf("the queued task ended %s (%q), want succeeded", got.State, got.Reason)
+	}
+}
+
+// TestTaskResume: a service that stops while a task's harness runs leaves
+// the harness running; the next service goes on with the task from the
+// harness's output, kept by the sandbox's agent: the events come once
+// each, in order, with what the harness printed while no service ran, and
+// the task ends with its real result and artifacts. A harness that ended
+// while no service ran is collected by the next.
+func TestTaskResume(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// sleep is how long the harness goes on after "before"; the
+		// service is down for 2 s.
+		sleep string
+	}{{"running", "4"}, {"ended-meanwhile", "0.5"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tasks.Options{})
+			task := e.submit(t, tasks.Request{Harness: "generic", TimeoutS: 120, Prompt: "the prompt",
+				Command:   []string{"sh", "-c", `read -r p; echo "before $p"; sleep ` + tc.sleep + `; echo while-down; echo fixed > answer.txt; echo '{"type":"usage","input_tokens":7,"output_tokens":3}'; echo after; exit 3`},
+				Artifacts: []string{"answer.txt"}})
+			waitFor(t, e, task.ID, func(ev tasks.Event) bool { return ev.Type == tasks.EventMessage && ev.Text == "before the prompt" })
+			e.svc.Close()
+			if got, _ := e.svc.Get(context.Background(), e.c, task.ID); got.State != store.TaskRunning {
+				t.Fatalf("after the service stopped the task is %s (%q), want running", got.State, got.Reason)
+			}
+			time.Sleep(2 * time.Second)
+			svc, err := tasks.New(context.Background(), shared, e.mgr, tasks.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer svc.Close()
+			e.svc = svc
+			got, evs := e.wait(t, task.ID)
+			if got.State != store.TaskFailed || !got.HasExit || got.ExitCode != 3 || got.Summary != "after" ||
+				got.InputTokens != 7 || got.OutputTokens != 3 {
+				t.Errorf("task ended %s exit %d (%q), summary %q, tokens %d/%d; want failed, exit 3, summary after, tokens 7/3",
+					got.State, got.ExitCode, got.Reason, got.Summary, got.InputTokens, got.OutputTokens)
+			}
+			var kinds []string
+			for i, ev := range evs {
+				if ev.Seq != int64(i+1) {
+					t.Errorf("event %d has seq %d", i, ev.Seq)
+				}
+				k := ev.Type
+				switch ev.Type {
+				case tasks.EventMessage:
+					k += ":" + ev.Text
+				case tasks.EventFileChange:
+					k += ":" + ev.Kind + " " + ev.Path
+				case tasks.EventFinished:
+					k += ":" + ev.Status
+				}
+				kinds = append(kinds, k)
+			}
+			want := []string{"task.started", "message:before the prompt", "message:while-down", "usage", "message:after",
+				"file_change:added answer.txt", "task.finished:failed"}
+			if diff := cmp.Diff(want, kinds); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			arts, err := shared.TaskArtifacts(context.Background(), task.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, a := range arts {
+				names = append(names, a.Kind+":"+a.Name)
+			}
+			if slices.Sort(names); !slices.Equal(names, []string{"diff:workspace.diff", "file:answer.txt"}) {
+				t.Errorf("artifacts %v", names)
+			}
+			e.gone(t, got.SandboxID)
+		})
 	}
 }
 

@@ -60,8 +60,12 @@ type Service struct {
 	mu      sync.Mutex
 	running map[string]*runState // by task id
 	wake    map[string]chan struct{}
-	closed  bool
-	wg      sync.WaitGroup
+	logs    map[string]*eventLog // of running tasks, by task id
+	// streamsEnd is closed when the server stops serving: followers end
+	// (their clients follow again from the next daemon).
+	streamsEnd chan struct{}
+	closed     bool
+	wg         sync.WaitGroup
 }
 
 type runState struct {
@@ -69,16 +73,21 @@ type runState struct {
 	done   chan struct{}
 }
 
+// eventLog is what emit keeps of a running task's events.
+type eventLog struct {
+	seq  int64 // the newest stored
+	skip int   // how many of the next to drop (resume.go)
+}
+
 // Causes of a task's context ending early.
 var (
 	errCancelled = errors.New("cancelled")
-	errShutdown  = errors.New("daemon stopped")
+	errShutdown  = errors.New("daemon stopped") // the task goes on under the next
 )
 
-// New starts the service: tasks left running by an earlier daemon end
-// failed ("daemon restarted": their harness's output stream died with
-// it) and their sandboxes are destroyed; queued tasks queue again, in
-// submission order.
+// New starts the service: tasks an earlier daemon was running go on
+// (resume.go), ahead of the queue and each in a slot of its tenant's;
+// queued tasks queue again, in submission order.
 func New(ctx context.Context, st store.Store, m sandbox.Manager, opts Options) (*Service, error) {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4
@@ -96,7 +105,8 @@ func New(ctx context.Context, st store.Store, m sandbox.Manager, opts Options) (
 		opts.Now = time.Now
 	}
 	s := &Service{st: st, m: m, opts: opts, log: opts.Logger,
-		running: map[string]*runState{}, wake: map[string]chan struct{}{}}
+		running: map[string]*runState{}, wake: map[string]chan struct{}{}, logs: map[string]*eventLog{},
+		streamsEnd: make(chan struct{})}
 	s.q = newQueue(s.limit, s.start)
 	left, err := st.ListTasks(ctx, store.TaskFilter{States: []string{store.TaskQueued, store.TaskRunning}})
 	if err != nil {
@@ -105,7 +115,7 @@ func New(ctx context.Context, st store.Store, m sandbox.Manager, opts Options) (
 	var queued []store.Task
 	for _, t := range left {
 		if t.State == store.TaskRunning {
-			s.abandon(ctx, t)
+			s.q.resume(t.TenantID, t.ID)
 			continue
 		}
 		queued = append(queued, t)
@@ -118,17 +128,6 @@ func New(ctx context.Context, st store.Store, m sandbox.Manager, opts Options) (
 	return s, nil
 }
 
-// abandon ends a task an earlier daemon was running.
-func (s *Service) abandon(ctx context.Context, t store.Task) {
-	if t.SandboxID != "" {
-		c := sandbox.Caller{TenantID: t.TenantID}
-		if err := s.m.Delete(ctx, c, t.SandboxID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
-			s.log.Error("task: destroy sandbox of an abandoned task", "task", t.ID, "sandbox", t.SandboxID, "err", err)
-		}
-	}
-	s.finish(ctx, &t, store.TaskFailed, "daemon restarted while the task ran", "", nil)
-}
-
 // limit is how many tasks of the tenant may run at once.
 func (s *Service) limit(tenant string) int {
 	t, err := s.st.GetTenant(context.Background(), tenant)
@@ -138,9 +137,10 @@ func (s *Service) limit(tenant string) int {
 	return s.opts.Concurrency
 }
 
-// Close cancels the running tasks (they end failed, "daemon stopped",
-// their sandboxes destroyed) and waits for them. Queued tasks stay
-// queued for the next daemon.
+// Close stops running tasks here and waits for their goroutines. The
+// tasks do not stop: their harnesses go on in their sandboxes, and the
+// next daemon goes on with them from the progress they saved (a task
+// still being set up starts again). Queued tasks stay queued.
 func (s *Service) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -150,6 +150,18 @@ func (s *Service) Close() error {
 	s.mu.Unlock()
 	s.wg.Wait()
 	return nil
+}
+
+// EndStreams ends every Follow, now and to come: the server is going
+// away, and a follower's client follows the task again from the next.
+func (s *Service) EndStreams() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.streamsEnd:
+	default:
+		close(s.streamsEnd)
+	}
 }
 
 // Submit validates req, stores the task queued and queues it.
@@ -357,6 +369,7 @@ func (s *Service) start(tenant, id string) {
 		cancel(nil)
 		s.mu.Lock()
 		delete(s.running, id)
+		delete(s.logs, id)
 		s.mu.Unlock()
 		close(r.done)
 		s.q.done(tenant)

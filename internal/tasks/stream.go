@@ -11,7 +11,7 @@ import (
 // longer one is passed on raw, cut.
 const maxLine = 4 << 20
 
-// eventStream is the sandbox.Stream of a harness: stdout lines go
+// eventStream turns a harness's output into events: stdout lines go
 // through the harness's parser, stderr lines become raw events, and
 // usage events add to the task's token counts. Calls come from one
 // goroutine.
@@ -26,8 +26,6 @@ type eventStream struct {
 func newEventStream(s *Service, rec *store.Task, sb string, p Parser) *eventStream {
 	return &eventStream{s: s, rec: rec, sb: sb, p: p}
 }
-
-func (st *eventStream) Started(int, string) error { return nil }
 
 func (st *eventStream) Stdout(p []byte) error {
 	st.out = st.lines(st.out, p, func(line string, cut bool) []Event {
