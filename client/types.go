@@ -229,6 +229,9 @@ type NetEvent struct {
 	// upstream failed: "dns", "refused", "unreachable", "timeout", "tls",
 	// "reset" or "other" (Reason says what failed; Decision is "allowed").
 	UpstreamError string `json:"upstream_error,omitempty"`
+	// Cut says the connection was open when the daemon stopped (or the
+	// sandbox ended), or when a daemon went away (logged by the next).
+	Cut bool `json:"cut,omitempty"`
 	// Kind is "" for a connection or request, "secret.injected" or
 	// "secret.misdirected" for what the proxy did with a bound secret
 	// (named in Secret; values never appear).

@@ -1,8 +1,13 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -374,4 +379,109 @@ func TestEgressSurvivesRestart(t *testing.T) {
 	if n := len(e.loggedAtLeast(e.sb.ID, fakenet.AllowedName, 2)); n != 2 {
 		t.Errorf("%d log entries for allowed.test across the restart, want 2", n)
 	}
+}
+
+// holdTunnel is a program run in a sandbox: it opens a CONNECT tunnel
+// through the sandbox's proxy to allowed.test:80, makes one request in it
+// and keeps it open.
+const holdTunnel = `import os, socket, time, urllib.parse
+u = urllib.parse.urlparse(os.environ["HTTP_PROXY"])
+s = socket.create_connection((u.hostname, u.port))
+s.sendall(b"CONNECT allowed.test:80 HTTP/1.1\r\nHost: allowed.test:80\r\n\r\n")
+print(s.recv(100).split(b"\r\n")[0].decode(), flush=True)
+s.sendall(b"GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n")
+print(s.recv(1000).split(b"\r\n")[0].decode(), flush=True)
+time.sleep(600)
+`
+
+// TestConnectionsCutByRestart: connections the daemon carries when it is
+// killed or stopped (a tunnel through the egress proxy, a stream into a
+// sandbox's port) are cut, and logged as cut: by the stopping daemon, or
+// by the next one for a daemon that could not say. New ones work as soon
+// as the daemon is back.
+func TestConnectionsCutByRestart(t *testing.T) {
+	for _, how := range []string{"kill -9", "SIGTERM"} {
+		t.Run(strings.ReplaceAll(how, " ", ""), func(t *testing.T) {
+			e := startEgress(t)
+			id := e.sb.ID
+			must[int64](t)(e.c.WriteFile(ctx, id, "hold.py", strings.NewReader(holdTunnel), 0o644))
+			must[int64](t)(e.c.WriteFile(ctx, id, "echo.py", strings.NewReader(echoServer), 0o644))
+			hold := must[client.Process](t)(e.c.StartProcess(ctx, id, client.ExecRequest{Command: "python3 hold.py"}, "hold"))
+			must[client.Process](t)(e.c.StartProcess(ctx, id, client.ExecRequest{Command: "python3 echo.py"}, "web"))
+			waitFor(t, e.c, id, hold.Pid, "HTTP/1.1 200 Connection established\nHTTP/1.1 200")
+			stream := openShout(t, e.s, id)
+			restartServer(t, e.s, how, time.Second)
+			e.c = e.s.admin()
+
+			var cut []client.NetEvent
+			for _, ev := range e.loggedAtLeast(id, fakenet.AllowedName, 1) {
+				if ev.Cut {
+					cut = append(cut, ev)
+				}
+			}
+			wantReason := "cut: the proxy stopped"
+			if how == "kill -9" {
+				wantReason = "cut: the daemon went away"
+			}
+			if len(cut) != 1 || cut[0].Protocol != "connect" || cut[0].Decision != "allowed" || !strings.HasPrefix(cut[0].Reason, wantReason) {
+				t.Errorf("network log entries of the cut tunnel: %+v, want one connect, allowed, %q", cut, wantReason)
+			}
+			// The stream into the port was cut too, and its audit event
+			// says so.
+			stream.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if _, err := stream.Read(make([]byte, 1)); err == nil {
+				t.Error("the stream into the sandbox's port is still open after the restart")
+			}
+			var ports []map[string]any
+			for _, ev := range must[[]client.AuditEvent](t)(e.c.AuditEvents(ctx, id, client.AuditQuery{Types: []string{"port.connection"}})) {
+				var d map[string]any
+				json.Unmarshal(ev.Data, &d)
+				ports = append(ports, d)
+			}
+			if len(ports) != 1 || ports[0]["port"] != float64(8000) || ports[0]["cut"] != true || !strings.HasPrefix(fmt.Sprint(ports[0]["reason"]), "cut: ") {
+				t.Errorf("port.connection events: %+v, want one for port 8000, cut", ports)
+			}
+			// New connections work at once.
+			curl := "curl -s -o /dev/null -w '%{http_code}' --max-time 20 "
+			if out, _ := e.sh(id, curl+"http://allowed.test/"); out != "200" {
+				t.Errorf("a new connection after the restart: %s", out)
+			}
+			openShout(t, e.s, id).Close()
+			if v := must[client.AuditVerify](t)(e.c.VerifyAudit(ctx, id)); !v.OK {
+				t.Errorf("audit chain: %+v", v)
+			}
+		})
+	}
+}
+
+// openShout opens a stream into port 8000 of a sandbox running echo.py,
+// through the port proxy, and checks it echoes.
+func openShout(t *testing.T, s *server, id string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	var resp *http.Response
+	br := bufio.NewReader(conn)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		fmt.Fprintf(conn, "GET /v1/sandboxes/%s/ports/8000/upgrade HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nConnection: Upgrade\r\nUpgrade: shout\r\n\r\n", id, s.adminKey)
+		resp, err = http.ReadResponse(br, nil)
+		if err == nil && resp.StatusCode == http.StatusSwitchingProtocols || time.Now().After(deadline) {
+			break
+		}
+		if resp != nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade through the port proxy: %v %v", resp, err)
+	}
+	fmt.Fprint(conn, "hello\n")
+	if line, err := br.ReadString('\n'); err != nil || line != "HELLO\n" {
+		t.Fatalf("the stream echoed %q, %v", line, err)
+	}
+	return conn
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,4 +154,119 @@ func TestEndedProcessStdin(t *testing.T) {
 	if err := c.WriteStdin(ctx, sb.ID, p.Pid, strings.NewReader("late")); !errors.Is(err, client.ErrConflict) {
 		t.Errorf("write to the stdin of an ended process: %v, want a conflict", err)
 	}
+}
+
+// TestAcknowledgedAuditSurvivesKill: an event the API has answered for is
+// in the store before the answer leaves, so a kill -9 right after it loses
+// none: each exec's start, output and exit and each file written are in
+// the audit log under the next daemon, and the chain verifies.
+func TestAcknowledgedAuditSurvivesKill(t *testing.T) {
+	s := startServer(t, "")
+	c := s.admin()
+	sb := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{}))
+	var execs []string
+	for i := range 3 {
+		res := must[client.ExecResult](t)(c.Exec(ctx, sb.ID, client.ExecRequest{Command: fmt.Sprintf("echo ack-%d", i), Timeout: time.Minute}))
+		execs = append(execs, res.ExecID)
+		must[int64](t)(c.WriteFile(ctx, sb.ID, fmt.Sprintf("/tmp/ack-%d", i), strings.NewReader("x"), 0o644))
+		// No pause: the kill lands within the batch's linger.
+		s.cmd.Process.Kill()
+		s.cmd.Wait()
+		s.cmd = nil
+		s.start()
+		c = s.admin()
+	}
+	events := must[[]client.AuditEvent](t)(c.AuditEvents(ctx, sb.ID, client.AuditQuery{}))
+	have := map[string]bool{}
+	for _, e := range events {
+		var d struct {
+			ExecID string `json:"exec_id"`
+			Path   string `json:"path"`
+			Data   string `json:"data"`
+		}
+		json.Unmarshal(e.Data, &d)
+		have[e.Type+" "+d.ExecID+d.Path+strings.TrimSpace(d.Data)] = true
+	}
+	for i, id := range execs {
+		for _, want := range []string{"exec.started " + id, "exec.output " + id + fmt.Sprintf("ack-%d", i), "exec.exited " + id,
+			fmt.Sprintf("file.written /tmp/ack-%d", i)} {
+			if !have[want] {
+				t.Errorf("acknowledged, then killed: no %q in the audit log", want)
+			}
+		}
+	}
+	if v := must[client.AuditVerify](t)(c.VerifyAudit(ctx, sb.ID)); !v.OK {
+		t.Errorf("audit chain: %+v", v)
+	}
+	if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	assertNoSandboxesLeft(t, s, sb.ID)
+}
+
+// TestOutputWhileDownIsBounded: ~39 MB printed by a background process
+// while no daemon runs is kept by the agent up to the output bound: after
+// the restart the output from offset 0 says how much was dropped, the
+// bytes kept are exactly the newest ones, and the agent's memory grew by
+// far less than what was printed.
+func TestOutputWhileDownIsBounded(t *testing.T) {
+	for _, how := range []string{"kill -9", "SIGTERM"} {
+		t.Run(strings.ReplaceAll(how, " ", ""), func(t *testing.T) {
+			s := startServer(t, "")
+			c := s.admin()
+			sb := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{}))
+			// The flood starts 3 s later, when no daemon runs.
+			p := must[client.Process](t)(c.StartProcess(ctx, sb.ID, client.ExecRequest{Command: "sleep 3; seq 1 5000000; echo end"}, "flood"))
+			agent := initPid(t, s, sb.ID)
+			before := vmHWM(t, agent)
+			restartServer(t, s, how, 8*time.Second)
+			c = s.admin()
+			var out bytes.Buffer
+			_, exit, dropped, err := c.ProcessOutput(ctx, sb.ID, p.Pid, 0, true, &out, nil)
+			if err != nil || exit == nil || exit.ExitCode != 0 {
+				t.Fatalf("the flood's end: %+v %v", exit, err)
+			}
+			var want bytes.Buffer
+			for i := 1; i <= 5000000; i++ {
+				fmt.Fprintf(&want, "%d\n", i)
+			}
+			want.WriteString("end\n")
+			if dropped+int64(out.Len()) != int64(want.Len()) || out.Len() > 4<<20 || out.Len() < 4<<20-64<<10 {
+				t.Fatalf("kept %d bytes and dropped %d of %d, want the newest 4 MiB kept and the rest dropped", out.Len(), dropped, want.Len())
+			}
+			if !bytes.Equal(out.Bytes(), want.Bytes()[dropped:]) {
+				t.Fatalf("the bytes kept are not the newest %d printed", out.Len())
+			}
+			if grew := vmHWM(t, agent) - before; grew > 24<<20 {
+				t.Errorf("the agent's peak memory grew by %d MiB for %d MiB printed", grew>>20, want.Len()>>20)
+			}
+			if v := must[client.AuditVerify](t)(c.VerifyAudit(ctx, sb.ID)); !v.OK {
+				t.Errorf("audit chain: %+v", v)
+			}
+			if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
+				t.Fatal(err)
+			}
+			assertNoSandboxesLeft(t, s, sb.ID)
+		})
+	}
+}
+
+// vmHWM is a process's peak resident memory in bytes.
+func vmHWM(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmHWM in /proc/%d/status", pid)
+	return 0
 }

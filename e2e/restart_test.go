@@ -76,6 +76,22 @@ func TestRestart(t *testing.T) {
 // file, and waits until it is gone.
 func killInit(t *testing.T, s *server, id string) {
 	t.Helper()
+	pid := initPid(t, s, id)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); syscall.Kill(pid, 0) == nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("init %d of %s still alive", pid, id)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// initPid is the host pid of sandbox id's init (its agent), from the
+// runtime's state file.
+func initPid(t *testing.T, s *server, id string) int {
+	t.Helper()
 	name, err := os.Readlink(filepath.Join(s.dataDir, "ids", id))
 	if err != nil {
 		t.Fatal(err)
@@ -88,15 +104,7 @@ func killInit(t *testing.T, s *server, id string) {
 	if err := json.Unmarshal(b, &st); err != nil || st.Pid <= 1 {
 		t.Fatalf("state of %s: %s (%v)", id, b, err)
 	}
-	if err := syscall.Kill(st.Pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(5 * time.Second); syscall.Kill(st.Pid, 0) == nil; {
-		if time.Now().After(deadline) {
-			t.Fatalf("init %d of %s still alive", st.Pid, id)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return st.Pid
 }
 
 // assertNoMountsLeft checks the host's mount table: the only mount under

@@ -89,15 +89,18 @@ func (s *server) authorize(a access, h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, c))
+		// What the call recorded in audit logs is in the store before the
+		// answer starts: an event a client was told of is not lost to a
+		// kill -9 of the daemon.
+		sw := &statusWriter{ResponseWriter: w, durable: s.m.Durable}
 		if a != sandboxRoute && a != sandboxKeyOnly {
-			h(w, r)
+			h(sw, r)
 			return
 		}
 		// A call on a sandbox goes into its audit log: route and status,
 		// also when the handler cuts the answer off (a panic of
 		// http.ErrAbortHandler, which the server recovers).
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			s.m.RecordRequest(r.Context(), c, r.PathValue("id"), r.Method, r.Pattern, sw.status, time.Since(start))
 		}()
@@ -105,34 +108,44 @@ func (s *server) authorize(a access, h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// statusWriter notes the status a handler answered with. It passes on
+// statusWriter notes the status a handler answered with, and makes the
+// audit log durable before any of the answer goes out. It passes on
 // flushing and hijacking (SSE, WebSocket) and unwraps for
 // http.ResponseController.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
+	status  int
+	durable func() // called once, before the answer starts
+}
+
+// start marks the answer started with code, after making the audit log
+// durable.
+func (w *statusWriter) start(code int) {
+	if w.status == 0 {
+		if w.durable != nil {
+			w.durable()
+		}
+		w.status = code
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
+	w.start(code)
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
+	w.start(http.StatusOK)
 	return w.ResponseWriter.Write(p)
 }
 
-func (w *statusWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
+func (w *statusWriter) Flush() {
+	w.start(http.StatusOK)
+	http.NewResponseController(w.ResponseWriter).Flush()
+}
 
 func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	if w.status == 0 {
-		w.status = http.StatusSwitchingProtocols
-	}
+	w.start(http.StatusSwitchingProtocols)
 	return http.NewResponseController(w.ResponseWriter).Hijack()
 }
 

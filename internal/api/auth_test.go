@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -114,4 +115,29 @@ func (e *env) doAuth(c call, header string) answer {
 	e.authHeader = header
 	defer func() { e.authHeader = "" }()
 	return e.do(c)
+}
+
+// TestAnswerWaitsForDurable: no byte of an answer leaves before the audit
+// log is durable (Manager.Durable returned), so a client never hears of
+// an event a kill -9 of the daemon could still lose.
+func TestAnswerWaitsForDurable(t *testing.T) {
+	e := newEnv(t)
+	id := e.sandbox(e.alice)
+	release := make(chan struct{})
+	e.m.mu.Lock()
+	e.m.durable = func() { <-release }
+	e.m.mu.Unlock()
+	answered := make(chan answer, 1)
+	go func() {
+		answered <- e.do(call{method: "POST", path: "/v1/sandboxes/" + id + "/exec", cred: e.alice, body: `{"cmd":["true"]}`})
+	}()
+	select {
+	case a := <-answered:
+		t.Fatalf("answered %d before the audit log was durable", a.status)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	if a := <-answered; a.status != http.StatusOK {
+		t.Fatalf("exec: %d %s", a.status, a.body)
+	}
 }

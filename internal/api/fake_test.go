@@ -43,6 +43,8 @@ type fakeManager struct {
 	lastUsage sandbox.UsageQuery // metering_fake_test.go
 	// err, when set, is returned by every call (error mapping tests).
 	err error
+	// durable, when set, is called by Durable (it may block).
+	durable func()
 	// stream drives ExecStream; nil sends pid 7, "out", "err" and exits 3.
 	stream func(s sandbox.Stream) (sandbox.ExecResult, error)
 	// read, when set, is what ReadFile of a file that exists does (a file
@@ -378,6 +380,15 @@ func (m *fakeManager) VerifyAudit(ctx context.Context, c sandbox.Caller, id stri
 }
 
 func (m *fakeManager) RecordRequest(ctx context.Context, c sandbox.Caller, id, method, route string, status int, d time.Duration) {
+}
+
+func (m *fakeManager) Durable() {
+	m.mu.Lock()
+	f := m.durable
+	m.mu.Unlock()
+	if f != nil {
+		f()
+	}
 }
 
 func (m *fakeManager) RecordTask(ctx context.Context, c sandbox.Caller, id, typ string, data map[string]any) {

@@ -37,6 +37,7 @@ const (
 	FileWritten      = "file.written"        // path, size, sha256
 	FileRead         = "file.read"           // path, size, sha256
 	NetConnection    = "net.connection"      // the egress proxy's event
+	PortConnection   = "port.connection"     // port, bytes_in, bytes_out, duration_ms, cut, reason
 	SecretInjected   = "secret.injected"     // name, host
 	SecretMisdirect  = "secret.misdirected"  // name, host
 	OutputCapped     = "audit.output_capped" // limit_bytes

@@ -33,6 +33,10 @@ type Batcher[T any] struct {
 	stop    chan struct{}
 	done    chan struct{}
 	dropped atomic.Int64
+	// added counts the items queued (under mu); written those written
+	// (by the writer, after its write): Sync compares them.
+	added   int64
+	written atomic.Int64
 }
 
 const (
@@ -75,6 +79,7 @@ func (b *Batcher[T]) Add(v T) {
 		return
 	}
 	b.queue = append(b.queue, v)
+	b.added++
 	n := len(b.queue)
 	b.mu.Unlock()
 	if n == 1 || n == batchMax {
@@ -93,6 +98,19 @@ func (b *Batcher[T]) Flush() {
 		<-reply
 	case <-b.done:
 	}
+}
+
+// Sync returns once every item added before the call is written: at
+// once when all are (no round trip to the writer), else as a Flush,
+// which cuts the linger short.
+func (b *Batcher[T]) Sync() {
+	b.mu.Lock()
+	target := b.added
+	b.mu.Unlock()
+	if b.written.Load() >= target {
+		return
+	}
+	b.Flush()
 }
 
 // Close writes what is queued and stops. Adds waiting for room return.
@@ -161,6 +179,7 @@ func (b *Batcher[T]) lingered() bool {
 func (b *Batcher[T]) flushed(batch []T) bool {
 	if len(batch) > 0 {
 		b.write(batch)
+		b.written.Add(int64(len(batch)))
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -106,3 +106,28 @@ func TestFullQueue(t *testing.T) {
 		t.Errorf("blocking batcher wrote %d items, dropped %d", len(items), b2.Dropped())
 	}
 }
+
+// TestSync: Sync returns only once what was added before it is written,
+// cutting an hour's linger short; a writer busy with an earlier batch is
+// waited for when it holds what Sync covers, and with nothing unwritten
+// Sync does not reach the writer at all (its gate stays shut).
+func TestSync(t *testing.T) {
+	s := sink{gate: make(chan struct{})}
+	b := New("test", quiet, true, time.Hour, s.write)
+	defer b.Close()
+	b.Add(1)
+	synced := make(chan struct{})
+	go func() { b.Sync(); close(synced) }()
+	select {
+	case <-synced:
+		t.Fatal("Sync returned before the write")
+	case <-time.After(50 * time.Millisecond):
+	}
+	s.gate <- struct{}{}
+	<-synced
+	if _, items := s.all(); len(items) != 1 {
+		t.Fatalf("after Sync: %v", items)
+	}
+	b.Sync() // nothing unwritten: would block on the shut gate otherwise
+	close(s.gate)
+}

@@ -36,7 +36,7 @@ func (s *Sandbox) connect(cc *countConn, br *bufio.Reader, req *http.Request, up
 		return
 	}
 	defer up.Close()
-	defer s.holdUp(up)()
+	defer s.holdUp(up, ev)()
 	if _, err := io.WriteString(cc, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -244,5 +245,44 @@ func TestIdleTimeoutSparesBusyResponse(t *testing.T) {
 	body, err := io.ReadAll(resp.Body)
 	if err != nil || string(body) != strings.Repeat("x", chunks) {
 		t.Fatalf("slow but busy response cut: %q, %v; want %d bytes", body, err, chunks)
+	}
+}
+
+// TestConnectOpenAndCut: the proxy says when a tunnel opens (with its
+// target) and when it ends, and a tunnel still open when the proxy stops
+// is logged cut.
+func TestConnectOpenAndCut(t *testing.T) {
+	ts, _ := startTLS(t)
+	target := ts.Listener.Addr().String()
+	var mu sync.Mutex
+	var opened []Event
+	ended := 0
+	tp := startProxy(t, Config{OnOpen: func(e Event) func() {
+		mu.Lock()
+		defer mu.Unlock()
+		opened = append(opened, e)
+		return func() { mu.Lock(); ended++; mu.Unlock() }
+	}}, allowlist(target))
+	c := tp.dial(t, tp.httpAddr)
+	if resp := c.connect(t, target); resp.StatusCode != http.StatusOK {
+		t.Fatalf("CONNECT: %s, want 200", resp.Status)
+	}
+	mu.Lock()
+	got := append([]Event(nil), opened...)
+	mu.Unlock()
+	want := []Event{{SandboxID: "sb1", TenantID: "tenant1", Protocol: "connect", Host: "127.0.0.1",
+		Port: portOf(t, target), Addr: "127.0.0.1", Decision: Allowed, Rule: target}}
+	if diff := cmp.Diff(want, got, ignoreVolatile); diff != "" {
+		t.Errorf("opened (-want +got):\n%s", diff)
+	}
+	tp.sb.Close()
+	evs := tp.waitLog(t, 1)
+	if !evs[0].Cut || evs[0].Reason != ReasonCut || evs[0].Decision != Allowed {
+		t.Errorf("the tunnel cut by Close was logged %+v", evs[0])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if ended != 1 {
+		t.Errorf("ended called %d times, want 1", ended)
 	}
 }

@@ -29,11 +29,22 @@ type Event struct {
 	// UpstreamOther; Reason says what failed. Decision stays "allowed".
 	UpstreamError string `json:"upstream_error,omitempty"`
 
+	// Cut says the connection was open when the proxy stopped carrying
+	// it: the daemon stopped (Reason ReasonCut), or went away without a
+	// word (found at the next start: ReasonCutCrash).
+	Cut bool `json:"cut,omitempty"`
+
 	// Kind is "" for a connection or request, else a secret event
 	// (KindSecretInjected, KindSecretMisdirected) about binding Secret.
 	Kind   string `json:"kind,omitempty"`
 	Secret string `json:"secret,omitempty"` // a binding's name, never its value
 }
+
+// Reasons of a cut connection.
+const (
+	ReasonCut      = "cut: the proxy stopped (the daemon stopped, or the sandbox ended)"
+	ReasonCutCrash = "cut: the daemon went away while it was open (found at the next start)"
+)
 
 // Decisions.
 const (

@@ -193,7 +193,7 @@ func (s *Sandbox) forward(cc *countConn, br *bufio.Reader, req *http.Request, ho
 		return false
 	}
 	defer up.Close()
-	defer s.holdUp(up)()
+	defer s.holdUp(up, ev)()
 	s.flagCleartext(req, t, ev)
 	upgrade := req.Header.Get("Upgrade") != ""
 	clean(req.Header, upgrade)

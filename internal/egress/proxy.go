@@ -68,7 +68,12 @@ type Config struct {
 	AllowHint func(sandboxID, target string) string
 	// OnEvent, if set, receives every event as it is logged (the audit log).
 	OnEvent func(Event)
-	Logger  *slog.Logger
+	// OnOpen, if set, is told of each connection the proxy carries to an
+	// upstream as it opens (the event as known then), and the function it
+	// returns as it ends: the daemon keeps a durable list of connections
+	// in flight, so a crash cuts none unlogged.
+	OnOpen func(Event) (ended func())
+	Logger *slog.Logger
 }
 
 // Proxy is the daemon's egress proxy: one per daemon, attached to each
@@ -243,20 +248,29 @@ func (s *Sandbox) track(c net.Conn) bool {
 	return ok
 }
 
-// holdUp registers an upstream connection for Close to cut, or cuts it at
-// once after Close; the returned func forgets it.
-func (s *Sandbox) holdUp(up net.Conn) (release func()) {
+// holdUp registers an upstream connection, whose event is ev so far, for
+// Close to cut, or cuts it at once after Close; the returned func forgets
+// it.
+func (s *Sandbox) holdUp(up net.Conn, ev Event) (release func()) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		up.Close()
 		return func() {}
 	}
 	s.ups[up] = struct{}{}
+	s.mu.Unlock()
+	ended := func() {}
+	if s.p.cfg.OnOpen != nil {
+		ev.Time, ev.Decision = time.Now().UTC(), Allowed
+		ev.SandboxID, ev.TenantID = s.id, s.tenant
+		ended = s.p.cfg.OnOpen(ev)
+	}
 	return func() {
 		s.mu.Lock()
 		delete(s.ups, up)
 		s.mu.Unlock()
+		ended()
 	}
 }
 
@@ -267,10 +281,19 @@ func (s *Sandbox) untrack(c net.Conn) {
 	s.mu.Unlock()
 }
 
-// event stamps and logs e.
+// event stamps and logs e. A connection the proxy carried that ends
+// after Close was cut by it: the daemon stops (or the sandbox goes).
 func (s *Sandbox) event(e Event) {
 	e.Time = time.Now().UTC()
 	e.SandboxID, e.TenantID = s.id, s.tenant
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed && e.Decision == Allowed && e.Kind == "" {
+		// What it then saw (a read that failed, nothing sent) is the
+		// cut's doing.
+		e.Cut, e.Reason = true, ReasonCut
+	}
 	e = s.log.add(e)
 	if s.p.cfg.OnEvent != nil {
 		s.p.cfg.OnEvent(e)

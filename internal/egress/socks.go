@@ -80,6 +80,7 @@ func (s *Sandbox) serveSOCKS(c net.Conn) {
 	}
 	defer up.Close()
 	ev.Addr, ev.Decision = addr.String(), Allowed
+	defer s.holdUp(up, ev)()
 	if socksReply(cc, socksOK) == nil {
 		splice(cc, br, up, s.p.cfg.IdleTimeout)
 	}

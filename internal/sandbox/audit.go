@@ -61,6 +61,17 @@ type auditHead struct {
 	stopped time.Time // when the sandbox ended; zero while it runs
 }
 
+// Durable returns once every audit event recorded so far, and every
+// connection opened into a sandbox's port, is in the store. The API calls
+// it before it answers, so an event a client was told of (an exec's
+// start, output and exit, a file written, a stream opened) is never lost
+// to a kill -9 of the daemon; the batch under way is cut short, so the
+// cost is one transaction, shared by the calls that wait together.
+func (s *Service) Durable() {
+	s.audit.Sync()
+	s.conns.Sync()
+}
+
 func newAuditLog(st store.Store, log *slog.Logger, now func() time.Time, outCap int64, quota func(string) int64, notify func(audit.Event)) *auditLog {
 	a := &auditLog{st: st, log: log, now: now, outCap: outCap, quota: quota, notify: notify, heads: map[string]*auditHead{}}
 	a.Batcher = batch.New("audit log", log, true, batch.Linger, a.write)

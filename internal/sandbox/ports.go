@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"sync"
 	"syscall"
 
 	"github.com/airlockhq/airlock/internal/egress"
@@ -24,7 +23,7 @@ func (s *Service) DialPort(ctx context.Context, c Caller, id string, port int) (
 	if port == egress.HTTPPort || port == egress.SOCKSPort {
 		return nil, fmt.Errorf("%w: port %d is the sandbox's egress proxy", ErrInvalid, port)
 	}
-	_, sb, err := s.live(ctx, c, id)
+	rec, sb, err := s.live(ctx, c, id)
 	if err != nil {
 		return nil, err
 	}
@@ -45,18 +44,6 @@ func (s *Service) DialPort(ctx context.Context, c Caller, id string, port int) (
 		return nil, fmt.Errorf("%w: sandbox %s: cannot connect to port %d", ErrUnavailable, id, port)
 	}
 	// An open connection (a request under way, a WebSocket) keeps the
-	// sandbox from counting as idle.
-	return &heldConn{Conn: conn, release: s.idle.hold(id, s.now)}, nil
-}
-
-// heldConn releases its idle hold when closed.
-type heldConn struct {
-	net.Conn
-	release func()
-	once    sync.Once
-}
-
-func (c *heldConn) Close() error {
-	c.once.Do(c.release)
-	return c.Conn.Close()
+	// sandbox from counting as idle, and is logged when it ends.
+	return s.trackPort(conn, c, id, rec.TenantID, port), nil
 }

@@ -122,6 +122,9 @@ func (s *Service) expire(ctx context.Context, id string) error {
 // sandboxes nobody owns any more are destroyed so they stop holding memory,
 // disk and uid ranges.
 func (s *Service) reconcile(ctx context.Context) error {
+	if err := s.logCut(ctx); err != nil {
+		return fmt.Errorf("reconcile: %w", err)
+	}
 	idle, err := s.st.IdleSince(ctx)
 	if err != nil {
 		return fmt.Errorf("reconcile: %w", err)

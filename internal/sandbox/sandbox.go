@@ -264,6 +264,9 @@ type Manager interface {
 	// and its webhooks. Other types, or a sandbox c may not see, record
 	// nothing.
 	RecordTask(ctx context.Context, c Caller, id, typ string, data map[string]any)
+	// Durable returns once every audit event recorded so far is in the
+	// store: the API calls it before it answers.
+	Durable()
 
 	// Metering: what a sandbox used (live while it runs, final after it
 	// ended, kept across restarts), and usage summed per tenant.

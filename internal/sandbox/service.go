@@ -82,6 +82,7 @@ type Service struct {
 
 	proxy    *egress.Proxy // nil without egress
 	netlog   *netLog
+	conns    *liveConns // connections in flight (liveconns.go)
 	tracer   trace.Tracer
 	audit    *auditLog
 	netMu    sync.Mutex
@@ -146,6 +147,7 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 	}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.netlog = newNetLog(st, opts.Logger)
+	s.conns = newLiveConns(st, opts.Logger)
 	s.startMetering()
 	if opts.AuditOutputCap <= 0 {
 		opts.AuditOutputCap = DefaultAuditOutputCap
@@ -162,6 +164,7 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 	if opts.Egress != nil {
 		cfg := *opts.Egress
 		next := cfg.OnEvent
+		cfg.OnOpen = func(e egress.Event) func() { return s.conns.open(e.SandboxID, connEgress, e) }
 		cfg.OnEvent = func(e egress.Event) {
 			s.netlog.Add(e)
 			s.recordNet(e)
@@ -179,6 +182,7 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 		s.closeNetwork()
 		s.stopMetering()
 		s.audit.Close()
+		s.conns.Close()
 		return nil, err
 	}
 	go s.reapLoop()
@@ -198,9 +202,11 @@ func (s *Service) Close() error {
 		s.saveIdle(context.Background(), true)
 		s.endLife()
 		s.followers.Wait() // they write their last output to the audit log
+		s.conns.cutPorts()
 		s.closeNetwork()
 		s.stopMetering() // after the network: cut connections count
 		s.audit.Close()
+		s.conns.Close() // last: the cut connections leave its list
 	})
 	return nil
 }

@@ -105,6 +105,9 @@ var migrations = []string{
 	// How far a running task got, for the next daemon to go on from
 	// (sqlite_tasks.go).
 	`ALTER TABLE tasks ADD COLUMN progress TEXT NOT NULL DEFAULT '';`,
+	// Connections in flight through a sandbox's egress proxy or into its
+	// ports, so a crash cuts none unlogged (sqlite_liveconns.go).
+	liveConnsSchema,
 }
 
 // migrate applies the migrations the database has not run yet, in one

@@ -303,7 +303,7 @@ type Store interface {
 
 	// Tasks (sqlite_tasks.go): CreateTask inserts one (an existing id is
 	// ErrConflict); UpdateTask saves its state, sandbox, exit, summary,
-	// times and token counts; ListTasks orders by id.
+	// times, token counts and progress; ListTasks orders by id.
 	CreateTask(ctx context.Context, t Task) error
 	GetTask(ctx context.Context, id string) (Task, error)
 	UpdateTask(ctx context.Context, t Task) error
@@ -317,6 +317,12 @@ type Store interface {
 	SaveTaskArtifacts(ctx context.Context, arts []TaskArtifact) error
 	TaskArtifacts(ctx context.Context, taskID string) ([]TaskArtifact, error)
 	TaskArtifact(ctx context.Context, taskID, kind, name string) (TaskArtifact, error)
+
+	// Connections in flight (sqlite_liveconns.go): UpdateLiveConns adds
+	// and removes them in one transaction; TakeLiveConns returns those
+	// left by a daemon that went away and forgets them.
+	UpdateLiveConns(ctx context.Context, opened []LiveConn, closed []string) error
+	TakeLiveConns(ctx context.Context) ([]LiveConn, error)
 
 	Close() error
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // write sets one cgroup file. It never creates the file: a missing file means
@@ -39,7 +41,8 @@ func exists(dir, file string) bool {
 // none, which keeps Kill and Destroy idempotent.
 func readProcs(dir string) ([]int, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	if errors.Is(err, fs.ErrNotExist) {
+	// ENODEV: removed between the open and the read.
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENODEV) {
 		return nil, nil
 	}
 	if err != nil {

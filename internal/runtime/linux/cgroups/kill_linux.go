@@ -22,7 +22,9 @@ const killAttempts = 300
 // process can fork a child that the list misses.
 func (c *Cgroup) Kill() error {
 	if c.kill {
-		if err := write(c.unified, "cgroup.kill", "1"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// ENODEV: the group's directory was removed after the open (a
+		// sweep took it as an empty group): nothing is left to kill.
+		if err := write(c.unified, "cgroup.kill", "1"); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, unix.ENODEV) {
 			return fmt.Errorf("kill cgroup %s: %w", c.name, err)
 		}
 	}
