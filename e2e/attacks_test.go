@@ -396,7 +396,6 @@ func TestAttackOutputFloodPastStorageQuota(t *testing.T) {
 // creates work again.
 func TestAttackDataDirFillsUp(t *testing.T) {
 	linuxtest.Require(t)
-	bin, _ := linuxtest.Build(t)
 	dir := linuxtest.StateDir(t)
 	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=256m,mode=0711"); err != nil {
 		t.Fatalf("mount a tmpfs for the data dir: %v", err)
@@ -408,7 +407,7 @@ func TestAttackDataDirFillsUp(t *testing.T) {
 	})
 	// Runs after the server stops (cleanups run last first).
 	t.Cleanup(func() {
-		if rt, err := linux.New(linux.Config{StateDir: dir, Binary: bin}); err != nil {
+		if rt, err := linux.New(linux.Config{StateDir: dir, Binary: linuxtest.Init(t)}); err != nil {
 			t.Errorf("runtime for cleanup: %v", err)
 		} else if err := rt.Teardown(); err != nil {
 			t.Errorf("teardown: %v", err)

@@ -78,7 +78,7 @@ func TestMCPEmbedded(t *testing.T) {
 	mcpVerb(t, bin)
 	dir := linuxtest.StateDir(t)
 	t.Cleanup(func() {
-		if rt, err := linux.New(linux.Config{StateDir: dir, Binary: bin}); err != nil {
+		if rt, err := linux.New(linux.Config{StateDir: dir, Binary: linuxtest.Init(t)}); err != nil {
 			t.Errorf("runtime for cleanup: %v", err)
 		} else if err := rt.Teardown(); err != nil {
 			t.Errorf("teardown: %v", err)

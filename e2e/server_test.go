@@ -56,7 +56,7 @@ func startServerBin(t *testing.T, bin, dataDir string, args ...string) *server {
 		// Runs after the server has stopped: sandboxes outlive a daemon by
 		// design, so the test destroys what is left and unmounts the pool.
 		t.Cleanup(func() {
-			if rt, err := linux.New(linux.Config{StateDir: d, Binary: bin}); err != nil {
+			if rt, err := linux.New(linux.Config{StateDir: d, Binary: linuxtest.Init(t)}); err != nil {
 				t.Errorf("runtime for cleanup: %v", err)
 			} else if err := rt.Teardown(); err != nil {
 				t.Errorf("teardown: %v", err)

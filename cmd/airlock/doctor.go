@@ -85,6 +85,7 @@ given.`)
 		return fmt.Errorf("runtime: %w", err)
 	}
 	defer rt.Close()
+	fmt.Printf("  sandbox init  %s\n", rt.InitSource())
 	fmt.Printf("\nprotections for sandboxes created on %s\n", dataDir)
 	missing := 0
 	for _, p := range rt.Protections() {

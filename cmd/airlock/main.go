@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/airlockhq/airlock/internal/runtime/linux"
+	"github.com/airlockhq/airlock/internal/runtime/linux/sbinit"
 )
 
 const usage = `airlock: sandboxes for AI agents
@@ -67,8 +67,10 @@ var commands = map[string]func(args []string) error{
 }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == linux.InitArg {
-		linux.InitMain()
+	// A binary built without the embedded init is its own (see
+	// initbin): slower, but it works.
+	if len(os.Args) > 1 && os.Args[1] == sbinit.Arg {
+		sbinit.Main()
 		return
 	}
 	if len(os.Args) < 2 {

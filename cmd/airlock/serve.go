@@ -21,6 +21,7 @@ import (
 	"github.com/airlockhq/airlock/internal/console"
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/events"
+	"github.com/airlockhq/airlock/internal/initbin"
 	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/runtime/linux"
@@ -163,6 +164,9 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 	if d.rt, err = linux.New(linux.Config{StateDir: dataDir, PoolSize: pool, SweepEvery: 15 * time.Second}); err != nil {
 		st.Close()
 		return nil, err
+	}
+	if initbin.Bytes() == nil {
+		fmt.Fprintf(os.Stderr, "airlock: warning: sandbox init: %s\n", d.rt.InitSource())
 	}
 	box, err := secrets.LoadBox(dataDir)
 	if err != nil {

@@ -96,8 +96,7 @@ func TestRestart(t *testing.T) {
 	}
 	svc1.Close()
 
-	bin, _ := linuxtest.Build(t)
-	rt2, err := linux.New(linux.Config{StateDir: fx.StateDir(), Binary: bin})
+	rt2, err := linux.New(linux.Config{StateDir: fx.StateDir(), Binary: linuxtest.Init(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,8 +76,7 @@ func TestReattach(t *testing.T) {
 	ctx := context.Background()
 	sb := newSandbox(t, runtime.Limits{})
 	mustSh(t, sb, "echo kept > /home/user/f")
-	bin, _ := linuxtest.Build(t)
-	r2, err := linux.New(linux.Config{StateDir: stateDir, Binary: bin})
+	r2, err := linux.New(linux.Config{StateDir: stateDir, Binary: linuxtest.Init(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

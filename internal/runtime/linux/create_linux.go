@@ -18,6 +18,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/runtime/linux/cgroups"
+	"github.com/airlockhq/airlock/internal/runtime/linux/sbinit"
 )
 
 // sandboxUID is the user sandboxed commands run as, inside the namespace.
@@ -104,7 +105,7 @@ func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, hos
 	if err != nil {
 		return nil, err
 	}
-	cfg := &initConfig{
+	cfg := &sbinit.Config{
 		ID: name, Hostname: host, Lower: r.tmpl.rootfs, Binds: r.tmpl.binds,
 		Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work"), Rootfs: filepath.Join(dir, "rootfs"),
 		TmpMB: lim.TmpMB, Env: mergeEnv(defaultEnv, nil), Workdir: defaultWorkdir,
@@ -119,20 +120,10 @@ func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, hos
 	return sb, sb.save()
 }
 
-// The pids controller counts threads, and the agent (a Go program) starts
-// one whenever all of its threads are busy in system calls: in a sandbox
-// whose commands held every pid (a fork bomb) that start failed, and the Go
-// runtime ends a program that cannot start a thread, so the agent died and
-// the sandbox with it. The group's pids limit is the sandbox's plus
-// agentPids, and the agent starts that many threads of its own at once
-// (reserveThreads) and keeps them idle: its commands can hold their own
-// limit and no more, and the agent never needs a thread it cannot have.
-// Stats counts the commands' tasks only.
-const agentPids = 24
-
-// groupLimits are the cgroup limits of a sandbox with limits lim.
+// groupLimits are the cgroup limits of a sandbox with limits lim: its
+// commands' pids and the agent's threads (sbinit.AgentPids).
 func groupLimits(lim runtime.Limits) runtime.Limits {
-	lim.Pids += agentPids
+	lim.Pids += sbinit.AgentPids
 	return lim
 }
 
@@ -266,7 +257,7 @@ func (r *Runtime) layout(dir string, h string, hostUID int) error {
 
 // start re-executes the binary as the sandbox init, places it in its
 // cgroup, hands it its configuration and waits for its agent to answer.
-func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostUID int) error {
+func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *sbinit.Config, hostUID int) error {
 	endPrep := r.phase("create: sockets and pipes")
 	sock := filepath.Join(sb.dir, "agent.sock")
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
@@ -304,7 +295,7 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostU
 	defer logf.Close()
 
 	endPrep()
-	cmd := exec.Command(initExec, InitArg, cfg.ID)
+	cmd := exec.Command(initExec, sbinit.Arg, cfg.ID)
 	// One P: the agent mostly waits on sockets and pipes, and fewer threads
 	// make every all-threads syscall of the init (and its exit) cheaper.
 	cmd.Env = []string{"GOMAXPROCS=1"}
@@ -377,7 +368,7 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *initConfig, hostU
 }
 
 // initExec is the path the init is executed from: the binary, opened by the
-// runtime in the host's mount namespace and passed as fdBinary. Executed by
+// runtime in the host's mount namespace and passed as sbinit.FDBinary. Executed by
 // its path, the init's executable would be a file of its own namespace's
 // copy of the host's mounts, which pins that copy's root, and, since the
 // mounts copied into a less privileged user namespace are locked to their
@@ -399,7 +390,7 @@ func (r *Runtime) startInit(cmd *exec.Cmd, hostUID int) (*os.Process, error) {
 		owner = -1
 	}
 	if r.cfg.DieWithCaller {
-		if err := asOwner(owner, cmd.Start); err != nil {
+		if err := sbinit.AsOwner(owner, cmd.Start); err != nil {
 			return nil, err
 		}
 		return cmd.Process, nil

@@ -46,14 +46,13 @@ func testRuntime(t *testing.T) *linux.Runtime { return testRuntimeB(t) }
 func testRuntimeB(t testing.TB) *linux.Runtime {
 	t.Helper()
 	linuxtest.Require(t)
-	bin, _ := linuxtest.Build(t)
 	rtOnce.Do(func() {
 		stateDir, rtErr = os.MkdirTemp("", "airlock-state-")
 		if rtErr != nil {
 			return
 		}
 		os.Chmod(stateDir, 0o711)
-		rt, rtErr = linux.New(linux.Config{StateDir: stateDir, Binary: bin, DiskPoolBytes: 8 << 30})
+		rt, rtErr = linux.New(linux.Config{StateDir: stateDir, Binary: linuxtest.Init(t), DiskPoolBytes: 8 << 30})
 	})
 	if rtErr != nil {
 		t.Fatalf("runtime: %v", rtErr)

@@ -15,9 +15,8 @@ import (
 // limits, environment and workdir apply to it, and that the pool refills.
 func TestWarmPool(t *testing.T) {
 	linuxtest.Require(t)
-	bin, _ := linuxtest.Build(t)
 	state := linuxtest.StateDir(t)
-	r, err := New(Config{StateDir: state, Binary: bin, PoolSize: 1})
+	r, err := New(Config{StateDir: state, Binary: linuxtest.Init(t), PoolSize: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

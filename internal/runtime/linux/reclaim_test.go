@@ -84,9 +84,8 @@ func reclaimed(t *testing.T, sb *sandbox) {
 // creator still lives.
 func TestReclaimCrashMidCreate(t *testing.T) {
 	linuxtest.Require(t)
-	bin, _ := linuxtest.Build(t)
 	state := linuxtest.StateDir(t)
-	r, err := New(Config{StateDir: state, Binary: bin})
+	r, err := New(Config{StateDir: state, Binary: linuxtest.Init(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +120,7 @@ func TestReclaimCrashMidCreate(t *testing.T) {
 		rec.Claimer, rec.ClaimerStart = other.Process.Pid, otherStart
 	})
 
-	r2, err := New(Config{StateDir: state, Binary: bin})
+	r2, err := New(Config{StateDir: state, Binary: linuxtest.Init(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +168,6 @@ func moveToRoot(t *testing.T, pid int) {
 // destroyer takes the init's copy of the lock back first.
 func TestRangeHeldUntilSandboxIsGone(t *testing.T) {
 	linuxtest.Require(t)
-	bin, _ := linuxtest.Build(t)
 	var sb *sandbox
 	var checked []string
 	var dir string
@@ -183,7 +181,7 @@ func TestRangeHeldUntilSandboxIsGone(t *testing.T) {
 		}
 		checked = append(checked, phase)
 	}
-	r, err := New(Config{StateDir: linuxtest.StateDir(t), Binary: bin, Trace: trace})
+	r, err := New(Config{StateDir: linuxtest.StateDir(t), Binary: linuxtest.Init(t), Trace: trace})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,9 +22,12 @@ import (
 type Config struct {
 	// StateDir holds templates, sandboxes' writable layers and agent sockets.
 	StateDir string
-	// Binary is the airlock executable re-executed as each sandbox's init;
-	// it must call InitMain when its first argument is InitArg. Defaults to
-	// the running executable.
+	// Binary is the sandbox init program executed as each sandbox's PID 1
+	// (and as the spawner): cmd/airlock-init, or any program that calls
+	// sbinit.Main when its first argument is sbinit.Arg. Default: the init
+	// embedded in this binary (package initbin), from a sealed memfd; in
+	// a binary built without it, the running executable (the whole
+	// daemon: slower to start, see InitSource).
 	Binary string
 	// DiskPoolBytes is the size of the sparse image that backs sandboxes'
 	// writable layers when the state directory has no project quotas.
@@ -65,10 +68,11 @@ type Runtime struct {
 	quotaErr error
 	cgErr    error // why cgroup limits are not enforced, if they are not
 
-	pool     *pool    // nil when Config.PoolSize is 0
-	poolLock *os.File // flock held while this process owns the pool
-	spawner  *spawner // forks the inits, so that this process never does
-	bin      *os.File // Config.Binary, opened here for every init's exec (initExec)
+	pool       *pool    // nil when Config.PoolSize is 0
+	poolLock   *os.File // flock held while this process owns the pool
+	spawner    *spawner // forks the inits, so that this process never does
+	bin        *os.File // the init program, open for every init's exec (initExec)
+	initSource string   // where bin came from (InitSource)
 
 	mu   sync.Mutex
 	live map[string]*sandbox // by public id
@@ -111,16 +115,6 @@ func New(cfg Config) (_ *Runtime, err error) {
 	if cfg.StateDir == "" {
 		return nil, fmt.Errorf("%w: state directory not set", runtime.ErrInvalid)
 	}
-	if cfg.Binary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("find own executable: %w", err)
-		}
-		cfg.Binary = exe
-	}
-	if err := checkBinary(cfg.Binary); err != nil {
-		return nil, err
-	}
 	if cfg.DiskPoolBytes == 0 {
 		cfg.DiskPoolBytes = 64 << 30
 	}
@@ -130,16 +124,19 @@ func New(cfg Config) (_ *Runtime, err error) {
 	if err := checkTraversable(cfg.StateDir); err != nil {
 		return nil, err
 	}
-	bin, err := os.Open(cfg.Binary)
+	bin, source, err := openInit(cfg.Binary)
 	if err != nil {
-		return nil, fmt.Errorf("open the sandbox init's binary: %w", err)
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
 			bin.Close()
 		}
 	}()
-	r := &Runtime{cfg: cfg, rootless: os.Geteuid() != 0, live: map[string]*sandbox{}, spawner: &spawner{binary: cfg.Binary}, bin: bin}
+	r := &Runtime{cfg: cfg, rootless: os.Geteuid() != 0, live: map[string]*sandbox{}, bin: bin, initSource: source,
+		// The spawner, like each init, is executed through the open file:
+		// for a memfd there is no other path.
+		spawner: &spawner{binary: fmt.Sprintf("/proc/self/fd/%d", bin.Fd())}}
 	tmpl, err := ensureBaseTemplate(cfg.StateDir)
 	if err != nil {
 		return nil, err

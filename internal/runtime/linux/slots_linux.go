@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/runtime/linux/sbinit"
 )
 
 // Each sandbox gets a uid/gid range of its own, so that uid 1000 in one
@@ -184,7 +186,7 @@ func (s *slot) recordInit(dir string, pid int, start uint64) error {
 
 // takeBack gets this process a copy of the lock the init of the sandbox in
 // dir holds, for a sandbox a daemon before this one created: from its
-// pidfd (pid and start pin the process) the file at fdSlot, if that is
+// pidfd (pid and start pin the process) the file at sbinit.FDSlot, if that is
 // slot n's. Without it (the init is gone, or the kernel refuses), the range
 // is free from the init's death on, as it was before.
 func (s *slot) takeBack(pid int, start uint64) {
@@ -199,7 +201,7 @@ func (s *slot) takeBack(pid int, start uint64) {
 	if procStart(pid) != start {
 		return
 	}
-	fd, err := unix.PidfdGetfd(pidfd, fdSlot, 0)
+	fd, err := unix.PidfdGetfd(pidfd, sbinit.FDSlot, 0)
 	if err != nil {
 		return
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/runtime/linux/sbinit"
 )
 
 // The daemon does not fork sandbox inits itself. A clone with
@@ -23,31 +25,6 @@ import (
 // cheap vfork, that forks the inits instead: its copy is small, and the
 // daemon's memory is never shared. It clones with CLONE_PARENT, so each
 // init is still the daemon's child, waited on by pidfd as before.
-
-// spawnerArg follows InitArg to make the binary run as the spawner.
-const spawnerArg = "__spawner"
-
-// fdSpawner is the spawner's end of its socket.
-const fdSpawner = 3
-
-// spawnRequest is what the spawner needs to start one init; the files
-// travel beside it: stderr first, then ExtraFiles in order.
-type spawnRequest struct {
-	Path       string                 `json:"path"`
-	Args       []string               `json:"args"`
-	Env        []string               `json:"env"`
-	Cloneflags uintptr                `json:"cloneflags"`
-	UIDMaps    []syscall.SysProcIDMap `json:"uid_maps"`
-	GIDMaps    []syscall.SysProcIDMap `json:"gid_maps"`
-	Setgroups  bool                   `json:"setgroups"`
-	Credential *syscall.Credential    `json:"credential"`
-	Owner      int                    `json:"owner,omitempty"` // the user namespace's owner (see asOwner)
-}
-
-type spawnReply struct {
-	Pid int    `json:"pid"`
-	Err string `json:"err,omitempty"`
-}
 
 // spawnTimeout bounds one request; a fork takes well under a millisecond.
 const spawnTimeout = 10 * time.Second
@@ -74,7 +51,7 @@ func (s *spawner) start() error {
 	if err != nil {
 		return fmt.Errorf("spawner socket: %w", err)
 	}
-	cmd := exec.Command(s.binary, InitArg, spawnerArg)
+	cmd := exec.Command(s.binary, sbinit.Arg, sbinit.SpawnerArg)
 	// It only forks: one P and a small heap keep the copy it makes small.
 	cmd.Env = []string{"GOMAXPROCS=1"}
 	cmd.Stderr = os.Stderr
@@ -125,7 +102,7 @@ func (s *spawner) spawn(cmd *exec.Cmd, owner int) (*os.Process, error) {
 		return nil, errors.New("spawn: stderr must be a file, stdin and stdout unset")
 	}
 	attr := cmd.SysProcAttr
-	req := spawnRequest{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Cloneflags: attr.Cloneflags,
+	req := sbinit.SpawnRequest{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Cloneflags: attr.Cloneflags,
 		UIDMaps: attr.UidMappings, GIDMaps: attr.GidMappings, Setgroups: attr.GidMappingsEnableSetgroups,
 		Credential: attr.Credential, Owner: owner}
 	b, err := json.Marshal(req)
@@ -178,8 +155,8 @@ func (s *spawner) spawn(cmd *exec.Cmd, owner int) (*os.Process, error) {
 var errNotTaken = errors.New("spawn: the spawner did not take the request")
 
 // roundTrip sends one request and reads its answer.
-func (s *spawner) roundTrip(b []byte, fds []int) (spawnReply, error) {
-	var rep spawnReply
+func (s *spawner) roundTrip(b []byte, fds []int) (sbinit.SpawnReply, error) {
+	var rep sbinit.SpawnReply
 	s.conn.SetDeadline(time.Now().Add(spawnTimeout))
 	if _, _, err := s.conn.WriteMsgUnix(b, unix.UnixRights(fds...), nil); err != nil {
 		if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) {
@@ -209,75 +186,4 @@ func alive(p *os.Process) bool {
 	var si unix.Siginfo
 	err := unix.Waitid(unix.P_PID, p.Pid, &si, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
 	return err == nil && si.Signo == 0
-}
-
-// spawnerMain serves spawn requests on fdSpawner until the daemon closes
-// its end (or dies), then exits.
-func spawnerMain() {
-	// Inherited without close-on-exec; the inits must not inherit it: it
-	// would let a sandbox ask a root process for any program.
-	unix.CloseOnExec(fdSpawner)
-	sock := os.NewFile(fdSpawner, "spawner")
-	buf := make([]byte, 64<<10)
-	oob := make([]byte, unix.CmsgSpace(16*4))
-	for {
-		n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
-		if err != nil || n == 0 {
-			os.Exit(0)
-		}
-		pid, err := spawnOne(buf[:n], oob[:oobn])
-		rep := spawnReply{Pid: pid}
-		if err != nil {
-			rep.Err = err.Error()
-		}
-		b, _ := json.Marshal(rep)
-		if err := unix.Sendmsg(int(sock.Fd()), b, nil, nil, 0); err != nil {
-			os.Exit(0)
-		}
-	}
-}
-
-func spawnOne(msg, oob []byte) (int, error) {
-	var files []*os.File
-	defer func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}()
-	cmsgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return 0, fmt.Errorf("control message: %w", err)
-	}
-	for _, c := range cmsgs {
-		fds, err := unix.ParseUnixRights(&c)
-		if err != nil {
-			return 0, fmt.Errorf("control message: %w", err)
-		}
-		for _, fd := range fds {
-			files = append(files, os.NewFile(uintptr(fd), "spawned"))
-		}
-	}
-	var req spawnRequest
-	if err := json.Unmarshal(msg, &req); err != nil {
-		return 0, fmt.Errorf("request: %w", err)
-	}
-	if len(files) == 0 || len(req.Args) == 0 {
-		return 0, errors.New("request without stderr or arguments")
-	}
-	cmd := &exec.Cmd{Path: req.Path, Args: req.Args, Env: req.Env, Stderr: files[0], ExtraFiles: files[1:]}
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		// CLONE_PARENT: the init is the daemon's child, as if it had
-		// forked it, so the daemon waits on it and it outlives us.
-		Cloneflags:                 req.Cloneflags | syscall.CLONE_PARENT,
-		UidMappings:                req.UIDMaps,
-		GidMappings:                req.GIDMaps,
-		GidMappingsEnableSetgroups: req.Setgroups,
-		Credential:                 req.Credential,
-	}
-	if err := asOwner(req.Owner, cmd.Start); err != nil {
-		return 0, err
-	}
-	pid := cmd.Process.Pid
-	cmd.Process.Release()
-	return pid, nil
 }

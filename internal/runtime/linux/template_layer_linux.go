@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/runtime/linux/sbinit"
 )
 
 // A built template is a layer over the base template: what its build put
@@ -32,11 +33,11 @@ import (
 
 const (
 	templateMeta  = "template.json"
-	layerUsrLocal = "layer/usr-local"
-	usrLocal      = "/usr/local"
+	layerUsrLocal = sbinit.LayerUsrLocal
+	usrLocal      = sbinit.UsrLocal
 	// Where a build sandbox's writable /usr/local lives in its directory.
-	buildUpper = "build-upper"
-	buildWork  = "build-work"
+	buildUpper = sbinit.BuildUpper
+	buildWork  = sbinit.BuildWork
 )
 
 func (r *Runtime) templatesDir() string { return filepath.Join(r.cfg.StateDir, "templates") }

@@ -51,7 +51,6 @@ func Open(name string) (*Shared, error) {
 func (s *Shared) Runtime(t *testing.T) *linux.Runtime {
 	t.Helper()
 	linuxtest.Require(t)
-	bin, _ := linuxtest.Build(t)
 	s.once.Do(func() {
 		if s.stateDir, s.err = os.MkdirTemp("", "airlock-"+s.name+"-state-"); s.err != nil {
 			return
@@ -59,7 +58,7 @@ func (s *Shared) Runtime(t *testing.T) *linux.Runtime {
 		if s.err = os.Chmod(s.stateDir, 0o711); s.err != nil {
 			return
 		}
-		s.rt, s.err = linux.New(linux.Config{StateDir: s.stateDir, Binary: bin, DiskPoolBytes: 8 << 30})
+		s.rt, s.err = linux.New(linux.Config{StateDir: s.stateDir, Binary: linuxtest.Init(t), DiskPoolBytes: 8 << 30})
 	})
 	if s.err != nil {
 		t.Fatalf("runtime: %v", s.err)

@@ -5,7 +5,8 @@
 // exits with go test's status, and in CI (CI=true) with 1 when a test
 // skipped for anything but a feature the host lacks (testenv.Unsupported):
 // CI installs every tool and runs as root, so there such a skip is a gap
-// in .ci/run, not a reason.
+// in .ci/run, not a reason. First it builds the sandbox init the
+// binaries under test embed (go generate ./internal/initbin).
 //
 //	go run ./internal/testenv/gotest -race -count=1 ./...
 package main
@@ -24,6 +25,16 @@ import (
 )
 
 func main() {
+	// Every binary that starts sandboxes embeds the sandbox init (package
+	// initbin), and the tests build and run such binaries: it is built
+	// from the sources at hand first, never taken stale from an earlier
+	// build.
+	gen := exec.Command("go", "generate", "github.com/airlockhq/airlock/internal/initbin")
+	gen.Stdout, gen.Stderr = os.Stderr, os.Stderr
+	if err := gen.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "gotest: build the sandbox init (go generate ./internal/initbin):", err)
+		os.Exit(2)
+	}
 	os.Exit(run(os.Args[1:], os.Stdout))
 }
 

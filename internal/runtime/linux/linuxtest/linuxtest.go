@@ -57,8 +57,9 @@ var (
 	buildErr  error
 )
 
-// Build compiles the airlock binary (CGO_ENABLED=0, as shipped) and the
-// syscall probe once per test process and returns their paths. The test
+// Build compiles the airlock binary (CGO_ENABLED=0, as shipped, with the
+// sandbox init embedded), the init on its own (Init) and the syscall probe
+// once per test process and returns the paths of the first and last. The test
 // binary itself cannot serve as a sandbox init: under -race it links cgo,
 // and a cgo process cannot change credentials on all threads.
 func Build(t testing.TB) (airlock, probe string) {
@@ -69,7 +70,16 @@ func Build(t testing.TB) (airlock, probe string) {
 			return
 		}
 		root := moduleRoot()
-		for _, b := range [][2]string{{"airlock", "./cmd/airlock"}, {"probe", "./internal/runtime/linux/testdata/probe"}} {
+		// The sandbox init the airlock binary embeds, from the sources at
+		// hand (gotest builds it too; a plain go test must not run a stale
+		// one).
+		gen := exec.Command("go", "generate", "./internal/initbin")
+		gen.Dir = root
+		if out, err := gen.CombinedOutput(); err != nil {
+			buildErr = &buildError{"./internal/initbin", string(out), err}
+			return
+		}
+		for _, b := range [][2]string{{"airlock", "./cmd/airlock"}, {"airlock-init", "./cmd/airlock-init"}, {"probe", "./internal/runtime/linux/testdata/probe"}} {
 			cmd := exec.Command("go", "build", "-buildvcs=false", "-o", filepath.Join(buildDir, b[0]), b[1])
 			cmd.Dir = root
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -85,6 +95,14 @@ func Build(t testing.TB) (airlock, probe string) {
 		t.Fatalf("build test binaries: %v", buildErr)
 	}
 	return filepath.Join(buildDir, "airlock"), filepath.Join(buildDir, "probe")
+}
+
+// Init returns the sandbox init program (cmd/airlock-init) that Build
+// compiled, for a runtime's Config.Binary: a test binary embeds no init.
+func Init(t testing.TB) string {
+	t.Helper()
+	Build(t)
+	return filepath.Join(buildDir, "airlock-init")
 }
 
 var (

@@ -1,4 +1,4 @@
-package linux
+package sbinit
 
 import (
 	"context"
@@ -22,24 +22,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// InitArg is the hidden first argument that makes the airlock binary run as
+// Arg is the hidden first argument that makes the airlock binary run as
 // a sandbox's init. cmd/airlock checks it before anything else.
-const InitArg = "__airlock_sandbox_init"
+const Arg = "__airlock_sandbox_init"
 
 // File descriptors the host hands the init, in ExtraFiles order.
 const (
-	fdConfig   = 3 // read: the JSON initConfig, then EOF as the go signal
-	fdStatus   = 4 // write: "ok" once the agent serves, or the error
-	fdListener = 5 // the agent's listening unix socket
-	fdBinary   = 6 // the binary the init was executed from (see initExec)
-	// fdSlot is the locked uid range registry file, when the runtime claims
+	FDConfig   = 3 // read: the JSON Config, then EOF as the go signal
+	FDStatus   = 4 // write: "ok" once the agent serves, or the error
+	FDListener = 5 // the agent's listening unix socket
+	FDBinary   = 6 // the binary the init was executed from (see initExec)
+	// FDSlot is the locked uid range registry file, when the runtime claims
 	// ranges; the init keeps it open for its life, and nothing else with it.
-	fdSlot = 7
+	FDSlot = 7
 )
 
-// initConfig is everything the init needs; it travels over a pipe rather
+// Config is everything the init needs; it travels over a pipe rather
 // than the environment, which sandboxed code could read back from /proc.
-type initConfig struct {
+type Config struct {
 	ID       string   `json:"id"`
 	Hostname string   `json:"hostname"`
 	Lower    string   `json:"lower"`
@@ -63,7 +63,7 @@ type initConfig struct {
 	forker *forkThread  // the thread every sandboxed process is forked from
 }
 
-func (c *initConfig) warn(format string, args ...any) {
+func (c *Config) warn(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "airlock init %s: "+format+"\n", append([]any{c.ID}, args...)...)
 }
 
@@ -71,16 +71,16 @@ func (c *initConfig) warn(format string, args ...any) {
 // for it) may write; everything else is read-only under landlock.
 var writableDirs = []string{"/home/user", "/tmp", "/var/tmp", "/dev"}
 
-// InitMain runs the sandbox init (or the spawner that forks the inits) and
+// Main runs the sandbox init (or the spawner that forks the inits) and
 // never returns.
-func InitMain() {
-	if len(os.Args) > 2 && os.Args[2] == spawnerArg {
-		spawnerMain()
+func Main() {
+	if len(os.Args) > 2 && os.Args[2] == SpawnerArg {
+		serveSpawner()
 		return
 	}
 	// Only execve needed it, through /proc/self/fd.
-	unix.Close(fdBinary)
-	status := os.NewFile(fdStatus, "status")
+	unix.Close(FDBinary)
+	status := os.NewFile(FDStatus, "status")
 	if err := runInit(status); err != nil {
 		// Before "ok" the host reads the status pipe; after it, only the
 		// sandbox's init.log (this process's stderr) can tell.
@@ -102,8 +102,8 @@ func runInit(status *os.File) error {
 		for range sigs {
 		}
 	}()
-	c := &initConfig{status: status}
-	cfgFile := os.NewFile(fdConfig, "config")
+	c := &Config{status: status}
+	cfgFile := os.NewFile(FDConfig, "config")
 	dec := json.NewDecoder(cfgFile)
 	if err := dec.Decode(c); err != nil {
 		return fmt.Errorf("read init config: %w", err)
@@ -119,7 +119,7 @@ func runInit(status *os.File) error {
 		cfgFile.Close()
 		return err
 	}
-	ln, err := net.FileListener(os.NewFile(fdListener, "agent.sock"))
+	ln, err := net.FileListener(os.NewFile(FDListener, "agent.sock"))
 	if err != nil {
 		return fmt.Errorf("agent listener: %w", err)
 	}
@@ -133,7 +133,7 @@ func runInit(status *os.File) error {
 	// agent counts on.
 	reserved := make(chan struct{})
 	go func() {
-		reserveThreads(agentPids)
+		reserveThreads(AgentPids)
 		close(reserved)
 	}()
 	return agent.Serve(context.Background(), ln, agent.Config{
@@ -148,7 +148,7 @@ func runInit(status *os.File) error {
 // prepare turns this process into a locked-down sandbox init: namespaces
 // finished, root filesystem built, network loopback up, then every layer
 // that cannot be undone.
-func prepare(c *initConfig) error {
+func prepare(c *Config) error {
 	t0 := time.Unix(0, c.SentAt)
 	step := func(name string) {
 		if c.Trace {
@@ -191,7 +191,7 @@ func prepare(c *initConfig) error {
 	c.forker = f
 	writable := writableDirs
 	if c.Build {
-		writable = append(slices.Clone(writableDirs), usrLocal)
+		writable = append(slices.Clone(writableDirs), UsrLocal)
 	}
 	if _, err := landlock.Restrict([]string{"/"}, writable); err != nil && !errors.Is(err, landlock.ErrUnsupported) {
 		return fmt.Errorf("landlock: %w", err)
@@ -309,7 +309,7 @@ func lastCap() uintptr {
 // reserveThreads has the Go runtime start threads until the process has n,
 // and lets them idle: the runtime keeps idle threads and takes one before
 // it starts another, so the agent has them when its commands hold every
-// pid of the sandbox (see agentPids). Each thread is started the way the
+// pid of the sandbox (see AgentPids). Each thread is started the way the
 // runtime starts them anyway: a goroutine blocks in a read, and the
 // scheduler moves on to another thread. A blocked goroutine may take a
 // thread that was idle rather than a new one, so while the count stalls

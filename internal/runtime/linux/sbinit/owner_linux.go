@@ -1,4 +1,4 @@
-package linux
+package sbinit
 
 import (
 	"fmt"
@@ -18,11 +18,11 @@ import (
 // host uid its root maps to (the base of its uid range): its counts are
 // its own.
 
-// asOwner runs start on a thread of its own whose effective uid is owner,
+// AsOwner runs start on a thread of its own whose effective uid is owner,
 // capabilities kept so it can still write the child's id maps. The thread
 // goes back to the Go scheduler only once it is root again: a goroutine
 // that ends locked to its thread takes the thread with it.
-func asOwner(owner int, start func() error) error {
+func AsOwner(owner int, start func() error) error {
 	if owner <= 0 {
 		return start()
 	}

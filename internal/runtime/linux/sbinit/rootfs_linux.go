@@ -1,4 +1,4 @@
-package linux
+package sbinit
 
 import (
 	"fmt"
@@ -33,7 +33,7 @@ var hostDevices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 // setupRootfs builds the sandbox's root inside its new mount namespace and
 // pivots into it. It runs in the init, as root of the sandbox's user
 // namespace, before any sandboxed code exists.
-func setupRootfs(c *initConfig) error {
+func setupRootfs(c *Config) error {
 	// Nothing we mount may propagate back to the host.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
@@ -62,7 +62,7 @@ func setupRootfs(c *initConfig) error {
 		}
 	}
 	if c.Layer != "" || c.Build {
-		if err := mountUsrLocal(c, dir, r(usrLocal)); err != nil {
+		if err := mountUsrLocal(c, dir, r(UsrLocal)); err != nil {
 			return err
 		}
 	}
@@ -90,24 +90,24 @@ func setupRootfs(c *initConfig) error {
 // read-only, or for a build a writable layer over both. Layers are named
 // relative to the sandbox dir (the working directory) so the mount's
 // options do not show the host's paths.
-func mountUsrLocal(c *initConfig, dir, target string) error {
+func mountUsrLocal(c *Config, dir, target string) error {
 	var lowers []string
 	if c.Layer != "" {
 		if err := unix.Mount(c.Layer, filepath.Join(dir, "layer"), "", unix.MS_BIND, ""); err != nil {
 			return fmt.Errorf("bind template layer: %w", err)
 		}
-		lowers = append(lowers, layerUsrLocal)
+		lowers = append(lowers, LayerUsrLocal)
 	}
-	if fi, err := os.Stat(usrLocal); err == nil && fi.IsDir() {
-		lowers = append(lowers, usrLocal)
+	if fi, err := os.Stat(UsrLocal); err == nil && fi.IsDir() {
+		lowers = append(lowers, UsrLocal)
 	}
 	if _, err := os.Stat(target); err != nil {
-		return fmt.Errorf("template layer: the host has no %s to put it on", usrLocal)
+		return fmt.Errorf("template layer: the host has no %s to put it on", UsrLocal)
 	}
 	lower := "lowerdir=" + strings.Join(lowers, ":")
 	switch {
 	case c.Build:
-		opts := lower + ",upperdir=" + buildUpper + ",workdir=" + buildWork + ",userxattr"
+		opts := lower + ",upperdir=" + BuildUpper + ",workdir=" + BuildWork + ",userxattr"
 		if err := unix.Mount("overlay", target, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 			return fmt.Errorf("mount build layer: %w", err)
 		}
