@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -28,18 +29,26 @@ func benchCmd(args []string) error {
 	return subcommand("bench", benchUsage, args,
 		verb{"spawn", func(args []string) error { return benchSpawn(ctx, args) }},
 		verb{"api", func(args []string) error { return benchAPI(ctx, args) }},
+		verb{"burst", func(args []string) error { return benchBurst(ctx, args) }},
+		verb{"density", func(args []string) error { return benchDensity(ctx, args) }},
 		verb{"egress", benchEgress},
 	)
 }
 
 const benchUsage = `Usage: airlock bench spawn [-n 200] [-pool 2] [-v] [--data-dir DIR]
        airlock bench api [-n 200] [-v]
+       airlock bench burst [-n 100] [-pool 2]
+       airlock bench density [-n 500] [-execs 200]
        airlock bench egress [-n 2000] [-n-tunnel 200] [-mb 100] [-runs 5]
 
-spawn times create -> exec true -> destroy on the runtime, beside unshare
-and bwrap; api the same cycle through the HTTP API of an in-process server
-on a data dir of its own (removed after); egress the egress proxy against
-direct connections on loopback. Each prints p50, p95, p99 and max.`
+spawn times create -> exec true -> destroy on the runtime, exec true in a
+live sandbox and airlock run -- true as a whole process, beside unshare,
+bwrap and a host fork+exec, with each row's ratio to unshare; api the
+same cycle through the HTTP API of an in-process server on a data dir of
+its own (removed after); burst n creates at once through that API, then an
+exec and a delete in each; density n idle sandboxes: host memory each,
+the daemon's, exec among them; egress the egress proxy against direct
+connections on loopback. Each prints p50, p95, p99 and max.`
 
 func benchSpawn(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench spawn", flag.ContinueOnError)
@@ -58,41 +67,60 @@ func benchSpawn(ctx context.Context, args []string) error {
 		return badInput("bench spawn", "-n must be at least 1 and -pool at least 0")
 	}
 	fmt.Printf("spawn: create -> exec true -> destroy, n=%d per row, every airlock row with full isolation\n", *n)
-	fmt.Printf("%-40s %9s %9s %9s %9s\n", "contender", "p50", "p95", "p99", "max")
+	var rows []row
 	cold, err := spawnRows(ctx, *stateDir, *n, 0, *verbose)
 	if err != nil {
 		return err
 	}
-	for _, r := range cold {
-		r.print()
-	}
+	rows = append(rows, cold...)
 	if *poolSize > 0 {
 		warm, err := spawnRows(ctx, *stateDir, *n, *poolSize, *verbose)
 		if err != nil {
 			return err
 		}
-		for _, r := range warm {
-			r.print()
-		}
+		rows = append(rows, warm...)
 	}
+	live, err := liveExecRows(ctx, *stateDir, *n)
+	if err != nil {
+		return err
+	}
+	rows = append(rows, live...)
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	// As a person runs it, embedded (no server), as its own process.
+	os.Setenv("AIRLOCK_RUN_LOCAL", "1")
 	peers := []struct {
 		name string
 		argv []string
 	}{
+		{"airlock run -- true (whole process)", []string{self, "run", "--data-dir", *stateDir, "--", "true"}},
 		{"unshare (all namespaces, true)", []string{"unshare", "--user", "--map-root-user", "--mount", "--pid", "--fork", "--net", "--uts", "--ipc", "--cgroup", "true"}},
 		{"bwrap (--unshare-all, true)", []string{"bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--die-with-parent", "/usr/bin/true"}},
 	}
+	var unshare time.Duration
 	for _, p := range peers {
+		if err := interrupted(ctx); err != nil {
+			return err
+		}
 		if _, err := exec.LookPath(p.argv[0]); err != nil {
-			fmt.Printf("%-40s not installed\n", p.name)
+			rows = append(rows, row{name: p.name, note: "not installed"})
 			continue
 		}
 		d, err := timeCommand(p.argv, *n)
 		if err != nil {
-			fmt.Printf("%-40s failed: %v\n", p.name, err)
+			rows = append(rows, row{name: p.name, note: "failed: " + err.Error()})
 			continue
 		}
-		row{p.name, d}.print()
+		rows = append(rows, row{name: p.name, d: d})
+		if strings.HasPrefix(p.name, "unshare") {
+			unshare = percentiles(d)[0]
+		}
+	}
+	fmt.Printf("%-40s %9s %9s %9s %9s %9s\n", "contender", "p50", "p95", "p99", "max", "p50/unshare")
+	for _, r := range rows {
+		r.printRatio(unshare)
 	}
 	return nil
 }
@@ -100,11 +128,27 @@ func benchSpawn(ctx context.Context, args []string) error {
 type row struct {
 	name string
 	d    []time.Duration
+	note string // instead of figures: not installed, failed
 }
 
 func (r row) print() {
 	p := percentiles(r.d)
 	fmt.Printf("%-40s %9s %9s %9s %9s\n", r.name, ms(p[0]), ms(p[1]), ms(p[2]), ms(p[3]))
+}
+
+// printRatio prints r with its p50's ratio to base (a top-level row of
+// its own: not for the phases under a row).
+func (r row) printRatio(base time.Duration) {
+	if r.note != "" {
+		fmt.Printf("%-40s %s\n", r.name, r.note)
+		return
+	}
+	p := percentiles(r.d)
+	ratio := ""
+	if base > 0 && !strings.HasPrefix(r.name, " ") {
+		ratio = fmt.Sprintf("%.2fx", float64(p[0])/float64(base))
+	}
+	fmt.Printf("%-40s %9s %9s %9s %9s %9s\n", r.name, ms(p[0]), ms(p[1]), ms(p[2]), ms(p[3]), ratio)
 }
 
 // spawnRows runs n create -> exec true -> destroy cycles on a runtime with
@@ -159,11 +203,11 @@ func spawnRows(ctx context.Context, stateDir string, n, poolSize int, verbose bo
 		}
 		create, execT, destroy, total = append(create, t1.Sub(t0)), append(execT, t2.Sub(t1)), append(destroy, t3.Sub(t2)), append(total, t3.Sub(t0))
 	}
-	rows := []row{{label, total}, {"  create", create}, {"  exec true", execT}, {"  destroy", destroy}}
+	rows := []row{{name: label, d: total}, {name: "  create", d: create}, {name: "  exec true", d: execT}, {name: "  destroy", d: destroy}}
 	mu.Lock()
 	defer mu.Unlock()
 	for _, name := range order {
-		rows = append(rows, row{"    " + name, phases[name]})
+		rows = append(rows, row{name: "    " + name, d: phases[name]})
 	}
 	return rows, nil
 }
@@ -200,3 +244,45 @@ func percentiles(d []time.Duration) [4]time.Duration {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
+
+// liveExecRows times exec true in one live sandbox (after a first exec,
+// which waits for the agent's start) beside a fork+exec of true on the
+// host from this process.
+func liveExecRows(ctx context.Context, stateDir string, n int) ([]row, error) {
+	rt, err := linux.New(linux.Config{StateDir: stateDir})
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close()
+	sb, err := rt.Create(ctx, runtime.Spec{ID: fmt.Sprintf("bench-%d-live", os.Getpid())})
+	if err != nil {
+		return nil, err
+	}
+	defer sb.Destroy(context.WithoutCancel(ctx))
+	run := func() error {
+		st, err := sb.Exec(ctx, runtime.ExecRequest{Argv: []string{"true"}})
+		if err == nil && st.Code != 0 {
+			err = fmt.Errorf("exit %d", st.Code)
+		}
+		return err
+	}
+	if err := run(); err != nil {
+		return nil, fmt.Errorf("exec in a live sandbox: %w", err)
+	}
+	var in []time.Duration
+	for range n {
+		if err := interrupted(ctx); err != nil {
+			return nil, err
+		}
+		t := time.Now()
+		if err := run(); err != nil {
+			return nil, fmt.Errorf("exec in a live sandbox: %w", err)
+		}
+		in = append(in, time.Since(t))
+	}
+	host, err := timeCommand([]string{"true"}, n)
+	if err != nil {
+		return nil, err
+	}
+	return []row{{name: "airlock, exec true in a live sandbox", d: in}, {name: "host fork+exec true (this process)", d: host}}, nil
+}

@@ -174,18 +174,18 @@ func benchAPI(ctx context.Context, args []string) error {
 	fmt.Printf("%-40s %9s %9s %9s %9s\n", "path", "p50", "p95", "p99", "max")
 	for i, name := range []string{"runtime (in process)", "  create", "  exec true", "  destroy",
 		"HTTP API on loopback (Go client)", "  POST /v1/sandboxes", "  POST .../exec", "  DELETE /v1/sandboxes/{id}"} {
-		row{name, d[i]}.print()
+		row{name: name, d: d[i]}.print()
 	}
 	pd, pa := percentiles(d[0]), percentiles(d[4])
 	fmt.Printf("difference of the two totals at p50: %s (includes run-to-run spread of the runtime)\n", ms(pa[0]-pd[0]))
 	fmt.Println("API overhead per cycle: the client's time less the time spent in runtime calls")
-	row{"  all of it", d[8]}.print()
-	row{"  in the server: auth, store, service", d[9]}.print()
-	row{"  between: HTTP client and transport", d[10]}.print()
+	row{name: "  all of it", d: d[8]}.print()
+	row{name: "  in the server: auth, store, service", d: d[9]}.print()
+	row{name: "  between: HTTP client and transport", d: d[10]}.print()
 	if *verbose {
 		for i, name := range []string{"POST /v1/sandboxes", "POST .../exec", "DELETE /v1/sandboxes/{id}"} {
-			row{"  " + name + ", server", d[11+2*i]}.print()
-			row{"  " + name + ", between", d[12+2*i]}.print()
+			row{name: "  " + name + ", server", d: d[11+2*i]}.print()
+			row{name: "  " + name + ", between", d: d[12+2*i]}.print()
 		}
 	}
 	return nil

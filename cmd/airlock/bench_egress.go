@@ -152,7 +152,7 @@ func (b *egressBench) plainHTTP(n int) error {
 	}
 	fmt.Printf("\nHTTP GET of %d bytes, n=%d per row. The client keeps its connection alive on both paths; the proxy\n", len(benchBody), n)
 	fmt.Println("dials upstream afresh for each request (no pooling, by design: every dial is checked), so that is in the proxy row")
-	latencyRows(row{"direct", d}, row{"through the proxy (HTTP forward proxy)", p})
+	latencyRows(row{name: "direct", d: d}, row{name: "through the proxy (HTTP forward proxy)", d: p})
 	return nil
 }
 
@@ -171,7 +171,7 @@ func (b *egressBench) tunnelRequests(n int) error {
 		return fmt.Errorf("HTTPS over one tunnel: %w", err)
 	}
 	fmt.Printf("\nHTTPS GET of %d bytes over one kept-alive connection, n=%d per row\n", len(benchBody), n)
-	latencyRows(row{"direct TLS", d}, row{"TLS inside one CONNECT tunnel", p})
+	latencyRows(row{name: "direct TLS", d: d}, row{name: "TLS inside one CONNECT tunnel", d: p})
 	return nil
 }
 
@@ -204,8 +204,8 @@ func (b *egressBench) tunnelOpen(n int) error {
 	}
 	fmt.Printf("\nopening a connection, n=%d per row (full handshakes, no session resumption)\n", n)
 	fmt.Printf("%-40s %9s %9s %9s %9s\n", "path", "p50", "p95", "p99", "max")
-	row{"direct: TCP + TLS handshake", d}.print()
-	row{"proxy: CONNECT + TLS handshake", p}.print()
+	row{name: "direct: TCP + TLS handshake", d: d}.print()
+	row{name: "proxy: CONNECT + TLS handshake", d: p}.print()
 	fmt.Printf("added by the proxy at p50: %s\n", ms(percentiles(p)[0]-percentiles(d)[0]))
 	return nil
 }

@@ -165,7 +165,7 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		st.Close()
 		return nil, err
 	}
-	if initbin.Bytes() == nil {
+	if initbin.Program() == "" {
 		fmt.Fprintf(os.Stderr, "airlock: warning: sandbox init: %s\n", d.rt.InitSource())
 	}
 	box, err := secrets.LoadBox(dataDir)

@@ -14,8 +14,8 @@ import (
 // now. A stale one (the agent changed, go generate was not run) would run
 // old code in every sandbox while the daemon speaks the new.
 func TestEmbeddedInitFresh(t *testing.T) {
-	embedded := Bytes()
-	if embedded == nil {
+	embedded := []byte(Program())
+	if len(embedded) == 0 {
 		testenv.Lacking(t, "no sandbox init is embedded: run go generate ./internal/initbin (the test runner, go run ./internal/testenv/gotest, does)")
 	}
 	goTool := testenv.LookPath(t, "go", "golang")

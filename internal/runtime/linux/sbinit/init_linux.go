@@ -12,6 +12,7 @@ import (
 	goruntime "runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -309,53 +310,36 @@ func lastCap() uintptr {
 // reserveThreads has the Go runtime start threads until the process has n,
 // and lets them idle: the runtime keeps idle threads and takes one before
 // it starts another, so the agent has them when its commands hold every
-// pid of the sandbox (see AgentPids). Each thread is started the way the
-// runtime starts them anyway: a goroutine blocks in a read, and the
-// scheduler moves on to another thread. A blocked goroutine may take a
-// thread that was idle rather than a new one, so while the count stalls
-// short of n more goroutines block, up to 2n of them.
+// pid of the sandbox (see AgentPids). Each is started by a goroutine that
+// locks itself to its thread and parks: a locked thread runs nothing
+// else, so the scheduler starts the next one at once (a goroutine blocked
+// in a read instead waits for the runtime's monitor to notice, which
+// backs off to 10 ms when idle: the first command of a new sandbox waited
+// for that). Unlocked, the threads join the runtime's idle list and stay.
 func reserveThreads(n int) {
-	var pipes [][2]int
-	done := make(chan struct{}, 2*n)
-	block := func(k int) {
-		for range min(k, 2*n-len(pipes)) {
-			var p [2]int
-			if unix.Pipe2(p[:], unix.O_CLOEXEC) != nil {
-				return
-			}
-			pipes = append(pipes, p)
-			go func() {
-				var b [1]byte
-				unix.Read(p[0], b[:])
-				done <- struct{}{}
-			}()
-		}
-	}
-	last, since := -1, time.Now()
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Microsecond) {
+	var release sync.WaitGroup
+	release.Add(1)
+	defer release.Done()
+	// Idle threads are taken first, so the count may stay short of n after
+	// a round: more goroutines lock until it is not (none is released
+	// before, or it would free a thread for the next).
+	for locked := 0; locked < 2*n; {
 		have := threadCount()
 		if have >= n || have == 0 {
-			break
+			return
 		}
-		if have != last {
-			if last < 0 {
-				block(n - have)
-			}
-			last, since = have, time.Now()
-		} else if time.Since(since) > 2*time.Millisecond {
-			block(n - have)
-			since = time.Now()
+		var started sync.WaitGroup
+		for range n - have {
+			started.Add(1)
+			locked++
+			go func() {
+				goruntime.LockOSThread()
+				started.Done()
+				release.Wait()
+				goruntime.UnlockOSThread()
+			}()
 		}
-	}
-	for _, p := range pipes {
-		unix.Write(p[1], []byte{0})
-	}
-	for range pipes {
-		<-done
-	}
-	for _, p := range pipes {
-		unix.Close(p[0])
-		unix.Close(p[1])
+		started.Wait()
 	}
 }
 

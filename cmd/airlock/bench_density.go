@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlockhq/airlock/client"
+)
+
+// benchDensity keeps n idle sandboxes of an in-process daemon (created
+// through its API, 8 at a time) and reports the host memory each costs,
+// the daemon's, and exec true among them; then destroys them all and
+// checks that nothing of them is left.
+func benchDensity(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench density", flag.ContinueOnError)
+	n := fs.Int("n", 500, "idle sandboxes")
+	execs := fs.Int("execs", 200, "exec true calls among them")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), benchUsage)
+		printFlags(fs)
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *n < 1 || *execs < 1 {
+		return badInput("bench density", "-n and -execs must be at least 1")
+	}
+	b, err := startBenchServer(ctx, 0)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	// A first sandbox warms what every one shares (the base template, the
+	// page cache of the init and the agent); its memory is not counted.
+	first, err := b.c.CreateSandbox(ctx, client.CreateRequest{})
+	if err != nil {
+		return err
+	}
+	if _, err := b.c.Exec(ctx, first.ID, client.ExecRequest{Cmd: []string{"true"}}); err != nil {
+		return err
+	}
+	settle()
+	before, rss0 := hostUsedKiB(), selfRSSKiB()
+	ids := make([]string, *n)
+	defer func() {
+		for _, id := range append(ids, first.ID) {
+			if id != "" {
+				b.c.DeleteSandbox(context.WithoutCancel(ctx), id)
+			}
+		}
+	}()
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	start := time.Now()
+	for i := range *n {
+		if err := interrupted(ctx); err != nil {
+			return err
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			sb, err := b.c.CreateSandbox(ctx, client.CreateRequest{})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = fmt.Errorf("create %d: %w", i, err)
+			}
+			ids[i] = sb.ID
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	created := time.Since(start)
+	settle()
+	after, rss1 := hostUsedKiB(), selfRSSKiB()
+	per := float64(after-before) / float64(*n) / 1024
+	fmt.Printf("density: %d idle sandboxes (created through the API, 8 at a time, in %s)\n", *n, created.Round(time.Millisecond))
+	fmt.Printf("  host memory per sandbox      %6.2f MiB  (MemTotal - MemAvailable: %d MiB before, %d MiB after)\n", per, before>>10, after>>10)
+	fmt.Printf("  daemon RSS                   %6d MiB  (%d MiB before: %.1f KiB per sandbox)\n", rss1>>10, rss0>>10, float64(rss1-rss0)/float64(*n))
+	var d []time.Duration
+	for range *execs {
+		if err := interrupted(ctx); err != nil {
+			return err
+		}
+		id := ids[rand.IntN(len(ids))]
+		t := time.Now()
+		res, err := b.c.Exec(ctx, id, client.ExecRequest{Cmd: []string{"true"}})
+		if err != nil || res.ExitCode != 0 {
+			return fmt.Errorf("exec in %s: %v (exit %d)", id, err, res.ExitCode)
+		}
+		d = append(d, time.Since(t))
+	}
+	p := percentiles(d)
+	fmt.Printf("  exec true among them (API)   p50 %s  p99 %s  max %s\n", ms(p[0]), ms(p[2]), ms(p[3]))
+	for i, id := range ids {
+		if err := b.c.DeleteSandbox(ctx, id); err != nil {
+			return fmt.Errorf("destroy %s: %w", id, err)
+		}
+		ids[i] = ""
+	}
+	if err := b.c.DeleteSandbox(ctx, first.ID); err != nil {
+		return err
+	}
+	first.ID = ""
+	left, err := b.d.rt.List(ctx)
+	if err != nil {
+		return err
+	}
+	groups, _ := filepath.Glob("/sys/fs/cgroup/*/airlock/*-bench-*")
+	dirs, _ := os.ReadDir(filepath.Join(b.dir, "sandboxes"))
+	var sbDirs int
+	for _, e := range dirs {
+		if !strings.HasPrefix(e.Name(), ".") && !strings.HasPrefix(e.Name(), "pool-") {
+			sbDirs++
+		}
+	}
+	if len(left) > 0 || sbDirs > 0 {
+		return fmt.Errorf("after destroying all: the runtime still lists %d sandboxes, %d sandbox directories left", len(left), sbDirs)
+	}
+	fmt.Printf("  destroyed all: nothing left (runtime, directories%s)\n", map[bool]string{true: "", false: fmt.Sprintf("; %d cgroups named bench", len(groups))}[len(groups) == 0])
+	return nil
+}
+
+// settle lets freed memory and deferred work (RCU, slab frees) land
+// before a reading of /proc/meminfo.
+func settle() {
+	time.Sleep(2 * time.Second)
+	os.WriteFile("/proc/sys/vm/drop_caches", []byte("1"), 0)
+	time.Sleep(500 * time.Millisecond)
+}
+
+// hostUsedKiB is MemTotal less MemAvailable.
+func hostUsedKiB() int64 {
+	m := meminfo("/proc/meminfo")
+	return m["MemTotal"] - m["MemAvailable"]
+}
+
+// selfRSSKiB is this process's resident memory.
+func selfRSSKiB() int64 { return meminfo("/proc/self/status")["VmRSS"] }
+
+func meminfo(path string) map[string]int64 {
+	out := map[string]int64{}
+	f, err := os.Open(path)
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			continue
+		}
+		if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+			out[k] = n
+		}
+	}
+	return out
+}

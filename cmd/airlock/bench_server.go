@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/client"
+)
+
+// benchServer is an in-process daemon on a data dir of its own, served on
+// loopback as serve does, for the benches that go through the API.
+type benchServer struct {
+	dir string
+	d   *daemon
+	srv *http.Server
+	c   *client.Client
+}
+
+func startBenchServer(ctx context.Context, pool int) (*benchServer, error) {
+	dir, err := os.MkdirTemp("", "airlock-bench-")
+	if err != nil {
+		return nil, err
+	}
+	os.Chmod(dir, 0o711)
+	b := &benchServer{dir: dir}
+	if b.d, err = startDaemon(ctx, dir, pool, nil, nil, daemonTuning{}); err != nil {
+		b.close()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	b.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: b.d.handler}
+	go b.srv.Serve(ln)
+	key, err := os.ReadFile(b.d.keyPath)
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	b.c = client.New("http://"+ln.Addr().String(), string(trimNL(key)))
+	return b, nil
+}
+
+// close stops the server and removes the data dir (its pool unmounted).
+func (b *benchServer) close() {
+	if b.srv != nil {
+		b.srv.Close()
+	}
+	if b.d != nil {
+		b.d.shutdown()
+	}
+	unix.Unmount(filepath.Join(b.dir, "sandboxes"), unix.MNT_DETACH)
+	os.RemoveAll(b.dir)
+}
