@@ -40,6 +40,9 @@ type layering struct {
 	Template     string // the template's build directory under templates/, "" for base
 	TemplateName string // its name
 	Build        bool
+	// Idle boots at the lowest priority: a warm-pool sandbox, whose boot
+	// must not take CPU from live work (sbinit.AtIdle).
+	Idle bool
 }
 
 // boot creates a sandbox named name (its directory and cgroup) that no
@@ -114,7 +117,7 @@ func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, hos
 	if lay.Template != "" {
 		cfg.Layer = filepath.Join(r.templatesDir(), lay.Template, "layer")
 	}
-	if err := r.start(ctx, sb, cfg, hostUID); err != nil {
+	if err := r.start(ctx, sb, cfg, hostUID, lay.Idle); err != nil {
 		return nil, err
 	}
 	return sb, sb.save()
@@ -257,7 +260,7 @@ func (r *Runtime) layout(dir string, h string, hostUID int) error {
 
 // start re-executes the binary as the sandbox init, places it in its
 // cgroup, hands it its configuration and waits for its agent to answer.
-func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *sbinit.Config, hostUID int) error {
+func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *sbinit.Config, hostUID int, idle bool) error {
 	endPrep := r.phase("create: sockets and pipes")
 	sock := filepath.Join(sb.dir, "agent.sock")
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
@@ -341,7 +344,7 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *sbinit.Config, ho
 		sb.cg, sb.p.Cgroup, sb.p.CgroupName = cg, true, name
 	}
 	end := r.phase("create: clone init")
-	proc, err := r.startInit(cmd, hostUID)
+	proc, err := r.startInit(cmd, hostUID, idle)
 	end()
 	if err != nil {
 		return fmt.Errorf("start sandbox init: %w", err)
@@ -384,7 +387,7 @@ const initExec = "/proc/self/fd/6"
 // parent-death signal is the forking thread's, and the spawner's thread is
 // not the caller's.
 // The init's user namespace is owned by hostUID (see owner_linux.go).
-func (r *Runtime) startInit(cmd *exec.Cmd, hostUID int) (*os.Process, error) {
+func (r *Runtime) startInit(cmd *exec.Cmd, hostUID int, idle bool) (*os.Process, error) {
 	owner := hostUID
 	if r.rootless {
 		owner = -1
@@ -395,7 +398,7 @@ func (r *Runtime) startInit(cmd *exec.Cmd, hostUID int) (*os.Process, error) {
 		}
 		return cmd.Process, nil
 	}
-	return r.spawner.spawn(cmd, owner)
+	return r.spawner.spawn(cmd, owner, idle)
 }
 
 // waitReady reads the init's one-line status; the init closes the pipe (and

@@ -19,7 +19,10 @@ const poolPrefix = "pool-"
 // binds one to its id: the namespaces, root filesystem, cgroup placement
 // and agent start (most of a cold create) happen ahead of time. A pooled
 // sandbox is exactly as isolated as a cold one; it differs only in its
-// name and its hostname being the default.
+// name and its hostname being the default. Its init boots at the lowest
+// priority (nice 19), so refills take little CPU that live work wants
+// (they ran beside the claimant's first command and doubled its time),
+// and is set back to the default when it is handed out.
 type pool struct {
 	r    *Runtime
 	size int
@@ -111,7 +114,7 @@ func (p *pool) fill() {
 		name := poolName()
 		dir := filepath.Join(p.r.sandboxesDir(), name)
 		creating.add(dir)
-		sb, err := p.r.boot(context.Background(), name, p.lim, defaultHostname, layering{})
+		sb, err := p.r.boot(context.Background(), name, p.lim, defaultHostname, layering{Idle: true})
 		if err != nil {
 			creating.remove(dir)
 			// The host may be out of uid ranges, memory or disk: retry

@@ -3,12 +3,18 @@ package linux
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
+	"github.com/airlockhq/airlock/internal/runtime/linux/sbinit"
 )
 
 // TestWarmPool claims a pooled sandbox and checks that the create request's
@@ -40,6 +46,13 @@ func TestWarmPool(t *testing.T) {
 		}
 	}
 	waitPool()
+	// Waiting in the pool, the init runs at the lowest priority...
+	r.pool.mu.Lock()
+	pooled := r.pool.ready[0].p.Pid
+	r.pool.mu.Unlock()
+	if pol := schedPolicies(t, pooled); len(pol) != 1 || pol[0] != sbinit.IdleNice {
+		t.Errorf("nice values of a pooled init's threads: %v, want all %d", pol, sbinit.IdleNice)
+	}
 	ctx := context.Background()
 	sb, err := r.Create(ctx, runtime.Spec{ID: "pooled", Limits: runtime.Limits{MemoryMB: 64}, Env: map[string]string{"X": "from-spec"}, Workdir: "/home/user/w"})
 	if err != nil {
@@ -50,6 +63,14 @@ func TestWarmPool(t *testing.T) {
 	}
 	if out, _ := shOut(t, sb, "echo $X $(pwd) $(id -u)"); out != "from-spec /home/user/w 1000" {
 		t.Errorf("env, workdir, user: %q", out)
+	}
+	// ... and handed out, it and its commands run at the default, as a
+	// cold sandbox's do.
+	if pol := schedPolicies(t, pooled); len(pol) != 1 || pol[0] != 0 {
+		t.Errorf("nice values of a claimed init's threads: %v, want all 0", pol)
+	}
+	if out, _ := shOut(t, sb, `python3 -c 'import os; print(os.sched_getscheduler(0), os.nice(0))'`); out != "0 0" {
+		t.Errorf("a command's scheduling policy and nice value in a claimed sandbox: %q, want 0 0", out)
 	}
 	// The request's 64 MiB replaced the pool's default limit.
 	if _, st := shOut(t, sb, `python3 -c 'a = b"a" * (256 << 20)'`); !st.OOMKilled {
@@ -78,4 +99,31 @@ func shOut(t *testing.T, sb runtime.Sandbox, script string) (string, runtime.Exi
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(out.String()), st
+}
+
+// schedPolicies lists the distinct nice values of pid's threads, all of
+// which must be SCHED_OTHER.
+func schedPolicies(t *testing.T, pid int) []int32 {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int32]bool{}
+	var out []int32
+	for _, task := range tasks {
+		tid, _ := strconv.Atoi(task.Name())
+		a, err := unix.SchedGetAttr(tid, 0)
+		if err != nil {
+			continue // exited
+		}
+		if a.Policy != unix.SCHED_NORMAL {
+			t.Errorf("thread %d has scheduling policy %d, want SCHED_OTHER", tid, a.Policy)
+		}
+		if !seen[a.Nice] {
+			seen[a.Nice] = true
+			out = append(out, a.Nice)
+		}
+	}
+	return out
 }

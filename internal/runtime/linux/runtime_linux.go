@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/runtime/linux/cgroups"
+	"github.com/airlockhq/airlock/internal/runtime/linux/sbinit"
 )
 
 // Config sets up a Runtime.
@@ -346,7 +347,11 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Sandbo
 	}
 	if sb := r.pool.take(spec, lim); sb != nil {
 		defer creating.remove(sb.dir)
-		if err := r.bind(ctx, sb, spec, lim); err != nil {
+		err := sbinit.Unidle(sb.p.Pid)
+		if err == nil {
+			err = r.bind(ctx, sb, spec, lim)
+		}
+		if err != nil {
 			sb.destroy()
 			return nil, err
 		}

@@ -96,7 +96,7 @@ func (s *spawner) close() {
 // file) as a child of this process and returns it; the caller waits on it.
 // A spawner that died since the last call is replaced first. A request
 // whose answer is lost is not retried: the init might be running.
-func (s *spawner) spawn(cmd *exec.Cmd, owner int) (*os.Process, error) {
+func (s *spawner) spawn(cmd *exec.Cmd, owner int, idle bool) (*os.Process, error) {
 	stderr, ok := cmd.Stderr.(*os.File)
 	if !ok || cmd.Stdin != nil || cmd.Stdout != nil {
 		return nil, errors.New("spawn: stderr must be a file, stdin and stdout unset")
@@ -104,7 +104,7 @@ func (s *spawner) spawn(cmd *exec.Cmd, owner int) (*os.Process, error) {
 	attr := cmd.SysProcAttr
 	req := sbinit.SpawnRequest{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Cloneflags: attr.Cloneflags,
 		UIDMaps: attr.UidMappings, GIDMaps: attr.GidMappings, Setgroups: attr.GidMappingsEnableSetgroups,
-		Credential: attr.Credential, Owner: owner}
+		Credential: attr.Credential, Owner: owner, Idle: idle}
 	b, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
