@@ -1,34 +1,39 @@
 // Package sandbox is the domain of Airlock: sandboxes that belong to tenants,
 // their lifecycle (creating -> running -> stopped | failed), time limits,
-// quotas, and what runs inside them. It owns the rules (ownership, quotas,
-// expiry, path resolution) and must never let one tenant see or touch
-// another tenant's sandbox: every lookup is scoped to the caller's tenant and
-// answers ErrNotFound otherwise.
+// quotas, and the checks and records around what runs inside them (what
+// runs beyond one request, processes, sessions and terminals, is
+// internal/live's, which this package hands work to after its checks). It
+// owns the rules (ownership, quotas, expiry, path resolution, the audit
+// log) and must never let one tenant see or touch another tenant's
+// sandbox: every lookup is scoped to the caller's tenant and answers
+// ErrNotFound otherwise.
 package sandbox
 
 import (
 	"context"
 	"errors"
-	"fmt"
-	"github.com/airlockhq/airlock/internal/audit"
 	"io"
 	"io/fs"
 	"net"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/egress"
+	"github.com/airlockhq/airlock/internal/errdefs"
+	"github.com/airlockhq/airlock/internal/live"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/secrets"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
-// Error kinds; the API maps each to one HTTP status.
+// Error kinds; the API maps each to one HTTP status. The five kinds are
+// errdefs', which the live work in a sandbox (internal/live) wraps too.
 var (
-	ErrNotFound      = errors.New("not found")
-	ErrInvalid       = errors.New("invalid argument")
-	ErrConflict      = errors.New("conflict")
-	ErrLimitExceeded = errors.New("limit exceeded")
-	ErrUnavailable   = errors.New("unavailable")
+	ErrNotFound      = errdefs.ErrNotFound
+	ErrInvalid       = errdefs.ErrInvalid
+	ErrConflict      = errdefs.ErrConflict
+	ErrLimitExceeded = errdefs.ErrLimitExceeded
+	ErrUnavailable   = errdefs.ErrUnavailable
 	// ErrTenantQuota is the ErrLimitExceeded of a tenant's quota, which
 	// passes once the tenant's other sandboxes end (unlike a request no
 	// host could hold).
@@ -46,7 +51,7 @@ var (
 	// ErrServerStopping is the ErrUnavailable of a follow of output that
 	// the server let go as it stops: what was followed goes on, for the
 	// next daemon.
-	ErrServerStopping = fmt.Errorf("%w: the server is shutting down", ErrUnavailable)
+	ErrServerStopping = live.ErrServerStopping
 )
 
 // pidLimitError is a command refused at the sandbox's pid limit:
@@ -89,7 +94,7 @@ const (
 	MaxTimeout     = 24 * time.Hour
 	DefaultWorkdir = "/home/user"
 	// OutputCap bounds each stream kept for a non-streaming exec result.
-	OutputCap = 1 << 20
+	OutputCap = live.OutputCap
 )
 
 // CreateRequest is POST /v1/sandboxes. Zero fields take defaults.
@@ -132,29 +137,12 @@ type ExecRequest struct {
 	Tag        string `json:"tag,omitempty"`
 }
 
-// ExecResult is the JSON answer of a non-streaming exec.
-type ExecResult struct {
-	// ExecID names the command in the sandbox's audit log (its output's
-	// replay: GET /v1/sandboxes/{id}/audit/cast?exec=ID).
-	ExecID     string  `json:"exec_id,omitempty"`
-	ExitCode   int     `json:"exit_code"`
-	Signal     int     `json:"signal"`
-	Stdout     string  `json:"stdout"`
-	Stderr     string  `json:"stderr"`
-	DurationMS float64 `json:"duration_ms"`
-	TimedOut   bool    `json:"timed_out"`
-	OOMKilled  bool    `json:"oom_killed"`
-	Truncated  bool    `json:"truncated"`
-}
+// ExecResult is the JSON answer of a non-streaming exec, and how a
+// process or shell ended.
+type ExecResult = live.ExecResult
 
 // Stream receives a streaming exec's events, in order, from one goroutine.
-type Stream interface {
-	// Started comes first: the process's pid, and the exec id a client
-	// cut off by a restart of the server re-attaches with.
-	Started(pid int, execID string) error
-	Stdout(p []byte) error
-	Stderr(p []byte) error
-}
+type Stream = live.Stream
 
 // Caller is who makes a request: a tenant, optionally restricted to one
 // sandbox (a sandbox token).
