@@ -67,7 +67,10 @@ type Options struct {
 	MinFreeDiskPercent float64
 }
 
-// Service implements Manager on a store and a runtime. It owns the reaper
+// Service is the sandbox layer on a store and a runtime: what the API
+// (api.Manager) and tasks (tasks.Sandboxes) call. Every method that takes
+// a Caller treats a sandbox of another tenant (or, for a token, any other
+// sandbox) exactly as a sandbox that does not exist. It owns the reaper
 // goroutine (stopped by Close) but neither the store nor the runtime: the
 // caller closes those after Close.
 type Service struct {
@@ -109,8 +112,6 @@ type Service struct {
 	life    context.Context
 	endLife context.CancelFunc
 }
-
-var _ Manager = (*Service)(nil)
 
 // NewManager reconciles the store with the runtime (the daemon may have
 // restarted, and sandboxes may have died or been orphaned meanwhile), then
