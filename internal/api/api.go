@@ -13,7 +13,6 @@ import (
 
 	"github.com/airlockhq/airlock/internal/events"
 	"github.com/airlockhq/airlock/internal/metrics"
-	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/tasks"
 )
@@ -52,7 +51,7 @@ type Options struct {
 
 type server struct {
 	signer  ed25519.PrivateKey // audit exports; nil: unsigned
-	m       sandbox.Manager
+	m       Manager
 	store   store.Store
 	maxJSON int64
 	now     func() time.Time
@@ -172,7 +171,7 @@ var routes = []route{
 }
 
 // New returns the HTTP handler of the API.
-func New(m sandbox.Manager, st store.Store, opts Options) http.Handler {
+func New(m Manager, st store.Store, opts Options) http.Handler {
 	s := &server{m: m, store: st, maxJSON: opts.MaxJSONBody, now: opts.Now, log: opts.Logger, keepAlive: opts.KeepAlive, signer: opts.AuditSigner}
 	if opts.Metrics != nil {
 		s.metricsHandler = opts.Metrics.Handler()

@@ -404,7 +404,9 @@ func (s *Service) recordNet(e egress.Event) {
 	}
 }
 
-// RecordRequest implements Manager.
+// RecordRequest adds an api.request event for a call c made on the
+// sandbox: the route's pattern, never its query or body. A sandbox c may
+// not see records nothing.
 func (s *Service) RecordRequest(ctx context.Context, c Caller, id, method, route string, status int, d time.Duration) {
 	tenant := s.audit.tenantOf(id)
 	if tenant == "" {
@@ -421,6 +423,9 @@ func (s *Service) RecordRequest(ctx context.Context, c Caller, id, method, route
 		"method": method, "route": route, "status": status, "duration_ms": float64(d.Microseconds()) / 1000})
 }
 
+// RecordTask adds a task.started or task.finished event (the task that
+// runs in the sandbox) to the sandbox's log, the tenant's event stream and
+// its webhooks. Other types, or a sandbox c may not see, record nothing.
 func (s *Service) RecordTask(ctx context.Context, c Caller, id, typ string, data map[string]any) {
 	if typ != audit.TaskStarted && typ != audit.TaskFinished {
 		return

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"io"
 	"maps"
 	"slices"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/live"
 )
 
 // outRecorder records one stream of output (a command's stdout, a
@@ -50,8 +53,8 @@ func (o *outRecorder) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// writeTo records p, which ends at offset end of the process's output.
-func (o *outRecorder) writeTo(p []byte, end int64) {
+// WriteEnd records p, which ends at offset end of the process's output.
+func (o *outRecorder) WriteEnd(p []byte, end int64) {
 	if o == nil || o.r.a == nil {
 		return
 	}
@@ -77,8 +80,8 @@ func (o *outRecorder) write(p []byte) {
 	}
 }
 
-// flush records what is held, before whatever is recorded next.
-func (o *outRecorder) flush() {
+// Flush records what is held, before whatever is recorded next.
+func (o *outRecorder) Flush() {
 	if o == nil || o.r.a == nil {
 		return
 	}
@@ -138,7 +141,7 @@ type execRecord struct {
 func (s *Service) recordExec(c Caller, id string, req ExecRequest, background bool, session string) *execRecord {
 	r := s.auditor(c, id, c.TenantID)
 	sc := s.scrubber(id)
-	e := &execRecord{r: r, id: "ex-" + nonce()[:16], session: session}
+	e := &execRecord{r: r, id: "ex-" + randomHex(8), session: session}
 	data := map[string]any{"exec_id": e.id, "env": slices.Sorted(maps.Keys(req.Env))}
 	if req.Cwd != "" { // absent: the sandbox's workdir
 		data["cwd"] = sc.String(req.Cwd)
@@ -166,14 +169,27 @@ func (s *Service) recordExec(c Caller, id string, req ExecRequest, background bo
 	return e
 }
 
-// stdout and stderr return writers that record what they pass to w.
-func (e *execRecord) stdout(w io.Writer) io.Writer { return tee{e.out, w} }
-func (e *execRecord) stderr(w io.Writer) io.Writer { return tee{e.err, w} }
+// randomHex is n random bytes, in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
 
-// exited records the command's end: its status, or err when it broke off.
-func (e *execRecord) exited(res ExecResult, err error) {
-	e.out.flush()
-	e.err.flush()
+// tees returns writers that record what they pass to stdout and stderr.
+func (e *execRecord) tees(stdout, stderr io.Writer) (io.Writer, io.Writer) {
+	return tee{e.out, stdout}, tee{e.err, stderr}
+}
+
+func (e *execRecord) ID() string          { return e.id }
+func (e *execRecord) Actor() string       { return e.r.actor }
+func (e *execRecord) Stdout() live.Output { return e.out }
+func (e *execRecord) Stderr() live.Output { return e.err }
+
+// Exited records the command's end: its status, or err when it broke off.
+func (e *execRecord) Exited(res ExecResult, err error) {
+	e.out.Flush()
+	e.err.Flush()
 	data := map[string]any{"exec_id": e.id, "exit_code": res.ExitCode, "signal": res.Signal,
 		"timed_out": res.TimedOut, "oom_killed": res.OOMKilled, "duration_ms": res.DurationMS}
 	if e.session != "" {

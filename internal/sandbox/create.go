@@ -85,7 +85,11 @@ func (s *Service) createFailed(ctx context.Context, c Caller, rec store.Sandbox,
 	return fmt.Errorf("%w: create sandbox %s: %v", ErrUnavailable, rec.ID, cause)
 }
 
-// Check: see Manager.
+// Check refuses, as Create would, a request that asks for what can never
+// be had: invalid fields, an unknown template or secret, limits past the
+// host's capacity or past a tenant quota even with no other sandbox. It
+// creates nothing; quota taken by other sandboxes is not checked (that
+// may pass).
 func (s *Service) Check(ctx context.Context, c Caller, req CreateRequest) error {
 	rec, err := s.newRecord(ctx, c, req)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/live"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -27,22 +28,22 @@ func (s *Service) runExec(ctx context.Context, c Caller, id string, req ExecRequ
 	var stdout, stderr capped
 	var res ExecResult
 	if jr, ok := sb.(runtime.JobRunner); ok {
-		res, err = s.execJob(ctx, id, sb, jr, req, rreq, rec, cappedStream{&stdout, &stderr})
+		res, err = s.work.ExecJob(ctx, id, sb, jr, describe(req), rreq, rec, cappedStream{&stdout, &stderr})
 	}
 	if _, ok := sb.(runtime.JobRunner); !ok || errors.Is(err, runtime.ErrUnsupported) {
 		// An agent that predates protocol 4: the command runs on this
 		// daemon's connection, and ends with it.
-		rreq.Stdout, rreq.Stderr = rec.stdout(&stdout), rec.stderr(&stderr)
+		rreq.Stdout, rreq.Stderr = rec.tees(&stdout, &stderr)
 		var st runtime.ExitStatus
 		st, err = sb.Exec(ctx, rreq)
 		if err != nil {
 			err = s.execError(ctx, id, err)
 		}
-		res = execResult(st)
+		res = live.ExitResult(st)
 		if err != nil {
 			res = ExecResult{}
 		}
-		rec.exited(res, err)
+		rec.Exited(res, err)
 	}
 	if err != nil {
 		return ExecResult{}, err
@@ -68,12 +69,12 @@ func (s *Service) runExecStream(ctx context.Context, c Caller, id string, req Ex
 	err = runtime.ErrUnsupported
 	var res ExecResult
 	if jr, ok := sb.(runtime.JobRunner); ok {
-		res, err = s.execJob(ctx, id, sb, jr, req, rreq, rec, out)
+		res, err = s.work.ExecJob(ctx, id, sb, jr, describe(req), rreq, rec, out)
 	}
 	if errors.Is(err, runtime.ErrUnsupported) {
 		// An agent that predates protocol 4: on this daemon's connection.
 		res, err = s.execStream(ctx, id, sb, rreq, out, rec)
-		rec.exited(res, err)
+		rec.Exited(res, err)
 	}
 	res.ExecID = rec.id
 	return res, err
@@ -92,7 +93,7 @@ func (s *Service) execStream(ctx context.Context, id string, sb runtime.Sandbox,
 	// Output may arrive before Start returns the pid; the gate holds it
 	// back until Started has been sent, so events stay in order.
 	g := &gate{open: make(chan struct{}), cancel: cancel}
-	rreq.Stdout, rreq.Stderr = rec.stdout(g.writer(out.Stdout)), rec.stderr(g.writer(out.Stderr))
+	rreq.Stdout, rreq.Stderr = rec.tees(g.writer(out.Stdout), g.writer(out.Stderr))
 	p, err := sb.Start(ctx, rreq)
 	if err != nil {
 		close(g.open)
@@ -114,7 +115,7 @@ func (s *Service) execStream(ctx context.Context, id string, sb runtime.Sandbox,
 	case err != nil:
 		return ExecResult{}, s.execError(ctx, id, err)
 	}
-	return execResult(st), nil
+	return live.ExitResult(st), nil
 }
 
 // gate orders a stream's events and stops the process when a send fails.
@@ -143,16 +144,6 @@ func (w gateWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
-}
-
-func execResult(st runtime.ExitStatus) ExecResult {
-	return ExecResult{
-		ExitCode:   st.Code,
-		Signal:     st.Signal,
-		DurationMS: float64(st.Duration) / float64(time.Millisecond),
-		TimedOut:   st.TimedOut,
-		OOMKilled:  st.OOMKilled,
-	}
 }
 
 // prepareExec checks the request against the sandbox it targets and

@@ -139,7 +139,7 @@ func (t *idleTracker) idle(now time.Time, busy func(id string) bool) []string {
 
 // reapIdle stops sandboxes idle past their timeout.
 func (s *Service) reapIdle(ctx context.Context) {
-	for _, id := range s.idle.idle(s.now(), s.procsRunning) {
+	for _, id := range s.idle.idle(s.now(), s.work.Busy) {
 		unlock := s.locks.lock(id)
 		rec, err := s.st.GetSandbox(ctx, id)
 		if err == nil && rec.State == "running" {
@@ -152,20 +152,4 @@ func (s *Service) reapIdle(ctx context.Context) {
 		}
 		s.idle.forget(id)
 	}
-}
-
-// procsRunning says whether a sandbox has a background process running.
-func (s *Service) procsRunning(id string) bool {
-	t := s.workload(id, false)
-	if t == nil {
-		return false
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, p := range t.procs {
-		if _, done, _ := p.out.Status(); !done {
-			return true
-		}
-	}
-	return false
 }

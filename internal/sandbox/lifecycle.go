@@ -119,7 +119,7 @@ func (s *Service) stopLocked(ctx context.Context, c Caller, rec store.Sandbox, r
 	s.idle.forget(rec.ID)
 	// First, so readers of background output learn why it ends rather
 	// than seeing the kill as an ordinary exit.
-	s.dropWorkload(rec.ID)
+	s.work.Drop(rec.ID)
 	sb, err := s.rt.Get(ctx, rec.ID)
 	if err == nil {
 		s.meterStats(ctx, rec.ID, sb) // the cgroup goes with the sandbox

@@ -177,7 +177,7 @@ func (s *Service) reattach(ctx context.Context, rec store.Sandbox, lastUse time.
 		}
 		s.idle.watch(rec.ID, time.Duration(rec.IdleTimeoutS)*time.Second, lastUse)
 		s.meterResume(ctx, rec)
-		s.adoptJobs(ctx, rec, sb)
+		s.work.Adopt(ctx, rec.ID, sb, adoptLog{s, rec})
 	}
 	switch {
 	case err == nil && rec.State == store.StateRunning:

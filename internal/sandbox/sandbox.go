@@ -1,34 +1,31 @@
 // Package sandbox is the domain of Airlock: sandboxes that belong to tenants,
 // their lifecycle (creating -> running -> stopped | failed), time limits,
-// quotas, and what runs inside them. It owns the rules (ownership, quotas,
-// expiry, path resolution) and must never let one tenant see or touch
-// another tenant's sandbox: every lookup is scoped to the caller's tenant and
-// answers ErrNotFound otherwise.
+// quotas, and the checks and records around what runs inside them (what
+// runs beyond one request, processes, sessions and terminals, is
+// internal/live's, which this package hands work to after its checks). It
+// owns the rules (ownership, quotas, expiry, path resolution, the audit
+// log) and must never let one tenant see or touch another tenant's
+// sandbox: every lookup is scoped to the caller's tenant and answers
+// ErrNotFound otherwise.
 package sandbox
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"github.com/airlockhq/airlock/internal/audit"
-	"io"
-	"io/fs"
-	"net"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/egress"
-	"github.com/airlockhq/airlock/internal/runtime"
-	"github.com/airlockhq/airlock/internal/secrets"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/errdefs"
+	"github.com/airlockhq/airlock/internal/live"
 )
 
-// Error kinds; the API maps each to one HTTP status.
+// Error kinds; the API maps each to one HTTP status. The five kinds are
+// errdefs', which the live work in a sandbox (internal/live) wraps too.
 var (
-	ErrNotFound      = errors.New("not found")
-	ErrInvalid       = errors.New("invalid argument")
-	ErrConflict      = errors.New("conflict")
-	ErrLimitExceeded = errors.New("limit exceeded")
-	ErrUnavailable   = errors.New("unavailable")
+	ErrNotFound      = errdefs.ErrNotFound
+	ErrInvalid       = errdefs.ErrInvalid
+	ErrConflict      = errdefs.ErrConflict
+	ErrLimitExceeded = errdefs.ErrLimitExceeded
+	ErrUnavailable   = errdefs.ErrUnavailable
 	// ErrTenantQuota is the ErrLimitExceeded of a tenant's quota, which
 	// passes once the tenant's other sandboxes end (unlike a request no
 	// host could hold).
@@ -46,7 +43,7 @@ var (
 	// ErrServerStopping is the ErrUnavailable of a follow of output that
 	// the server let go as it stops: what was followed goes on, for the
 	// next daemon.
-	ErrServerStopping = fmt.Errorf("%w: the server is shutting down", ErrUnavailable)
+	ErrServerStopping = live.ErrServerStopping
 )
 
 // pidLimitError is a command refused at the sandbox's pid limit:
@@ -89,7 +86,7 @@ const (
 	MaxTimeout     = 24 * time.Hour
 	DefaultWorkdir = "/home/user"
 	// OutputCap bounds each stream kept for a non-streaming exec result.
-	OutputCap = 1 << 20
+	OutputCap = live.OutputCap
 )
 
 // CreateRequest is POST /v1/sandboxes. Zero fields take defaults.
@@ -132,29 +129,12 @@ type ExecRequest struct {
 	Tag        string `json:"tag,omitempty"`
 }
 
-// ExecResult is the JSON answer of a non-streaming exec.
-type ExecResult struct {
-	// ExecID names the command in the sandbox's audit log (its output's
-	// replay: GET /v1/sandboxes/{id}/audit/cast?exec=ID).
-	ExecID     string  `json:"exec_id,omitempty"`
-	ExitCode   int     `json:"exit_code"`
-	Signal     int     `json:"signal"`
-	Stdout     string  `json:"stdout"`
-	Stderr     string  `json:"stderr"`
-	DurationMS float64 `json:"duration_ms"`
-	TimedOut   bool    `json:"timed_out"`
-	OOMKilled  bool    `json:"oom_killed"`
-	Truncated  bool    `json:"truncated"`
-}
+// ExecResult is the JSON answer of a non-streaming exec, and how a
+// process or shell ended.
+type ExecResult = live.ExecResult
 
 // Stream receives a streaming exec's events, in order, from one goroutine.
-type Stream interface {
-	// Started comes first: the process's pid, and the exec id a client
-	// cut off by a restart of the server re-attaches with.
-	Started(pid int, execID string) error
-	Stdout(p []byte) error
-	Stderr(p []byte) error
-}
+type Stream = live.Stream
 
 // Caller is who makes a request: a tenant, optionally restricted to one
 // sandbox (a sandbox token).
@@ -163,116 +143,4 @@ type Caller struct {
 	KeyID     string // "" for a sandbox token
 	SandboxID string // set for a sandbox token: only this sandbox exists for it
 	Admin     bool
-}
-
-// Manager is what the API calls. Every method takes the caller and treats a
-// sandbox of another tenant (or, for a token, any other sandbox) exactly as
-// a sandbox that does not exist.
-type Manager interface {
-	Create(ctx context.Context, c Caller, req CreateRequest) (store.Sandbox, error)
-	// Check refuses, as Create would, a request that asks for what can
-	// never be had: invalid fields, an unknown template or secret, limits
-	// past the host's capacity or past a tenant quota even with no other
-	// sandbox. It creates nothing; quota taken by other sandboxes is not
-	// checked (that may pass).
-	Check(ctx context.Context, c Caller, req CreateRequest) error
-	// DialPort connects to a TCP port the sandbox listens on (see
-	// Service.DialPort).
-	DialPort(ctx context.Context, c Caller, id string, port int) (net.Conn, error)
-	// ForgetTenant drops what the manager keeps of the tenant with id, so
-	// that quotas just changed in the store apply to the next create.
-	ForgetTenant(id string)
-	// Templates are the server's: every tenant can list and use them;
-	// only an admin can commit (from one of its own build sandboxes) or
-	// delete one.
-	Templates(ctx context.Context) ([]runtime.TemplateInfo, error)
-	Template(ctx context.Context, name string) (runtime.TemplateInfo, error)
-	CommitTemplate(ctx context.Context, c Caller, req CommitTemplateRequest) (runtime.TemplateInfo, error)
-	DeleteTemplate(ctx context.Context, c Caller, name string) error
-	Get(ctx context.Context, c Caller, id string) (store.Sandbox, error)
-	// AgentVersion is the agent protocol version of a running sandbox, 0
-	// when not known.
-	AgentVersion(ctx context.Context, rec store.Sandbox) int
-	// AgentVersions counts the running sandboxes by agent version (admin).
-	AgentVersions(ctx context.Context) (map[int]int, error)
-	List(ctx context.Context, c Caller, f store.SandboxFilter) ([]store.Sandbox, error)
-	Delete(ctx context.Context, c Caller, id string) error
-	SetTimeout(ctx context.Context, c Caller, id string, d time.Duration) (store.Sandbox, error)
-
-	// Exec runs to the end and returns output capped at OutputCap per
-	// stream. ExecStream sends output to s as it comes and returns the
-	// final status (Stdout/Stderr empty).
-	Exec(ctx context.Context, c Caller, id string, req ExecRequest) (ExecResult, error)
-	ExecStream(ctx context.Context, c Caller, id string, req ExecRequest, s Stream) (ExecResult, error)
-
-	// File paths may be relative (to /home/user) or absolute; they are
-	// resolved inside the sandbox, never on the host.
-	ReadFile(ctx context.Context, c Caller, id, path string, w io.Writer) (int64, error)
-	WriteFile(ctx context.Context, c Caller, id, path string, r io.Reader, mode fs.FileMode) (int64, error)
-	ListDir(ctx context.Context, c Caller, id, path string) ([]runtime.FileInfo, error)
-	Stat(ctx context.Context, c Caller, id, path string) (runtime.FileInfo, error)
-	Mkdir(ctx context.Context, c Caller, id, path string, mode fs.FileMode) error
-	Move(ctx context.Context, c Caller, id, from, to string) error
-	Remove(ctx context.Context, c Caller, id, path string, recursive bool) error
-
-	// The egress policy of a sandbox, and the log of its connections (kept
-	// after the sandbox ends).
-	GetNetwork(ctx context.Context, c Caller, id string) (egress.Policy, error)
-	SetNetwork(ctx context.Context, c Caller, id string, p egress.Policy) (egress.Policy, error)
-	NetworkLog(ctx context.Context, c Caller, id string, after int64, limit int) ([]egress.Event, error)
-
-	// Background processes: started by exec with Background set, they
-	// outlive the request; output is kept (bounded) and can be read from
-	// any kept offset, following it as it grows.
-	StartBackground(ctx context.Context, c Caller, id string, req ExecRequest) (ProcInfo, error)
-
-	// Sessions: a shell on a terminal kept between calls; each exec runs
-	// one command in it, so its state (cwd, environment, functions)
-	// persists.
-	CreateSession(ctx context.Context, c Caller, id string, req SessionRequest) (SessionInfo, error)
-	ListSessions(ctx context.Context, c Caller, id string) ([]SessionInfo, error)
-	SessionExec(ctx context.Context, c Caller, id, sid string, req SessionExecRequest) (SessionExecResult, error)
-	DeleteSession(ctx context.Context, c Caller, id, sid string) error
-	AttachSession(ctx context.Context, c Caller, id, sid string, offset int64) (Terminal, error)
-	ListProcesses(ctx context.Context, c Caller, id string) ([]ProcInfo, error)
-	ProcessOutput(ctx context.Context, c Caller, id string, pid int, offset int64, follow bool, out ProcStream) error
-	// GetExec describes a command by exec id; ExecOutput reads its output
-	// as ProcessOutput does, for one streamed to a client or a background
-	// process.
-	GetExec(ctx context.Context, c Caller, id, execID string) (ExecInfo, error)
-	ExecOutput(ctx context.Context, c Caller, id, execID string, offset int64, follow bool, out ProcStream) error
-	WriteStdin(ctx context.Context, c Caller, id string, pid int, r io.Reader) (int64, error)
-	CloseStdin(ctx context.Context, c Caller, id string, pid int) error
-	SignalProcess(ctx context.Context, c Caller, id string, pid, sig int) error
-
-	// A tenant's secrets. Values go in and never come out.
-	CreateSecret(ctx context.Context, c Caller, spec secrets.Spec) (SecretInfo, error)
-	ListSecrets(ctx context.Context, c Caller) ([]SecretInfo, error)
-	RotateSecret(ctx context.Context, c Caller, name string, req RotateRequest) (SecretInfo, error)
-	DeleteSecret(ctx context.Context, c Caller, name string) error
-
-	// The audit log of a sandbox: every event in order, hash-chained; it
-	// outlives the sandbox. AuditLog sends the events f selects to out.
-	AuditLog(ctx context.Context, c Caller, id string, f store.AuditFilter, out func(audit.Event) error) error
-	VerifyAudit(ctx context.Context, c Caller, id string) (audit.Result, error)
-	// RecordRequest adds an api.request event for a call c made on the
-	// sandbox: the route's pattern, never its query or body. A sandbox c
-	// may not see records nothing.
-	RecordRequest(ctx context.Context, c Caller, id, method, route string, status int, d time.Duration)
-	// RecordTask adds a task.started or task.finished event (the task that
-	// runs in the sandbox) to the sandbox's log, the tenant's event stream
-	// and its webhooks. Other types, or a sandbox c may not see, record
-	// nothing.
-	RecordTask(ctx context.Context, c Caller, id, typ string, data map[string]any)
-	// Durable returns once every audit event recorded so far is in the
-	// store: the API calls it before it answers.
-	Durable()
-
-	// Metering: what a sandbox used (live while it runs, final after it
-	// ended, kept across restarts), and usage summed per tenant.
-	SandboxMetrics(ctx context.Context, c Caller, id string) (Metrics, error)
-	// SandboxMetricsHistory is a running sandbox's readings of the last
-	// minutes, kept in memory for charts (none once it has ended).
-	SandboxMetricsHistory(ctx context.Context, c Caller, id string) (MetricsHistory, error)
-	Usage(ctx context.Context, c Caller, q UsageQuery) (UsageReport, error)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/egress"
+	"github.com/airlockhq/airlock/internal/live"
 	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/secrets"
@@ -66,7 +67,10 @@ type Options struct {
 	MinFreeDiskPercent float64
 }
 
-// Service implements Manager on a store and a runtime. It owns the reaper
+// Service is the sandbox layer on a store and a runtime: what the API
+// (api.Manager) and tasks (tasks.Sandboxes) call. Every method that takes
+// a Caller treats a sandbox of another tenant (or, for a token, any other
+// sandbox) exactly as a sandbox that does not exist. It owns the reaper
 // goroutine (stopped by Close) but neither the store nor the runtime: the
 // caller closes those after Close.
 type Service struct {
@@ -87,8 +91,7 @@ type Service struct {
 	audit    *auditLog
 	netMu    sync.Mutex
 	attached map[string]*netState // by sandbox id
-	workMu   sync.Mutex
-	work     map[string]*workload // background processes and sessions by sandbox id
+	work     *live.Work           // background processes, commands and sessions (internal/live)
 	idle     idleTracker
 	tenants  tenantCache  // for quota checks
 	disk     diskGuard    // the data dir's free space
@@ -104,18 +107,11 @@ type Service struct {
 	done     chan struct{}
 	stopOnce sync.Once
 
-	// life ends at Close: the followers of background processes that run
-	// as jobs (procs_jobs.go) stop with it, and the processes go on.
-	life      context.Context
-	endLife   context.CancelFunc
-	followers sync.WaitGroup
-	// streamsEnd is closed when the server stops serving: clients that
-	// follow output are let go (they follow again from the next daemon).
-	streamsEnd chan struct{}
-	endStreams sync.Once
+	// life ends at Close: connections into ports cut then are logged cut
+	// (liveconns.go).
+	life    context.Context
+	endLife context.CancelFunc
 }
-
-var _ Manager = (*Service)(nil)
 
 // NewManager reconciles the store with the runtime (the daemon may have
 // restarted, and sandboxes may have died or been orphaned meanwhile), then
@@ -136,16 +132,15 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 	opts.OnAudit = countAudit(opts.Metrics, opts.OnAudit)
 	s := &Service{
 		st: st, rt: rt, opts: opts, log: opts.Logger,
-		kick:       make(chan struct{}, 1),
-		attached:   map[string]*netState{},
-		work:       map[string]*workload{},
-		box:        opts.Secrets,
-		disk:       diskGuard{dir: opts.DataDir, minPct: opts.MinFreeDiskPercent, log: opts.Logger},
-		stop:       make(chan struct{}),
-		done:       make(chan struct{}),
-		streamsEnd: make(chan struct{}),
+		kick:     make(chan struct{}, 1),
+		attached: map[string]*netState{},
+		box:      opts.Secrets,
+		disk:     diskGuard{dir: opts.DataDir, minPct: opts.MinFreeDiskPercent, log: opts.Logger},
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	s.life, s.endLife = context.WithCancel(context.Background())
+	s.work = live.New(liveHost{s}, opts.Logger)
 	s.netlog = newNetLog(st, opts.Logger)
 	s.conns = newLiveConns(st, opts.Logger)
 	s.startMetering()
@@ -191,7 +186,7 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 
 // EndStreams ends every follow of a process's or command's output, now
 // and to come: the server is going away, and the processes are not.
-func (s *Service) EndStreams() { s.endStreams.Do(func() { close(s.streamsEnd) }) }
+func (s *Service) EndStreams() { s.work.EndStreams() }
 
 // Close stops the reaper and waits for it. Sandboxes keep running: a new
 // Service re-attaches to them.
@@ -201,7 +196,7 @@ func (s *Service) Close() error {
 		<-s.done
 		s.saveIdle(context.Background(), true)
 		s.endLife()
-		s.followers.Wait() // they write their last output to the audit log
+		s.work.Close() // its followers write their last output to the audit log
 		s.conns.cutPorts()
 		s.closeNetwork()
 		s.stopMetering() // after the network: cut connections count
@@ -324,7 +319,7 @@ func (s *Service) markLost(ctx context.Context, id string, cause error) error {
 	if rec.State == store.StateRunning {
 		s.log.Warn("sandbox lost by the runtime", "sandbox", id, "err", cause)
 		s.detach(id)
-		s.dropWorkload(id)
+		s.work.Drop(id)
 		rec.State, rec.Reason, rec.EndedAt = store.StateFailed, "lost: runtime sandbox gone", s.now()
 		// Saved as failed, it loses its tokens in the same write.
 		if err := s.st.UpdateSandbox(ctx, rec); err != nil {

@@ -62,5 +62,6 @@ func (c *tenantCache) forget(id string) {
 	delete(c.m, id)
 }
 
-// ForgetTenant: see Manager.
+// ForgetTenant drops what the service keeps of the tenant with id, so
+// that quotas just changed in the store apply to the next create.
 func (s *Service) ForgetTenant(id string) { s.tenants.forget(id) }

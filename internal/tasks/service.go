@@ -1,8 +1,9 @@
 // Package tasks runs agent harnesses (Codex CLI, Claude Code, any command)
 // as tasks: each in a sandbox created for it and destroyed after it, its
 // output turned into one normalized event stream, its workspace changes
-// and artifacts kept. It reaches sandboxes only through sandbox.Manager
-// with the task's own tenant as the caller, so a task can never do what
+// and artifacts kept. It reaches sandboxes only through the sandbox
+// layer's methods it names (Sandboxes) with the task's own tenant as the
+// caller, so a task can never do what
 // its tenant could not (quotas, secrets, allow-lists, ownership), and it
 // must never answer one tenant with another tenant's task: every lookup
 // treats a foreign task as one that does not exist.
@@ -52,7 +53,7 @@ type Task struct {
 // (stopped by Close) but neither the store nor the manager.
 type Service struct {
 	st   store.Store
-	m    sandbox.Manager
+	m    Sandboxes
 	opts Options
 	log  *slog.Logger
 	q    *queue
@@ -88,7 +89,7 @@ var (
 // New starts the service: tasks an earlier daemon was running go on
 // (resume.go), ahead of the queue and each in a slot of its tenant's;
 // queued tasks queue again, in submission order.
-func New(ctx context.Context, st store.Store, m sandbox.Manager, opts Options) (*Service, error) {
+func New(ctx context.Context, st store.Store, m Sandboxes, opts Options) (*Service, error) {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4
 	}

@@ -1,8 +1,10 @@
-package sandbox
+package live
 
 import (
 	"context"
 	"fmt"
+
+	"github.com/airlockhq/airlock/internal/errdefs"
 )
 
 // ProcStream receives a background process's output from an offset on.
@@ -18,32 +20,13 @@ type ProcStream interface {
 	End(next int64) error
 }
 
-// ProcessOutput sends a background process's kept output from offset on
-// to out and, with follow, what it writes next until it ends. A process
-// lost with its sandbox ends the stream with that error, never a hang.
-func (s *Service) ProcessOutput(ctx context.Context, c Caller, id string, pid int, offset int64, follow bool, out ProcStream) error {
-	p, err := s.proc(ctx, c, id, pid)
-	if err != nil {
-		return err
-	}
-	return s.procOutput(ctx, id, p, offset, follow, out)
-}
-
-// ExecOutput is ProcessOutput for the command with exec id execID: one
-// streamed to a client (its client cut off by a restart of the daemon
-// re-attaches with it) or a background process.
-func (s *Service) ExecOutput(ctx context.Context, c Caller, id, execID string, offset int64, follow bool, out ProcStream) error {
-	p, err := s.execByID(ctx, c, id, execID)
-	if err != nil {
-		return err
-	}
-	return s.procOutput(ctx, id, p, offset, follow, out)
-}
-
-func (s *Service) procOutput(ctx context.Context, id string, p *bgProc, offset int64, follow bool, out ProcStream) error {
-	defer s.idle.hold(id, s.now)()
+// Output sends p's kept output from offset on to out and, with follow,
+// what it writes next until it ends; p runs in sandbox id. A process lost
+// with its sandbox ends the stream with that error, never a hang.
+func (w *Work) Output(ctx context.Context, id string, p *Proc, offset int64, follow bool, out ProcStream) error {
+	defer w.host.Hold(id)()
 	if v := p.out.From(0); offset < 0 || offset > v.Next {
-		return fmt.Errorf("%w: offset %d is past the %d bytes written", ErrInvalid, offset, v.Next)
+		return fmt.Errorf("%w: offset %d is past the %d bytes written", errdefs.ErrInvalid, offset, v.Next)
 	}
 	for {
 		v := p.out.From(offset)
@@ -70,8 +53,13 @@ func (s *Service) procOutput(ctx context.Context, id string, p *bgProc, offset i
 		case <-v.Wake:
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-s.streamsEnd:
+		case <-w.streamsEnd:
 			return fmt.Errorf("%w; the process goes on: follow its output again from offset %d", ErrServerStopping, offset)
 		}
 	}
 }
+
+// ErrServerStopping is the ErrUnavailable of a follow of output that the
+// server let go as it stops: what was followed goes on, for the next
+// daemon.
+var ErrServerStopping = fmt.Errorf("%w: the server is shutting down", errdefs.ErrUnavailable)

@@ -1,4 +1,4 @@
-package sandbox
+package live
 
 import (
 	"context"
@@ -7,9 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/runtime"
-	"github.com/airlockhq/airlock/internal/store"
 )
 
 // A session's shell runs as a terminal job of the sandbox's agent when it
@@ -67,9 +65,9 @@ func (j *jobShell) Kill() {
 
 // spawnSession starts se's shell as a terminal job of jr and follows it.
 // ErrUnsupported: the agent has no terminal jobs.
-func (s *Service) spawnSession(ctx context.Context, sb runtime.Sandbox, jr runtime.JobRunner, se *session, r auditor, setup string, rreq runtime.ExecRequest) error {
+func (w *Work) spawnSession(ctx context.Context, sb runtime.Sandbox, jr runtime.JobRunner, se *Session, setup string, rreq runtime.ExecRequest) error {
 	meta, err := json.Marshal(sessionMeta{Kind: metaSession, ID: se.id, Shell: se.shell, Mode: se.mode,
-		Cols: se.size.Cols, Rows: se.size.Rows, Created: se.created, Setup: setup, Actor: r.actor})
+		Cols: se.size.Cols, Rows: se.size.Rows, Created: se.created, Setup: setup, Actor: se.rec.Actor()})
 	if err != nil {
 		return err
 	}
@@ -78,15 +76,15 @@ func (s *Service) spawnSession(ctx context.Context, sb runtime.Sandbox, jr runti
 	if err != nil {
 		return err
 	}
-	in, err := jr.OpenInput(s.life, info.Pid)
+	in, err := jr.OpenInput(w.life, info.Pid)
 	sh := &jobShell{sb: sb, pid: info.Pid, in: in}
 	if err != nil {
 		sh.Kill()
 		return err
 	}
 	se.sh = sh
-	s.followers.Add(1)
-	go s.followSession(se, jr, info.Pid, r, &shellFeed{se: se})
+	w.followers.Add(1)
+	go w.followSession(se, jr, info.Pid, &shellFeed{se: se})
 	return nil
 }
 
@@ -94,29 +92,29 @@ func (s *Service) spawnSession(ctx context.Context, sb runtime.Sandbox, jr runti
 // offset audited into the audit log too) until the shell ends, the
 // sandbox is gone, or the service closes (the shell goes on, for the next
 // daemon).
-func (s *Service) followSession(se *session, jr runtime.JobRunner, pid int, r auditor, f *shellFeed) {
-	defer s.followers.Done()
-	ctx, cancel := context.WithCancel(s.life)
+func (w *Work) followSession(se *Session, jr runtime.JobRunner, pid int, f *shellFeed) {
+	defer w.followers.Done()
+	ctx, cancel := context.WithCancel(w.life)
 	se.mu.Lock()
 	se.stop = cancel
 	se.mu.Unlock()
 	next, out := func() int64 { return f.next }, f.out
-	st, err := s.followJob(ctx, jr, pid, next, runtime.AttachFollow, out)
+	st, err := followJob(ctx, jr, pid, next, runtime.AttachFollow, out)
 	switch {
 	case err == nil:
-		s.finishSession(se, r, st, nil)
-		jr.Forget(s.life, pid)
-	case errors.Is(err, errStopped) && s.life.Err() == nil:
-		s.finishSession(se, r, runtime.ExitStatus{}, errSandboxGone)
+		w.finishSession(se, st, nil)
+		jr.Forget(w.life, pid)
+	case errors.Is(err, errStopped) && w.life.Err() == nil:
+		w.finishSession(se, runtime.ExitStatus{}, errSandboxGone)
 	case errors.Is(err, errStopped):
-		se.rec.flush()
+		se.rec.Flush()
 	default:
-		s.finishSession(se, r, runtime.ExitStatus{}, err)
+		w.finishSession(se, runtime.ExitStatus{}, err)
 	}
 }
 
 // stopFollowing ends the follower of a shell job (its sandbox is gone).
-func (se *session) stopFollowing() {
+func (se *Session) stopFollowing() {
 	se.mu.Lock()
 	defer se.mu.Unlock()
 	if se.stop != nil {
@@ -127,7 +125,7 @@ func (se *session) stopFollowing() {
 // shellFeed feeds a shell job's output to its session: past offset
 // audited into the audit log too. next is where it goes on from.
 type shellFeed struct {
-	se      *session
+	se      *Session
 	audited int64
 	next    int64
 }
@@ -154,51 +152,33 @@ func (f *shellFeed) out(o runtime.JobOutput) error {
 	return nil
 }
 
-// skipped is told that the shell's output before offset to is no longer
-// kept: a setup it held is long over, and an interactive terminal's
-// offsets (which are the job's) go on from there.
-func (se *session) skipped(to int64) {
-	se.mu.Lock()
-	defer se.mu.Unlock()
-	if se.mode == SessionModeInteractive {
-		se.tty.Skip(to)
-	}
-	if !se.live {
-		se.live = true
-		se.out = se.out[:0]
-	}
-}
-
 // adoptSession follows again a session's shell that an earlier daemon
-// started. t.mu is held.
-func (s *Service) adoptSession(ctx context.Context, rec store.Sandbox, sb runtime.Sandbox, jr runtime.JobRunner, t *workload, j runtime.JobInfo, m sessionMeta) {
+// started in sandbox id. t.mu is held.
+func (w *Work) adoptSession(ctx context.Context, id string, sb runtime.Sandbox, jr runtime.JobRunner, t *workload, j runtime.JobInfo, m sessionMeta, log Log) {
 	if len(t.sessions) >= MaxSessions || t.sessions[m.ID] != nil {
 		return
 	}
-	se := &session{id: m.ID, shell: m.Shell, mode: m.Mode, created: m.Created,
-		tty: newOutBuf(ScrollbackCap), size: runtime.TTYSize{Cols: m.Cols, Rows: m.Rows}, wake: make(chan struct{}),
-		live: m.Mode != SessionModeExec, exited: make(chan struct{})}
+	se := newSession(m.ID, m.Shell, m.Mode, m.Created, runtime.TTYSize{Cols: m.Cols, Rows: m.Rows})
 	if m.Mode == SessionModeExec {
 		se.setup = setupMarker(m.Setup)
 	}
-	r := auditor{a: s.audit, sandbox: rec.ID, tenant: rec.TenantID, actor: m.Actor}
-	se.rec = r.outRecorder(audit.SessionOutput, s.scrubber(rec.ID), map[string]any{"session_id": se.id})
+	se.rec = log.As(m.Actor).Session(se.id)
 	sh := &jobShell{sb: sb, pid: j.Pid}
 	if j.Running {
-		in, err := jr.OpenInput(s.life, j.Pid)
+		in, err := jr.OpenInput(w.life, j.Pid)
 		if err != nil {
-			s.log.Warn("reconcile: open a session's terminal", "sandbox", rec.ID, "session", m.ID, "err", err)
+			w.log.Warn("reconcile: open a session's terminal", "sandbox", id, "session", m.ID, "err", err)
 		}
 		sh.in = in
 	}
 	se.sh = sh
 	t.sessions[se.id] = se
-	f := &shellFeed{se: se, audited: s.auditedOutput(ctx, rec.ID, audit.SessionOutput, "session_id")[m.ID]}
+	f := &shellFeed{se: se, audited: log.SessionOutput(ctx)[m.ID]}
 	// What the shell printed so far, before the daemon serves: the
 	// session's state (a command running) is known from it.
 	if _, err := jr.Attach(ctx, j.Pid, 0, runtime.AttachRead, f.out); err != nil {
-		s.log.Warn("reconcile: read a session's output", "sandbox", rec.ID, "session", m.ID, "err", err)
+		w.log.Warn("reconcile: read a session's output", "sandbox", id, "session", m.ID, "err", err)
 	}
-	s.followers.Add(1)
-	go s.followSession(se, jr, j.Pid, r, f)
+	w.followers.Add(1)
+	go w.followSession(se, jr, j.Pid, f)
 }

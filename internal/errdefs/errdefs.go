@@ -1,0 +1,17 @@
+// Package errdefs holds the error kinds the domain packages (sandbox and
+// the live work in a sandbox) wrap their errors in with %w, so that one
+// kind is one value whichever package raised it. The API maps each kind to
+// one HTTP status, in one function. It holds nothing but the kinds, and
+// must never import another package of Airlock.
+package errdefs
+
+import "errors"
+
+// The kinds; sandbox re-exports each under its own name.
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrInvalid       = errors.New("invalid argument")
+	ErrConflict      = errors.New("conflict")
+	ErrLimitExceeded = errors.New("limit exceeded")
+	ErrUnavailable   = errors.New("unavailable")
+)

@@ -1,0 +1,114 @@
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/runtime"
+)
+
+// errStopped is why followJob returns when its context ends: the service
+// closes (the job goes on, for the next daemon), or the sandbox is gone.
+var errStopped = errors.New("stopped following")
+
+// followJob attaches to job pid as mode says, from next() on, again after
+// each broken attach, until the job ends (its status), it is gone or
+// attaches keep failing (why), or ctx ends (errStopped).
+func followJob(ctx context.Context, jr runtime.JobRunner, pid int, next func() int64, mode runtime.AttachMode, out func(runtime.JobOutput) error) (runtime.ExitStatus, error) {
+	backoff := 50 * time.Millisecond
+	for failures := 0; ; {
+		end, err := jr.Attach(ctx, pid, next(), mode, out)
+		switch {
+		case err == nil && end.Exit != nil:
+			return *end.Exit, nil
+		case ctx.Err() != nil:
+			return runtime.ExitStatus{}, errStopped
+		case errors.Is(err, runtime.ErrNotFound), failures >= 20:
+			return runtime.ExitStatus{}, err
+		}
+		if err != nil {
+			failures++
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// followCtx is the context a follower of p runs under: the service's life,
+// ended early by stopFollowing when the sandbox is gone.
+func (p *Proc) followCtx(life context.Context) context.Context {
+	ctx, cancel := context.WithCancel(life)
+	p.mu.Lock()
+	p.stop = cancel
+	p.mu.Unlock()
+	return ctx
+}
+
+// stopFollowing ends p's follower, if it has one.
+func (p *Proc) stopFollowing() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stop != nil {
+		p.stop()
+	}
+}
+
+// Adopt follows again the background processes, commands and session
+// shells that sandbox id's agent kept while no daemon was connected,
+// recording into log from where an earlier daemon left off. Called while
+// reconciling at start, before the daemon serves.
+func (w *Work) Adopt(ctx context.Context, id string, sb runtime.Sandbox, log Log) {
+	jr, ok := sb.(runtime.JobRunner)
+	if !ok {
+		return
+	}
+	jobs, err := jr.Jobs(ctx)
+	if err != nil {
+		if !errors.Is(err, runtime.ErrUnsupported) {
+			w.log.Warn("reconcile: list the sandbox's processes", "sandbox", id, "err", err)
+		}
+		return
+	}
+	var audited map[string]int64
+	t := w.workload(id, true)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, j := range jobs {
+		var kind struct {
+			Kind string `json:"kind"`
+		}
+		json.Unmarshal(j.Meta, &kind)
+		if kind.Kind == metaSession {
+			var m sessionMeta
+			if json.Unmarshal(j.Meta, &m) == nil {
+				w.adoptSession(ctx, id, sb, jr, t, j, m, log)
+			}
+			continue
+		}
+		var m procMeta
+		if json.Unmarshal(j.Meta, &m) != nil || (m.Kind != metaProc && m.Kind != metaExec) {
+			continue
+		}
+		if audited == nil {
+			audited = log.CommandOutput(ctx)
+		}
+		rec := log.As(m.Actor).Command(m.ExecID)
+		if m.Kind == metaExec {
+			w.adoptExec(jr, t, j, m, rec, audited[m.ExecID])
+			continue
+		}
+		if len(t.procs) >= MaxBackground {
+			continue
+		}
+		p := &Proc{pid: j.Pid, tag: m.Tag, execID: m.ExecID, command: m.Command, started: j.Started,
+			out: newOutBuf(ProcOutputCap), jobs: jr}
+		t.procs = append(t.procs, p)
+		w.followers.Add(1)
+		go w.follow(p, rec, audited[m.ExecID])
+	}
+}
