@@ -28,6 +28,11 @@ var sandboxRoutes = []struct{ method, path, ctype, body string }{
 	{"GET", "/v1/sandboxes/{id}/audit", "", ""},
 	{"GET", "/v1/sandboxes/{id}/audit/verify", "", ""},
 	{"GET", "/v1/sandboxes/{id}/audit/export", "", ""},
+	// A command by its exec id: the running ones, and any other from the
+	// audit log (a not-found sandbox once fell through to its log).
+	{"GET", "/v1/sandboxes/{id}/execs/{exec}", "", ""},
+	{"GET", "/v1/sandboxes/{id}/execs/{exec}/output", "", ""},
+	{"GET", "/v1/sandboxes/{id}/processes", "", ""},
 }
 
 func call(t *testing.T, s *server, key, method, path, ctype, body string) (int, string) {
@@ -72,13 +77,17 @@ func TestTenancyMatrix(t *testing.T) {
 	a := client.New(s.url, keyA.Key)
 	sbA := must[client.Sandbox](t)(a.CreateSandbox(ctx, client.CreateRequest{}))
 	sbA2 := must[client.Sandbox](t)(a.CreateSandbox(ctx, client.CreateRequest{}))
-	must[client.ExecResult](t)(a.Exec(ctx, sbA.ID, client.ExecRequest{Command: "echo mine > secret"}))
+	mine := must[client.ExecResult](t)(a.Exec(ctx, sbA.ID, client.ExecRequest{Command: "echo mine > secret"}))
+	if _, err := a.GetExec(ctx, sbA.ID, mine.ExecID); err != nil {
+		t.Fatalf("the owner reading its command by exec id: %v", err)
+	}
 
 	// Tenant B, and a token for A's other sandbox, get 404 on every route.
 	tok := must[client.Token](t)(a.CreateToken(ctx, sbA2.ID, time.Minute))
 	for who, key := range map[string]string{"tenant B": keyB.Key, "token of another sandbox": tok.Token} {
 		for _, r := range sandboxRoutes {
-			code, body := call(t, s, key, r.method, strings.ReplaceAll(r.path, "{id}", sbA.ID), r.ctype, r.body)
+			path := strings.NewReplacer("{id}", sbA.ID, "{exec}", mine.ExecID).Replace(r.path)
+			code, body := call(t, s, key, r.method, path, r.ctype, r.body)
 			if code != http.StatusNotFound || !strings.Contains(body, `"not_found"`) {
 				t.Errorf("%s: %s %s = %d %s, want 404 not_found", who, r.method, r.path, code, body)
 			}

@@ -41,7 +41,13 @@ func (s *Service) execByID(ctx context.Context, c Caller, id, execID string) (*l
 // keeps (a command streamed to a client, a background process), else from
 // the audit log (any command the sandbox ran, session commands too).
 func (s *Service) GetExec(ctx context.Context, c Caller, id, execID string) (ExecInfo, error) {
-	p, err := s.execByID(ctx, c, id, execID)
+	// The sandbox first: a not-found for the sandbox (another tenant's)
+	// must not fall through to its audit log, which the store reads for
+	// anyone.
+	if _, err := s.resolve(ctx, c, id); err != nil {
+		return ExecInfo{}, err
+	}
+	p, err := s.work.ByExecID(id, execID)
 	if err == nil {
 		in := p.Info()
 		return ExecInfo{ExecID: execID, Pid: in.Pid, Command: in.Command, Background: in.Tag != "", State: in.State,
