@@ -169,7 +169,22 @@ func (r *Request) validate(has func(template string) bool) error {
 	return nil
 }
 
-var gitRef = regexp.MustCompile(`^[A-Za-z0-9._/][A-Za-z0-9._/-]{0,199}$`)
+// validGitRef: a letter, digit, '.', '_' or '/' first, then up to 199 of
+// those or '-' (no leading '-': git would take it for an option). A loop,
+// not a regexp: `{0,199}` compiles to 200 copies of its class, which cost
+// every start of the airlock binary ~2 ms (GODEBUG=inittrace=1).
+func validGitRef(s string) bool {
+	if s == "" || len(s) > 200 || s[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("._/-", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
 
 // validRepo checks the repo source; a git URL's host must be on the
 // allow-list (the clone goes through the task sandbox's proxy).
@@ -181,7 +196,7 @@ func (r *Request) validRepo() error {
 		return invalid("repo: tarball is %d bytes; at most %d", len(r.Repo.Tarball), MaxTarball)
 	case g == nil:
 		return validTarball(r.Repo.Tarball)
-	case g.Ref != "" && (!gitRef.MatchString(g.Ref) || strings.Contains(g.Ref, "..")):
+	case g.Ref != "" && (!validGitRef(g.Ref) || strings.Contains(g.Ref, "..")):
 		return invalid("repo: git ref %.60q: want a branch, tag or commit name", g.Ref)
 	}
 	u, err := url.Parse(r.Repo.Git.URL)

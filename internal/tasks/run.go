@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -256,7 +255,7 @@ func (r *taskRun) fill(ctx context.Context, sbID string) error {
 		switch {
 		case g.Ref == "":
 			argv = []string{"git", "clone", "--quiet", "--depth", "1", "--", g.URL, Workspace}
-		case commitish.MatchString(g.Ref):
+		case commitish(g.Ref):
 			argv = []string{"sh", "-c", `git clone --quiet -- "$1" "$2" && git -C "$2" checkout --quiet --detach "$3"`, "sh", g.URL, Workspace, g.Ref}
 		default:
 			argv = []string{"git", "clone", "--quiet", "--depth", "1", "--branch", g.Ref, "--", g.URL, Workspace}
@@ -281,8 +280,19 @@ func (r *taskRun) fill(ctx context.Context, sbID string) error {
 	return nil
 }
 
-// commitish is a ref that names a commit: cloned whole, then checked out.
-var commitish = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
+// commitish says ref names a commit (7 to 40 lowercase hex digits): cloned
+// whole, then checked out.
+func commitish(ref string) bool {
+	if len(ref) < 7 || len(ref) > 40 {
+		return false
+	}
+	for i := 0; i < len(ref); i++ {
+		if c := ref[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // finish saves the task's end and emits task.finished, its last event.
 func (s *Service) finish(ctx context.Context, t *store.Task, state, reason, summary string, res *sandbox.ExecResult) {
