@@ -113,6 +113,23 @@ func assertNoSandboxesLeft(t *testing.T, s *server, sandboxIDs ...string) {
 	for _, e := range ids {
 		t.Errorf("runtime still holds sandbox %s", e.Name())
 	}
+	// No mount of a sandbox of this data dir is left on the host (the
+	// disk pool itself stays mounted while the server runs, and so do the
+	// warm pool's sandboxes), and no uid range is still claimed for one.
+	sandboxes := filepath.Join(s.dataDir, "sandboxes") + "/"
+	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, l := range strings.Split(string(mi), "\n") {
+			if f := strings.Fields(l); len(f) > 4 && strings.HasPrefix(f[4], sandboxes) && !strings.HasPrefix(f[4], sandboxes+"pool-") {
+				t.Errorf("mount left: %s", f[4])
+			}
+		}
+	}
+	slots, _ := filepath.Glob("/run/airlock/slots/*")
+	for _, p := range slots {
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), `"dir":"`+sandboxes) && !strings.Contains(string(b), `"dir":"`+sandboxes+"pool-") {
+			t.Errorf("uid range %s still claimed: %s", filepath.Base(p), b)
+		}
+	}
 	dirs, _ := os.ReadDir(filepath.Join(s.dataDir, "sandboxes"))
 	for _, e := range dirs {
 		if !strings.HasPrefix(e.Name(), "pool-") && !strings.HasPrefix(e.Name(), ".") {

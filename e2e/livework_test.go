@@ -33,7 +33,7 @@ func TestBackgroundSurvivesRestart(t *testing.T) {
 			waitFor(t, c, sb.ID, counter.Pid, "\n5\n")
 
 			down := time.Now()
-			restartServer(t, s, how, 2*time.Second) // ~20 lines with no daemon
+			restartServer(t, s, how, 5*time.Second) // ~50 lines with no daemon
 			c = s.admin()
 
 			list := must[[]client.Process](t)(c.ListProcesses(ctx, sb.ID))
@@ -47,7 +47,7 @@ func TestBackgroundSurvivesRestart(t *testing.T) {
 			if p := tags["reader"]; p.Pid != reader.Pid || p.State != "running" {
 				t.Fatalf("reader after the restart: %+v", p)
 			}
-			waitFor(t, c, sb.ID, counter.Pid, "\n50\n")
+			waitFor(t, c, sb.ID, counter.Pid, "\n80\n")
 			var out bytes.Buffer
 			if _, _, dropped, err := c.ProcessOutput(ctx, sb.ID, counter.Pid, 0, false, &out, nil); err != nil || dropped != 0 {
 				t.Fatalf("output from 0: dropped %d, %v", dropped, err)

@@ -92,18 +92,29 @@ func (s *server) authorize(a access, h http.HandlerFunc) http.HandlerFunc {
 		// What the call recorded in audit logs is in the store before the
 		// answer starts: an event a client was told of is not lost to a
 		// kill -9 of the daemon.
-		sw := &statusWriter{ResponseWriter: w, durable: s.m.Durable}
+		sw := &statusWriter{ResponseWriter: w, starting: func(int) { s.m.Durable() }}
 		if a != sandboxRoute && a != sandboxKeyOnly {
 			h(sw, r)
 			return
 		}
-		// A call on a sandbox goes into its audit log: route and status,
-		// also when the handler cuts the answer off (a panic of
-		// http.ErrAbortHandler, which the server recovers).
-		start := time.Now()
-		defer func() {
-			s.m.RecordRequest(r.Context(), c, r.PathValue("id"), r.Method, r.Pattern, sw.status, time.Since(start))
-		}()
+		// A call on a sandbox goes into its audit log, route and status,
+		// as its answer starts: in the same write as what the call did (a
+		// record made after the answer would cost the next call a write
+		// of its own), and before a stream runs. A call whose handler cut
+		// the answer off (a panic of http.ErrAbortHandler, which the
+		// server recovers) is recorded as it ends.
+		start, recorded := time.Now(), false
+		record := func(status int) {
+			if !recorded {
+				recorded = true
+				s.m.RecordRequest(r.Context(), c, r.PathValue("id"), r.Method, r.Pattern, status, time.Since(start))
+			}
+		}
+		sw.starting = func(status int) {
+			record(status)
+			s.m.Durable()
+		}
+		defer func() { record(sw.status) }()
 		h(sw, r)
 	}
 }
@@ -114,16 +125,15 @@ func (s *server) authorize(a access, h http.HandlerFunc) http.HandlerFunc {
 // http.ResponseController.
 type statusWriter struct {
 	http.ResponseWriter
-	status  int
-	durable func() // called once, before the answer starts
+	status   int
+	starting func(status int) // called once, before the answer starts
 }
 
-// start marks the answer started with code, after making the audit log
-// durable.
+// start marks the answer started with code, after starting.
 func (w *statusWriter) start(code int) {
 	if w.status == 0 {
-		if w.durable != nil {
-			w.durable()
+		if w.starting != nil {
+			w.starting(code)
 		}
 		w.status = code
 	}

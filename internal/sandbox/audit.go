@@ -43,7 +43,8 @@ type auditLog struct {
 	notify func(audit.Event) // nil: nobody listens
 	// quota is a tenant's storage quota in bytes, 0 for none (storage.go).
 	quota   func(tenant string) int64
-	pending pendingBytes // queued, not yet counted by the store
+	pending pendingBytes  // queued, not yet counted by the store
+	journal *auditJournal // nil without a data dir (audit_journal.go)
 
 	mu    sync.Mutex
 	heads map[string]*auditHead
@@ -62,13 +63,17 @@ type auditHead struct {
 }
 
 // Durable returns once every audit event recorded so far, and every
-// connection opened into a sandbox's port, is in the store. The API calls
-// it before it answers, so an event a client was told of (an exec's
-// start, output and exit, a file written, a stream opened) is never lost
-// to a kill -9 of the daemon; the batch under way is cut short, so the
-// cost is one transaction, shared by the calls that wait together.
+// connection opened into a sandbox's port, would survive a kill -9 of the
+// daemon. The API calls it before it answers, so an event a client was
+// told of (an exec's start, output and exit, a file written, a stream
+// opened) is never lost. With a data dir the audit log's journal holds
+// them already (audit_journal.go); without one, the batch under way is
+// cut short and written: one transaction, shared by the calls that wait
+// together.
 func (s *Service) Durable() {
-	s.audit.Sync()
+	if !s.audit.journal.durable() {
+		s.audit.Sync()
+	}
 	s.conns.Sync()
 }
 
@@ -92,6 +97,9 @@ func (a *auditLog) write(events []audit.Event) {
 		a.log.Error("store audit events", "events", len(events), "err", err)
 	}
 	a.pending.written(events)
+	if a.journal != nil {
+		a.journal.stored(len(events))
+	}
 }
 
 // head returns the sandbox's chain head, read from the store the first
@@ -192,6 +200,11 @@ func (r auditor) append(h *auditHead, typ string, data []byte) {
 	}
 	h.seq, h.hash = e.Seq, e.Hash
 	r.a.pending.add(e.Tenant, store.AuditEventBytes(e))
+	if r.a.journal != nil {
+		// First: the batch holding it may be written as soon as it is
+		// queued.
+		r.a.journal.add(e)
+	}
 	r.a.Add(e)
 	if r.a.notify != nil {
 		r.a.notify(e)

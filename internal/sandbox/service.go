@@ -156,6 +156,18 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 		s.tracer = noop.NewTracerProvider().Tracer("")
 	}
 	s.audit = newAuditLog(st, opts.Logger, opts.Now, opts.AuditOutputCap, s.storageQuota, opts.OnAudit)
+	if opts.DataDir != "" {
+		// Before anything reads a chain's head from the store.
+		j, err := openAuditJournal(ctx, opts.DataDir, st, opts.Logger)
+		if err != nil {
+			s.closeNetwork()
+			s.stopMetering()
+			s.audit.Close()
+			s.conns.Close()
+			return nil, err
+		}
+		s.audit.journal = j
+	}
 	if opts.Egress != nil {
 		cfg := *opts.Egress
 		next := cfg.OnEvent
@@ -177,6 +189,7 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 		s.closeNetwork()
 		s.stopMetering()
 		s.audit.Close()
+		s.audit.journal.close()
 		s.conns.Close()
 		return nil, err
 	}
@@ -201,7 +214,8 @@ func (s *Service) Close() error {
 		s.closeNetwork()
 		s.stopMetering() // after the network: cut connections count
 		s.audit.Close()
-		s.conns.Close() // last: the cut connections leave its list
+		s.audit.journal.close() // emptied: the store has every event
+		s.conns.Close()         // last: the cut connections leave its list
 	})
 	return nil
 }
