@@ -5,7 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,12 +29,14 @@ const poolPrefix = "pool-"
 // and is set back to the default when it is handed out.
 type pool struct {
 	r    *Runtime
-	size int
+	size int // the least it keeps; more while creates come fast (target)
+	max  int // the most, bounded by the host's memory
 	lim  runtime.Limits
 
 	mu     sync.Mutex
 	ready  []*sandbox
 	closed bool
+	takes  []time.Time // the newest claims, oldest first (at most max)
 
 	wake    chan struct{}
 	stop    chan struct{}
@@ -39,9 +45,22 @@ type pool struct {
 	lastErr error // the latest of them
 }
 
+// The pool grows with the create rate: it keeps as many sandboxes as were
+// claimed in the last rateWindow (at least its configured size), up to
+// maxPool and what the host's memory allows (a pooled sandbox costs ~3
+// MiB of host memory; poolMemShare of what is available is the bound), so
+// a burst finds them booted. Past idleShrink without a claim, the extra
+// ones go.
+const (
+	rateWindow   = time.Second
+	maxPool      = 32
+	poolMemShare = 64 // 1/64 of MemAvailable, at ~4 MiB a sandbox
+	idleShrink   = 30 * time.Second
+)
+
 func newPool(r *Runtime, size int) *pool {
 	p := &pool{
-		r: r, size: size, lim: runtime.Limits{}.WithDefaults(),
+		r: r, size: size, max: max(size, min(maxPool, int(memAvailable()/poolMemShare/(4<<20)))), lim: runtime.Limits{}.WithDefaults(),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go p.fill()
@@ -67,6 +86,10 @@ func (p *pool) take(spec runtime.Spec, lim runtime.Limits) *sandbox {
 	// Still being created until Create has bound it.
 	creating.add(sb.dir)
 	p.ready = p.ready[1:]
+	p.takes = append(p.takes, time.Now())
+	if len(p.takes) > p.max {
+		p.takes = p.takes[1:]
+	}
 	select {
 	case p.wake <- struct{}{}:
 	default:
@@ -101,13 +124,23 @@ func (p *pool) fill() {
 		case <-time.After(backoff):
 		}
 		p.mu.Lock()
-		need := len(p.ready) < p.size
+		target, extra := p.target(time.Now())
+		need := len(p.ready) < target
+		var drop *sandbox
+		if extra {
+			drop, p.ready = p.ready[len(p.ready)-1], p.ready[:len(p.ready)-1]
+		}
 		p.mu.Unlock()
+		if drop != nil {
+			drop.destroy()
+			continue
+		}
 		if !need {
 			select {
 			case <-p.stop:
 				return
 			case <-p.wake:
+			case <-time.After(idleShrink):
 			}
 			continue
 		}
@@ -126,6 +159,21 @@ func (p *pool) fill() {
 			backoff = min(max(2*backoff, 100*time.Millisecond), 10*time.Second)
 			continue
 		}
+		// One command first, still at the pool's priority: it waits for
+		// the agent's threads and faults in its exec path and the base
+		// template's loader and libc, which cost a claimant's first
+		// command ~6 ms. It leaves nothing behind (a process that exited,
+		// its pid reaped).
+		if st, err := sb.Exec(context.Background(), runtime.ExecRequest{Argv: []string{"true"}}); err != nil || st.Code != 0 {
+			sb.destroy()
+			creating.remove(dir)
+			p.mu.Lock()
+			p.errs++
+			p.lastErr = fmt.Errorf("warm-up command: exit %d, %v", st.Code, err)
+			p.mu.Unlock()
+			backoff = min(max(2*backoff, 100*time.Millisecond), 10*time.Second)
+			continue
+		}
 		backoff = 0
 		p.mu.Lock()
 		closed := p.closed
@@ -139,6 +187,35 @@ func (p *pool) fill() {
 			return
 		}
 	}
+}
+
+// target is how many sandboxes the pool should hold now, and whether it
+// holds one too many (no claim for idleShrink). p.mu is held.
+func (p *pool) target(now time.Time) (int, bool) {
+	recent := 0
+	for _, t := range p.takes {
+		if now.Sub(t) < rateWindow {
+			recent++
+		}
+	}
+	target := min(max(p.size, recent), p.max)
+	idle := len(p.takes) == 0 || now.Sub(p.takes[len(p.takes)-1]) > idleShrink
+	return target, idle && len(p.ready) > p.size
+}
+
+// memAvailable is the host's MemAvailable in bytes (0 if unknown).
+func memAvailable() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // close stops filling and destroys the unclaimed sandboxes. Idempotent.

@@ -127,3 +127,38 @@ func schedPolicies(t *testing.T, pid int) []int32 {
 	}
 	return out
 }
+
+// TestPoolTarget: the pool holds its size when creates are rare, as many
+// as were claimed in the last second when they come fast (up to its
+// maximum), and gives back the extra ones after a quiet spell.
+func TestPoolTarget(t *testing.T) {
+	now := time.Now()
+	ago := func(d ...time.Duration) []time.Time {
+		var out []time.Time
+		for _, x := range d {
+			out = append(out, now.Add(-x))
+		}
+		return out
+	}
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name       string
+		takes      []time.Time
+		ready      int
+		want       int
+		wantShrink bool
+	}{
+		{"no claims", nil, 2, 2, false},
+		{"a claim a minute ago", ago(time.Minute), 2, 2, false},
+		{"five in the last second", ago(900*ms, 700*ms, 500*ms, 300*ms, 100*ms), 2, 5, false},
+		{"a burst past the maximum", ago(make([]time.Duration, 50)...), 2, 8, false},
+		{"grown, then quiet", ago(time.Minute, time.Minute), 6, 2, true},
+		{"grown, still busy", ago(10*ms, 5*ms), 6, 2, false},
+	} {
+		p := &pool{size: 2, max: 8, takes: tc.takes, ready: make([]*sandbox, tc.ready)}
+		got, shrink := p.target(now)
+		if got != tc.want || shrink != tc.wantShrink {
+			t.Errorf("%s: target %d (shrink %v), want %d (%v)", tc.name, got, shrink, tc.want, tc.wantShrink)
+		}
+	}
+}
