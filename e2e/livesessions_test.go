@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -391,4 +392,45 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestMCPExecSurvivesRestart: a command an MCP client runs through
+// `airlock mcp` (stdio, speaking to the server through the Go client)
+// goes on while the server is killed or stopped, and the tool's result is
+// the command's real end: its output and exit code.
+func TestMCPExecSurvivesRestart(t *testing.T) {
+	for _, how := range []string{"kill -9", "SIGTERM"} {
+		t.Run(strings.ReplaceAll(how, " ", ""), func(t *testing.T) {
+			s := startServer(t, "")
+			c := s.admin()
+			cs := mcpStdio(t, s.bin, s.url, s.adminKey, nil)
+			id := mcpCreate(t, cs, map[string]any{"timeout_s": 300})
+			wait := 4
+			if how == "SIGTERM" {
+				wait = 13 // past the drain, which a shorter command would finish in
+			}
+			done := make(chan mcpRun, 1)
+			go func() {
+				done <- mcpCall[mcpRun](t, cs, "run_command", map[string]any{"sandbox_id": id,
+					"command": fmt.Sprintf("touch /tmp/begun; sleep %d; echo done; exit 7", wait)})
+			}()
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				if _, err := c.ReadFile(ctx, id, "/tmp/begun", io.Discard); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the command never began")
+				}
+			}
+			restartServer(t, s, how, time.Second)
+			select {
+			case r := <-done:
+				if r.ExitCode == nil || *r.ExitCode != 7 || r.Stdout != "done\n" {
+					t.Errorf("run_command across the restart: %+v, want done and exit 7", r)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("run_command never returned")
+			}
+		})
+	}
 }
