@@ -29,4 +29,4 @@ const (
 // threads of its own at once (reserveThreads) and keeps them idle: its
 // commands can hold their own limit and no more, and the agent never
 // needs a thread it cannot have.
-const AgentPids = 24
+const AgentPids = 16
