@@ -337,6 +337,11 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *sbinit.Config, ho
 		end := r.phase("create: cgroup")
 		name := cgroupName(sb.slot.n, cfg.ID)
 		cg, err := cgroups.New(name, groupLimits(sb.p.Limits))
+		if err == nil && idle {
+			if err = cg.SetIdle(true); err != nil {
+				cg.Destroy()
+			}
+		}
 		end()
 		if err != nil {
 			return fmt.Errorf("create cgroup: %w", err)

@@ -24,9 +24,10 @@ const poolPrefix = "pool-"
 // and agent start (most of a cold create) happen ahead of time. A pooled
 // sandbox is exactly as isolated as a cold one; it differs only in its
 // name and its hostname being the default. Its init boots at the lowest
-// priority (nice 19), so refills take little CPU that live work wants
-// (they ran beside the claimant's first command and doubled its time),
-// and is set back to the default when it is handed out.
+// priority (nice 19, in a cgroup of nice 19's CPU weight), so refills
+// take little CPU that live work wants (they ran beside the claimant's
+// first command and doubled its time), and is set back to the default
+// when it is handed out.
 type pool struct {
 	r    *Runtime
 	size int // the least it keeps; more while creates come fast (target)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -53,6 +55,11 @@ func TestWarmPool(t *testing.T) {
 	if pol := schedPolicies(t, pooled); len(pol) != 1 || pol[0] != sbinit.IdleNice {
 		t.Errorf("nice values of a pooled init's threads: %v, want all %d", pol, sbinit.IdleNice)
 	}
+	// ... in a group as light as a nice-19 process: nice values only rank
+	// threads within their group.
+	if w := cpuWeight(t, pooled); w != "15" && w != "nice 19" && w != "1" {
+		t.Errorf("CPU weight of a pooled sandbox's group: %s, want nice 19's", w)
+	}
 	ctx := context.Background()
 	sb, err := r.Create(ctx, runtime.Spec{ID: "pooled", Limits: runtime.Limits{MemoryMB: 64}, Env: map[string]string{"X": "from-spec"}, Workdir: "/home/user/w"})
 	if err != nil {
@@ -68,6 +75,9 @@ func TestWarmPool(t *testing.T) {
 	// cold sandbox's do.
 	if pol := schedPolicies(t, pooled); len(pol) != 1 || pol[0] != 0 {
 		t.Errorf("nice values of a claimed init's threads: %v, want all 0", pol)
+	}
+	if w := cpuWeight(t, pooled); w != "1024" && w != "nice 0" && w != "100" {
+		t.Errorf("CPU weight of a claimed sandbox's group: %s, want the default", w)
 	}
 	if out, _ := shOut(t, sb, `python3 -c 'import os; print(os.sched_getscheduler(0), os.nice(0))'`); out != "0 0" {
 		t.Errorf("a command's scheduling policy and nice value in a claimed sandbox: %q, want 0 0", out)
@@ -103,6 +113,40 @@ func shOut(t *testing.T, sb runtime.Sandbox, script string) (string, runtime.Exi
 
 // schedPolicies lists the distinct nice values of pid's threads, all of
 // which must be SCHED_OTHER.
+// cpuWeight reads the CPU weight of the cgroup of pid: cpu.shares (v1),
+// "nice N" from cpu.weight.nice or else cpu.weight (v2).
+func cpuWeight(t *testing.T, pid int) string {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || !slices.Contains(strings.Split(parts[1], ","), "cpu") {
+			continue
+		}
+		for _, mnt := range []string{"/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu"} {
+			if b, err := os.ReadFile(filepath.Join(mnt, parts[2], "cpu.shares")); err == nil {
+				return strings.TrimSpace(string(b))
+			}
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if rel, ok := strings.CutPrefix(line, "0::"); ok {
+			dir := filepath.Join("/sys/fs/cgroup", rel)
+			if b, err := os.ReadFile(filepath.Join(dir, "cpu.weight.nice")); err == nil {
+				return "nice " + strings.TrimSpace(string(b))
+			}
+			if b, err := os.ReadFile(filepath.Join(dir, "cpu.weight")); err == nil {
+				return strings.TrimSpace(string(b))
+			}
+		}
+	}
+	t.Fatalf("no CPU weight for the cgroup of %d: %s", pid, data)
+	return ""
+}
+
 func schedPolicies(t *testing.T, pid int) []int32 {
 	t.Helper()
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))

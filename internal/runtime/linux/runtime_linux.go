@@ -347,7 +347,13 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Sandbo
 	}
 	if sb := r.pool.take(spec, lim); sb != nil {
 		defer creating.remove(sb.dir)
-		err := sbinit.Unidle(sb.p.Pid)
+		var err error
+		if sb.cg != nil {
+			err = sb.cg.SetIdle(false)
+		}
+		if err == nil {
+			err = sbinit.Unidle(sb.p.Pid)
+		}
 		if err == nil {
 			err = r.bind(ctx, sb, spec, lim)
 		}

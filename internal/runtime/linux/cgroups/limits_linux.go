@@ -78,3 +78,27 @@ func (c *Cgroup) setCPU(quota int64) error {
 	}
 	return write(dir, "cpu.cfs_quota_us", strconv.FormatInt(quota, 10))
 }
+
+// SetIdle gives the group the CPU weight of a nice-19 process (idle) or
+// the default (not idle): a warm-pool sandbox boots idle, so its refill
+// takes CPU live sandboxes and the daemon do not want, and is handed out
+// at the default weight. A nice value alone does not do it: it ranks
+// threads within their group, and each sandbox is a group of its own, as
+// heavy as any other.
+func (c *Cgroup) SetIdle(idle bool) error {
+	dir := c.ctl["cpu"]
+	var err error
+	switch {
+	case c.v2("cpu") && exists(dir, "cpu.weight.nice"):
+		err = write(dir, "cpu.weight.nice", map[bool]string{true: "19", false: "0"}[idle])
+	case c.v2("cpu"):
+		err = write(dir, "cpu.weight", map[bool]string{true: "1", false: "100"}[idle])
+	default:
+		// 15 is nice 19's load weight; 1024 the default.
+		err = write(dir, "cpu.shares", map[bool]string{true: "15", false: "1024"}[idle])
+	}
+	if err != nil {
+		return fmt.Errorf("cpu weight of cgroup %s: %w", c.name, err)
+	}
+	return nil
+}
