@@ -51,22 +51,27 @@ func startServerBin(t *testing.T, bin, dataDir string, args ...string) *server {
 	t.Helper()
 	linuxtest.Require(t)
 	if dataDir == "" {
-		d := linuxtest.StateDir(t)
-		dataDir = d
-		// Runs after the server has stopped: sandboxes outlive a daemon by
-		// design, so the test destroys what is left and unmounts the pool.
-		t.Cleanup(func() {
-			if rt, err := linux.New(linux.Config{StateDir: d, Binary: linuxtest.Init(t)}); err != nil {
-				t.Errorf("runtime for cleanup: %v", err)
-			} else if err := rt.Teardown(); err != nil {
-				t.Errorf("teardown: %v", err)
-			}
-		})
+		dataDir = tornDownDataDir(t)
 	}
 	s := &server{t: t, bin: bin, dataDir: dataDir, args: args}
 	s.start()
 	t.Cleanup(s.stop)
 	return s
+}
+
+// tornDownDataDir is a fresh data dir whose sandboxes are destroyed and
+// pool unmounted when the test ends, after the daemon using it has
+// stopped: sandboxes outlive a daemon by design.
+func tornDownDataDir(t *testing.T) string {
+	d := linuxtest.StateDir(t)
+	t.Cleanup(func() {
+		if rt, err := linux.New(linux.Config{StateDir: d, Binary: linuxtest.Init(t)}); err != nil {
+			t.Errorf("runtime for cleanup: %v", err)
+		} else if err := rt.Teardown(); err != nil {
+			t.Errorf("teardown: %v", err)
+		}
+	})
+	return d
 }
 
 // start starts the daemon: on a free port the first time, then again on

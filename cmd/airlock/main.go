@@ -21,6 +21,7 @@ Usage:
   airlock doctor [--data-dir DIR]        report which protections this host enforces
   airlock bench spawn|api|egress         measure the runtime, the API, the egress proxy
   airlock teardown [--data-dir DIR]      destroy every sandbox of a data dir, unmount its disk pool
+  airlock node --join URL --token T ...  run a node for a control plane (joins it, then heartbeats)
   airlock version                        print this binary's version and agent protocol
 
 On a server ($AIRLOCK_URL, default http://127.0.0.1:7070) with the key
@@ -34,6 +35,7 @@ $AIRLOCK_API_KEY, else the admin.key in the data dir:
   airlock cp SRC DST                     copy a file in or out (ID:PATH; "-" is stdio)
   airlock timeout ID DURATION            make a sandbox expire DURATION from now
   airlock tenants create|ls|set          manage tenants and their quotas (admin)
+  airlock nodes token|ls|drain|undrain|rm  manage the nodes that joined (admin)
   airlock keys create|ls|rm              manage API keys
   airlock secrets set|ls|rm              manage secrets injected by the egress proxy
   airlock mcp [--data-dir DIR] [--embedded]  serve MCP on stdio (runs its own server if none answers)
@@ -60,7 +62,7 @@ var commands = map[string]func(args []string) error{
 	"serve": serveCmd, "run": runCmd, "doctor": doctorCmd, "bench": benchCmd,
 	"create": createCmd, "exec": execCmd, "shell": shellCmd, "attach": attachCmd,
 	"ls": lsCmd, "rm": rmCmd, "cp": cpCmd, "timeout": timeoutCmd,
-	"tenants": tenantsCmd, "secrets": secretsCmd, "keys": keysCmd,
+	"tenants": tenantsCmd, "secrets": secretsCmd, "keys": keysCmd, "node": nodeCmd, "nodes": nodesCmd,
 	"audit": auditCmd, "replay": replayCmd, "events": eventsCmd, "webhooks": webhooksCmd,
 	"metrics": metricsCmd, "usage": usageCmd, "task": taskCmd, "template": templateCmd,
 	"mcp": mcpCmd, "teardown": teardownCmd, "version": versionCmd,

@@ -23,6 +23,7 @@ import (
 	"github.com/airlockhq/airlock/internal/events"
 	"github.com/airlockhq/airlock/internal/initbin"
 	"github.com/airlockhq/airlock/internal/metrics"
+	"github.com/airlockhq/airlock/internal/nodes"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 	"github.com/airlockhq/airlock/internal/sandbox"
@@ -102,14 +103,20 @@ func serveCmd(args []string) error {
 	} else {
 		fmt.Printf("airlock: admin API key is in %s\n", d.keyPath)
 	}
+	return serveUntil(ctx, srv, func() error { return srv.Serve(ln) }, "airlock: shutting down")
+}
+
+// serveUntil runs serve (srv's) until it fails or ctx ends, then says
+// bye and shuts srv down, waiting up to 10 s for requests in flight.
+func serveUntil(ctx context.Context, srv *http.Server, serve func() error, bye string) error {
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- serve() }()
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
-	fmt.Println("airlock: shutting down")
+	fmt.Println(bye)
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdown)
@@ -127,6 +134,7 @@ type daemon struct {
 	events  *events.Hub      // tenant event streams and webhooks
 	tracing *tracing.Tracing // OpenTelemetry, when OTEL_* asks for it
 	tasks   *tasks.Service   // harness runs, each in a sandbox of its own
+	nodes   *nodes.Service   // the hosts that joined to run sandboxes
 }
 
 // daemonTuning is what serve's flags set beyond the basics; zero fields
@@ -195,8 +203,12 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		d.close()
 		return nil, fmt.Errorf("tasks: %w", err)
 	}
+	if d.nodes, err = nodes.New(ctx, st, box, nodes.Options{}); err != nil {
+		d.close()
+		return nil, fmt.Errorf("nodes: %w", err)
+	}
 	d.handler = api.New(d.mgr, st, api.Options{Tasks: d.tasks, Metrics: d.metrics, Events: d.events, TraceContext: d.tracing.Enabled, AuditSigner: box.Signer(), DataDir: dataDir,
-		AgentProtocol: agent.ProtocolVersion})
+		AgentProtocol: agent.ProtocolVersion, Nodes: d.nodes})
 	return d, nil
 }
 
@@ -233,6 +245,9 @@ func (t daemonTuning) minFreeDiskPercent() float64 {
 func (d *daemon) close() {
 	// First: running tasks end and destroy their sandboxes through the
 	// manager.
+	if d.nodes != nil {
+		d.nodes.Close()
+	}
 	if d.tasks != nil {
 		d.tasks.Close()
 	}

@@ -47,6 +47,8 @@ type Options struct {
 	// AgentProtocol is the agent protocol version this binary's sandboxes
 	// speak, reported by GET /v1/server.
 	AgentProtocol int
+	// Nodes serves the /v1/nodes routes; nil answers 503.
+	Nodes Nodes
 }
 
 type server struct {
@@ -68,6 +70,7 @@ type server struct {
 	// dataDir: see Options.DataDir.
 	dataDir       string
 	agentProtocol int
+	nodes         Nodes
 }
 
 // route is one entry of the API. The same table registers the handlers and
@@ -168,6 +171,16 @@ var routes = []route{
 	{"GET", "/v1/tasks/{id}/events", anyKey, (*server).taskEvents},
 	{"POST", "/v1/tasks/{id}/cancel", anyKey, (*server).cancelTask},
 	{"GET", "/v1/tasks/{id}/artifacts", anyKey, (*server).taskArtifacts},
+
+	// Nodes (nodes.go): the hosts that run sandboxes for this control
+	// plane. A joining node has no key: its one-time token is checked.
+	{"POST", "/v1/nodes/tokens", adminKey, (*server).createJoinToken},
+	{"POST", "/v1/nodes/join", public, (*server).joinNode},
+	{"GET", "/v1/nodes", adminKey, (*server).listNodes},
+	{"GET", "/v1/nodes/{name}", adminKey, (*server).getNode},
+	{"POST", "/v1/nodes/{name}/drain", adminKey, (*server).drainNode},
+	{"DELETE", "/v1/nodes/{name}/drain", adminKey, (*server).drainNode},
+	{"DELETE", "/v1/nodes/{name}", adminKey, (*server).deleteNode},
 }
 
 // New returns the HTTP handler of the API.
@@ -180,6 +193,7 @@ func New(m Manager, st store.Store, opts Options) http.Handler {
 	s.tasks = opts.Tasks
 	s.dataDir = opts.DataDir
 	s.agentProtocol = opts.AgentProtocol
+	s.nodes = opts.Nodes
 	if s.keepAlive <= 0 {
 		s.keepAlive = 15 * time.Second
 	}

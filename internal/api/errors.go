@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/airlockhq/airlock/internal/errdefs"
 	"github.com/airlockhq/airlock/internal/events"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/sandbox"
@@ -72,6 +73,8 @@ func statusOf(err error) (status int, code, message string) {
 	case errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, codeInvalid,
 			fmt.Sprintf("request body is larger than %d bytes", mbe.Limit)
+	case errors.Is(err, errdefs.ErrUnauthenticated):
+		return http.StatusUnauthorized, codeUnauthenticated, err.Error()
 	case errors.Is(err, sandbox.ErrNotFound), errors.Is(err, store.ErrNotFound),
 		errors.Is(err, runtime.ErrNotFound):
 		return http.StatusNotFound, codeNotFound, err.Error()

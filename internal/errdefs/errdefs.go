@@ -14,4 +14,7 @@ var (
 	ErrConflict      = errors.New("conflict")
 	ErrLimitExceeded = errors.New("limit exceeded")
 	ErrUnavailable   = errors.New("unavailable")
+	// ErrUnauthenticated: a credential that does not open (a node's join
+	// token).
+	ErrUnauthenticated = errors.New("unauthenticated")
 )

@@ -108,6 +108,8 @@ var migrations = []string{
 	// Connections in flight through a sandbox's egress proxy or into its
 	// ports, so a crash cuts none unlogged (sqlite_liveconns.go).
 	liveConnsSchema,
+	// Nodes, their join tokens and the node CA (sqlite_nodes.go).
+	nodesSchema,
 }
 
 // migrate applies the migrations the database has not run yet, in one

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/nodes"
+	"github.com/airlockhq/airlock/internal/runtime/linux"
+	"github.com/airlockhq/airlock/internal/version"
+)
+
+const nodeUsage = `Usage: airlock node --join URL --token TOKEN --data-dir DIR --addr HOST:PORT [--name NAME] [--ca-hash sha256:HEX]
+
+Run a node: a host that runs sandboxes for the control plane at URL. The
+first start joins with a one-time token (airlock nodes token, on the control
+plane) and keeps the node's identity (its key, its certificate, the node CA)
+in DIR/node; later starts need neither --token nor --join. The node serves
+its API on --addr, over mutual TLS, to the control plane only.
+
+Placing sandboxes on nodes is not built yet: a node joins, answers its
+heartbeats and reports its capacity and use, and the control plane lists
+it, but every sandbox still runs on the control plane's own host.`
+
+func nodeCmd(args []string) error {
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	join := fs.String("join", "", "the control plane's API URL, http(s)://HOST:PORT")
+	token := fs.String("token", "", "one-time join token (airlock nodes token); only to join")
+	caHash := fs.String("ca-hash", "", "take only the node CA with this hash (sha256:HEX, as airlock nodes token prints it)")
+	dataDir := dataDirFlag(fs, dataDirEnv(), "the node's own data dir: its identity, sandboxes and templates ($AIRLOCK_DATA_DIR); not a server's")
+	addr := fs.String("addr", "", "where to serve the node API, HOST:PORT, reachable by the control plane")
+	name := fs.String("name", "", "the node's name, a DNS label (default: the host name)")
+	maxSandboxes := fs.Int("max-sandboxes", 0, "the most sandboxes this node takes (default: one per 32 MiB of its memory)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), nodeUsage)
+		printFlags(fs)
+	}
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	if *dataDir == "" {
+		return badInput("node", "--data-dir is required: a directory of the node's own, not a server's")
+	}
+	if *addr == "" {
+		return badInput("node", "--addr is required: HOST:PORT where the control plane reaches this node")
+	}
+	if *maxSandboxes < 0 {
+		return badInput("node", "--max-sandboxes must be at least 1")
+	}
+	if _, err := os.Stat(filepath.Join(*dataDir, "airlock.db")); err == nil {
+		return badInput("node", "%s is a server's data dir (it holds airlock.db): give the node a directory of its own", *dataDir)
+	}
+	if err := os.MkdirAll(*dataDir, 0o711); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	lock, err := lockDataDir(*dataDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	id, err := nodes.LoadIdentity(*dataDir)
+	switch {
+	case errors.Is(err, nodes.ErrNoIdentity):
+		if *join == "" || *token == "" {
+			return badInput("node", "this data dir's node has not joined: give --join URL and --token TOKEN (airlock nodes token, on the control plane)")
+		}
+		if *name == "" {
+			*name = defaultNodeName()
+		}
+		if id, err = nodes.Join(ctx, nodes.JoinOptions{ControlPlane: *join, Token: *token, Name: *name, Addr: *addr, CAHash: *caHash, DataDir: *dataDir}); err != nil {
+			fmt.Fprintf(os.Stderr, "airlock node: %v\n", err)
+			return exitError(1)
+		}
+		fmt.Printf("airlock: joined %s as node %s\n", id.ControlPlane, id.Name)
+	case err != nil:
+		return err
+	default:
+		if *join != "" && strings.TrimRight(*join, "/") != strings.TrimRight(id.ControlPlane, "/") {
+			return badInput("node", "this data dir's node joined %s, not %s: give it a new data dir to join another", id.ControlPlane, *join)
+		}
+		if *name != "" && *name != id.Name {
+			return badInput("node", "this data dir's node is %s, not %s", id.Name, *name)
+		}
+		if *addr != id.Addr {
+			return badInput("node", "this node joined with --addr %s, where the control plane calls it: remove it there (airlock nodes rm %s) and join again to move it", id.Addr, id.Name)
+		}
+	}
+	rt, err := linux.New(linux.Config{StateDir: *dataDir, SweepEvery: 15 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		rt.Close()
+		if released, err := rt.ReleaseDiskPool(); err != nil {
+			fmt.Fprintf(os.Stderr, "airlock: release disk pool: %v\n", err)
+		} else if released {
+			fmt.Println("airlock: disk pool unmounted")
+		}
+	}()
+	capacity := nodeCapacity(*dataDir, *maxSandboxes)
+	status := func(ctx context.Context) (nodes.Status, error) {
+		ids, err := rt.List(ctx)
+		if err != nil {
+			return nodes.Status{}, err
+		}
+		use := nodeUse(*dataDir)
+		use.Sandboxes = len(ids)
+		return nodes.Status{Name: id.Name, Version: version.String(), Protocol: nodes.Protocol, Capacity: capacity, Use: use}, nil
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: nodes.StatusHandler(status), TLSConfig: id.ServerTLS(), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Printf("airlock: node %s serving the node API on https://%s for %s (data in %s)\n", id.Name, ln.Addr(), id.ControlPlane, *dataDir)
+	if left := time.Until(id.CertExpiresAt()); left < 30*24*time.Hour {
+		fmt.Fprintf(os.Stderr, "airlock: warning: the node's certificate ends in %s: join again with a new token before then\n", left.Round(time.Hour))
+	}
+	return serveUntil(ctx, srv, func() error { return srv.ServeTLS(ln, "", "") }, "airlock: node shutting down")
+}
+
+// lockDataDir takes the data dir for this node process alone.
+func lockDataDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "node.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, badInput("node", "another airlock node runs on %s", dir)
+		}
+		return nil, fmt.Errorf("data dir: lock: %w", err)
+	}
+	return f, nil
+}
+
+// defaultNodeName is the host name made a DNS label: lower case, what is
+// not a letter, digit or '-' dropped, cut at the first dot.
+func defaultNodeName() string {
+	h, _ := os.Hostname()
+	h, _, _ = strings.Cut(strings.ToLower(h), ".")
+	var b strings.Builder
+	for _, c := range h {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' {
+			b.WriteRune(c)
+		}
+	}
+	name := strings.Trim(b.String(), "-")
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	if name == "" {
+		name = "node"
+	}
+	return name
+}
+
+// nodeCapacity is what the node offers: its CPUs, memory, the data dir's
+// filesystem, and max sandboxes (default one per 32 MiB of memory).
+func nodeCapacity(dataDir string, maxSandboxes int) nodes.Capacity {
+	c := nodes.Capacity{CPUs: goruntime.NumCPU(), MemoryMB: hostMemoryMB(), Sandboxes: maxSandboxes}
+	var st unix.Statfs_t
+	if unix.Statfs(dataDir, &st) == nil {
+		c.DiskMB = int64(st.Blocks) * st.Bsize >> 20
+	}
+	if c.Sandboxes == 0 {
+		c.Sandboxes = int(min(max(c.MemoryMB/32, 1), 16384))
+	}
+	return c
+}
+
+// nodeUse is the host's load, memory in use and the data dir's disk in
+// use (sandboxes are counted by the caller).
+func nodeUse(dataDir string) nodes.Use {
+	var u nodes.Use
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) == nil {
+		u.CPUs = float64(si.Loads[0]) / (1 << unix.SI_LOAD_SHIFT)
+	}
+	u.MemoryMB = hostUsedKiB() >> 10
+	var st unix.Statfs_t
+	if unix.Statfs(dataDir, &st) == nil {
+		u.DiskMB = int64(st.Blocks-st.Bfree) * st.Bsize >> 20
+	}
+	return u
+}

@@ -1,0 +1,534 @@
+// Package nodes is the control plane's side of Airlock's nodes: the hosts
+// that run sandboxes for it. It keeps the node CA (sealed under the master
+// key), mints one-time join tokens, signs a joining node's certificate,
+// and watches each node's liveness by calling it over mutual TLS, where
+// each side takes only the other's certificate from that CA. The node's
+// own side (its identity, the join call, the TLS server) is in node.go.
+//
+// A node's status reaches the control plane by heartbeat: the control
+// plane asks each node every HeartbeatEvery; one not heard from for
+// LostAfter is lost.
+package nodes
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/errdefs"
+)
+
+// States of a node.
+const (
+	StateJoining  = "joining"  // joined, not heard from yet
+	StateReady    = "ready"    // heard from within LostAfter
+	StateDraining = "draining" // takes no new sandboxes
+	StateLost     = "lost"     // not heard from for LostAfter
+)
+
+// Defaults of Options.
+const (
+	DefaultHeartbeatEvery = 3 * time.Second
+	DefaultLostAfter      = 15 * time.Second
+	DefaultTokenTTL       = time.Hour
+	MaxTokenTTL           = 7 * 24 * time.Hour
+	MinTokenTTL           = time.Minute
+)
+
+// Node is a node as the control plane knows it.
+type Node struct {
+	Name     string   `json:"name"`
+	Addr     string   `json:"addr"`
+	State    string   `json:"state"`
+	Version  string   `json:"version"`
+	Capacity Capacity `json:"capacity"`
+	Use      Use      `json:"use"`
+	// LastHeartbeat is when the node last answered; nil before its first.
+	LastHeartbeat *time.Time `json:"last_heartbeat"`
+	JoinedAt      time.Time  `json:"joined_at"`
+	// CertExpiresAt is when the node's certificate ends: it joins again
+	// (with a new token) before then.
+	CertExpiresAt time.Time `json:"certificate_expires_at"`
+	// LastError says why the latest heartbeat failed, if it did.
+	LastError string `json:"last_error,omitempty"`
+
+	Drained    bool   `json:"-"`
+	CertSerial string `json:"-"` // the one certificate the control plane takes from it
+}
+
+// Capacity is what a node offers.
+type Capacity struct {
+	CPUs      int   `json:"cpus"`
+	MemoryMB  int64 `json:"memory_mb"`
+	DiskMB    int64 `json:"disk_mb"`
+	Sandboxes int   `json:"sandboxes"`
+}
+
+// Use is what of it is taken: its 1-minute load average, host memory and
+// data-dir disk in use, and the sandboxes it runs.
+type Use struct {
+	CPUs      float64 `json:"cpus"`
+	MemoryMB  int64   `json:"memory_mb"`
+	DiskMB    int64   `json:"disk_mb"`
+	Sandboxes int     `json:"sandboxes"`
+}
+
+// Status is a node's answer to a heartbeat.
+type Status struct {
+	Name     string   `json:"name"`
+	Version  string   `json:"version"`
+	Protocol int      `json:"protocol"`
+	Capacity Capacity `json:"capacity"`
+	Use      Use      `json:"use"`
+}
+
+// Protocol is the node API's version; a node whose version the control
+// plane does not speak is not taken.
+const Protocol = 1
+
+// JoinToken is a one-time token as stored: only the hash of its secret.
+type JoinToken struct {
+	ID        string
+	Hash      []byte
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+	UsedBy    string // the node that joined with it
+}
+
+// TokenReply is a minted join token: shown once.
+type TokenReply struct {
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expires_at"`
+	// CAHash pins the control plane's node CA for `airlock node --ca-hash`.
+	CAHash string `json:"ca_hash"`
+}
+
+// JoinRequest is what a joining node sends.
+type JoinRequest struct {
+	Token string `json:"token"`
+	Name  string `json:"name"`
+	Addr  string `json:"addr"`
+	CSR   string `json:"csr"`
+}
+
+// JoinReply is the joined node's identity.
+type JoinReply struct {
+	Name        string `json:"name"`
+	Certificate string `json:"certificate"`
+	CA          string `json:"ca"`
+}
+
+// Store keeps nodes, join tokens and the CA; store.SQLite implements it.
+// Its not-found and conflict errors wrap errdefs' kinds.
+type Store interface {
+	// NodeCA returns the CA's certificate and sealed key (ErrNotFound
+	// before the first); PutNodeCA stores them unless a CA is there
+	// already, and returns the one stored.
+	NodeCA(ctx context.Context) (cert, sealedKey []byte, err error)
+	PutNodeCA(ctx context.Context, cert, sealedKey []byte) (storedCert, storedKey []byte, err error)
+
+	CreateJoinToken(ctx context.Context, t JoinToken) error
+	JoinToken(ctx context.Context, id string) (JoinToken, error)
+	// JoinNode spends the token (unused and unexpired at now, else
+	// ErrNotFound) and adds n (ErrConflict if its name is taken), in one
+	// transaction.
+	JoinNode(ctx context.Context, n Node, tokenID string, now time.Time) error
+
+	ListNodes(ctx context.Context) ([]Node, error)
+	GetNode(ctx context.Context, name string) (Node, error)
+	// UpdateNodeStatus records a heartbeat's answer.
+	UpdateNodeStatus(ctx context.Context, name string, s Status, at time.Time) error
+	SetNodeDrained(ctx context.Context, name string, drained bool) error
+	DeleteNode(ctx context.Context, name string) error
+}
+
+// Sealer seals the CA key under the master key (secrets.Box).
+type Sealer interface {
+	Seal(value, ad []byte) []byte
+	Open(sealed, ad []byte) ([]byte, error)
+}
+
+// Options tune a Service; zero fields take the defaults.
+type Options struct {
+	HeartbeatEvery time.Duration
+	LostAfter      time.Duration
+	Now            func() time.Time
+	Logger         *slog.Logger
+}
+
+// Service is the control plane's registry of nodes.
+type Service struct {
+	st   Store
+	ca   *CA
+	opts Options
+	cp   *controlPlane // the control plane's client identity
+
+	mu      sync.Mutex
+	lastErr map[string]string // node -> why its latest heartbeat failed
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// New loads the node CA (making it on first use), and starts the
+// heartbeats.
+func New(ctx context.Context, st Store, box Sealer, opts Options) (*Service, error) {
+	if opts.HeartbeatEvery <= 0 {
+		opts.HeartbeatEvery = DefaultHeartbeatEvery
+	}
+	if opts.LostAfter <= 0 {
+		opts.LostAfter = DefaultLostAfter
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	ca, err := loadOrMakeCA(ctx, st, box, opts.Now())
+	if err != nil {
+		return nil, err
+	}
+	cp, err := newControlPlane(ca, opts.Now())
+	if err != nil {
+		return nil, fmt.Errorf("control plane certificate: %w", err)
+	}
+	s := &Service{st: st, ca: ca, opts: opts, cp: cp, lastErr: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go s.watch()
+	return s, nil
+}
+
+func loadOrMakeCA(ctx context.Context, st Store, box Sealer, now time.Time) (*CA, error) {
+	certDER, sealed, err := st.NodeCA(ctx)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		ca, der, err := newCA(now)
+		if err != nil {
+			return nil, fmt.Errorf("node CA: %w", err)
+		}
+		keyDER, err := marshalKey(ca.key)
+		if err != nil {
+			return nil, err
+		}
+		// Another control plane on the same store may have made one
+		// first: the stored one wins.
+		if certDER, sealed, err = st.PutNodeCA(ctx, der, box.Seal(keyDER, []byte(caKeyAD))); err != nil {
+			return nil, fmt.Errorf("node CA: %w", err)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("node CA: %w", err)
+	}
+	keyDER, err := box.Open(sealed, []byte(caKeyAD))
+	if err != nil {
+		return nil, fmt.Errorf("node CA key (is this the master key it was sealed with?): %w", err)
+	}
+	return loadCA(certDER, keyDER)
+}
+
+// Close stops the heartbeats.
+func (s *Service) Close() {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	<-s.done
+	s.cp.close()
+}
+
+// CAHash is the node CA's pin.
+func (s *Service) CAHash() string { return s.ca.Hash() }
+
+// tokenPrefix starts every join token, so one pasted in the wrong place
+// is recognised.
+const tokenPrefix = "alj_"
+
+// MintToken makes a join token valid for ttl (0 takes DefaultTokenTTL).
+func (s *Service) MintToken(ctx context.Context, ttl time.Duration) (TokenReply, error) {
+	if ttl == 0 {
+		ttl = DefaultTokenTTL
+	}
+	if ttl < MinTokenTTL || ttl > MaxTokenTTL {
+		return TokenReply{}, invalid("ttl_s", "must be between %d and %d seconds", int(MinTokenTTL.Seconds()), int(MaxTokenTTL.Seconds()))
+	}
+	id, secret := randomHex(8), randomB64(32)
+	now := s.opts.Now()
+	t := JoinToken{ID: id, Hash: tokenHash(secret), CreatedAt: now, ExpiresAt: now.Add(ttl)}
+	if err := s.st.CreateJoinToken(ctx, t); err != nil {
+		return TokenReply{}, err
+	}
+	return TokenReply{Token: tokenPrefix + id + "." + secret, ExpiresAt: t.ExpiresAt.UTC(), CAHash: s.ca.Hash()}, nil
+}
+
+func tokenHash(secret string) []byte {
+	h := sha256.Sum256([]byte(secret))
+	return h[:]
+}
+
+// Join checks a joining node's token and request and, when both hold,
+// spends the token, signs its certificate and adds it. A bad request
+// leaves the token unspent; a token that does not open (missing,
+// malformed, unknown, spent, expired) is errdefs.ErrUnauthenticated, and
+// the message says which.
+func (s *Service) Join(ctx context.Context, req JoinRequest) (JoinReply, error) {
+	// The token first, so that only its holder learns what else is
+	// wrong; it is spent only once everything else holds.
+	now := s.opts.Now()
+	tok, err := s.checkToken(ctx, req.Token, now)
+	if err != nil {
+		return JoinReply{}, err
+	}
+	if err := CheckName(req.Name); err != nil {
+		return JoinReply{}, err
+	}
+	if err := checkAddr(req.Addr); err != nil {
+		return JoinReply{}, err
+	}
+	if _, err := parseCSR([]byte(req.CSR)); err != nil {
+		return JoinReply{}, err
+	}
+	if _, err := s.st.GetNode(ctx, req.Name); err == nil {
+		return JoinReply{}, fmt.Errorf("%w: node %s has joined already: remove it first (airlock nodes rm %s)", errdefs.ErrConflict, req.Name, req.Name)
+	}
+	certPEM, cert, err := s.ca.signNode([]byte(req.CSR), req.Name, now)
+	if err != nil {
+		return JoinReply{}, err
+	}
+	n := Node{Name: req.Name, Addr: req.Addr, JoinedAt: now, CertSerial: serialHex(cert), CertExpiresAt: cert.NotAfter}
+	if err := s.st.JoinNode(ctx, n, tok.ID, now); err != nil {
+		if errors.Is(err, errdefs.ErrNotFound) {
+			return JoinReply{}, fmt.Errorf("%w: join token was spent or expired meanwhile", errdefs.ErrUnauthenticated)
+		}
+		return JoinReply{}, err
+	}
+	s.opts.Logger.Info("node joined", "node", n.Name, "addr", n.Addr)
+	return JoinReply{Name: n.Name, Certificate: string(certPEM), CA: string(s.ca.PEM())}, nil
+}
+
+// checkToken finds the token and says why it does not open, if it does
+// not.
+func (s *Service) checkToken(ctx context.Context, token string, now time.Time) (JoinToken, error) {
+	unauth := func(why string) (JoinToken, error) {
+		return JoinToken{}, fmt.Errorf("%w: join token %s", errdefs.ErrUnauthenticated, why)
+	}
+	if token == "" {
+		return unauth("is required (field token)")
+	}
+	rest, ok := strings.CutPrefix(token, tokenPrefix)
+	id, secret, ok2 := strings.Cut(rest, ".")
+	if !ok || !ok2 || id == "" || secret == "" {
+		return unauth("is malformed: want " + tokenPrefix + "<id>.<secret>, as airlock nodes token prints it")
+	}
+	t, err := s.st.JoinToken(ctx, id)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return unauth("is not known")
+	}
+	if err != nil {
+		return JoinToken{}, err
+	}
+	if subtle.ConstantTimeCompare(t.Hash, tokenHash(secret)) != 1 {
+		return unauth("is not known")
+	}
+	if t.UsedAt != nil {
+		return unauth("was used already (by node " + t.UsedBy + "): mint another with airlock nodes token")
+	}
+	if !now.Before(t.ExpiresAt) {
+		return unauth("expired at " + t.ExpiresAt.UTC().Format(time.RFC3339) + ": mint another with airlock nodes token")
+	}
+	return t, nil
+}
+
+// List returns every node, by name, with its state now.
+func (s *Service) List(ctx context.Context) ([]Node, error) {
+	list, err := s.st.ListNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range list {
+		s.fill(&list[i])
+	}
+	return list, nil
+}
+
+// Get returns the node with the name.
+func (s *Service) Get(ctx context.Context, name string) (Node, error) {
+	if err := CheckName(name); err != nil {
+		return Node{}, err
+	}
+	n, err := s.st.GetNode(ctx, name)
+	if err != nil {
+		return Node{}, err
+	}
+	s.fill(&n)
+	return n, nil
+}
+
+// fill sets the state and last error of n.
+func (s *Service) fill(n *Node) {
+	n.State = s.state(*n)
+	s.mu.Lock()
+	n.LastError = s.lastErr[n.Name]
+	s.mu.Unlock()
+}
+
+func (s *Service) state(n Node) string {
+	now := s.opts.Now()
+	switch {
+	case n.LastHeartbeat == nil && now.Sub(n.JoinedAt) < s.opts.LostAfter:
+		return StateJoining
+	case n.LastHeartbeat == nil || now.Sub(*n.LastHeartbeat) >= s.opts.LostAfter:
+		return StateLost
+	case n.Drained:
+		return StateDraining
+	}
+	return StateReady
+}
+
+// Drain stops new placements on the node (drained) or lets them go on.
+func (s *Service) Drain(ctx context.Context, name string, drained bool) (Node, error) {
+	if err := CheckName(name); err != nil {
+		return Node{}, err
+	}
+	if err := s.st.SetNodeDrained(ctx, name, drained); err != nil {
+		return Node{}, err
+	}
+	return s.Get(ctx, name)
+}
+
+// Remove forgets the node: the control plane stops calling it and takes
+// its certificate no more. One that holds sandboxes (as it last said) is
+// refused unless force.
+func (s *Service) Remove(ctx context.Context, name string, force bool) error {
+	n, err := s.Get(ctx, name)
+	if err != nil {
+		return err
+	}
+	if n.Use.Sandboxes > 0 && !force {
+		return fmt.Errorf("%w: node %s holds %d sandboxes: drain it and let them end, or force", errdefs.ErrConflict, name, n.Use.Sandboxes)
+	}
+	if err := s.st.DeleteNode(ctx, name); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	delete(s.lastErr, name)
+	s.mu.Unlock()
+	s.cp.forget(name)
+	s.opts.Logger.Info("node removed", "node", name, "forced", force)
+	return nil
+}
+
+// watch calls every node each HeartbeatEvery until Close.
+func (s *Service) watch() {
+	defer close(s.done)
+	t := time.NewTicker(s.opts.HeartbeatEvery)
+	defer t.Stop()
+	for {
+		s.beat()
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// beat asks each node for its status at once, each within a heartbeat's
+// interval, and records the answers.
+func (s *Service) beat() {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.HeartbeatEvery)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	list, err := s.st.ListNodes(ctx)
+	if err != nil {
+		s.opts.Logger.Warn("node heartbeats: list nodes", "err", err)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, n := range list {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, err := s.cp.status(ctx, n)
+			if err == nil && (st.Name != n.Name || st.Protocol != Protocol) {
+				err = fmt.Errorf("node answered as %q with protocol %d, want %q and %d", st.Name, st.Protocol, n.Name, Protocol)
+			}
+			if err == nil {
+				err = s.st.UpdateNodeStatus(ctx, n.Name, st, s.opts.Now())
+			}
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if err != nil {
+				if s.lastErr[n.Name] == "" {
+					s.opts.Logger.Warn("node heartbeat failed", "node", n.Name, "err", err)
+				}
+				s.lastErr[n.Name] = err.Error()
+			} else {
+				delete(s.lastErr, n.Name)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// CheckName checks a node name: a DNS label of lower-case letters, digits
+// and '-'.
+func CheckName(name string) error {
+	if name == "" || len(name) > maxNodeName || name[0] == '-' || name[len(name)-1] == '-' {
+		return invalid("name", "%q must be 1 to %d lower-case letters, digits or '-', not starting or ending with '-'", name, maxNodeName)
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return invalid("name", "%q must be 1 to %d lower-case letters, digits or '-', not starting or ending with '-'", name, maxNodeName)
+		}
+	}
+	return nil
+}
+
+// checkAddr checks the address a node serves its API on: host:port, the
+// host an IP or a name the control plane can resolve, the port 1-65535.
+func checkAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return invalid("addr", "%q must be HOST:PORT", addr)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return invalid("addr", "%q: port must be 1 to 65535", addr)
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return invalid("addr", "%q: a node must give an address the control plane can reach, not %s", addr, host)
+	}
+	return nil
+}
+
+func invalid(field, format string, args ...any) error {
+	return fmt.Errorf("%w: %s %s", errdefs.ErrInvalid, field, fmt.Sprintf(format, args...))
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func randomB64(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}

@@ -1,0 +1,410 @@
+package nodes_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"errors"
+	"log"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/errdefs"
+	"github.com/airlockhq/airlock/internal/nodes"
+	"github.com/airlockhq/airlock/internal/secrets"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// clock is a settable clock for token expiry and node liveness.
+type clock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.off += d
+	c.mu.Unlock()
+}
+
+// controlPlane is a node registry on a real SQLite store, with its join
+// route served on loopback as the API serves it.
+type controlPlane struct {
+	svc   *nodes.Service
+	st    *store.SQLite
+	url   string
+	clock *clock
+}
+
+func newControlPlane(t *testing.T) *controlPlane {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := store.OpenSQLite(filepath.Join(dir, "airlock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	key := make([]byte, secrets.KeySize)
+	rand.Read(key)
+	box, err := secrets.NewBox(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{}
+	svc, err := nodes.New(context.Background(), st, box, nodes.Options{HeartbeatEvery: 50 * time.Millisecond, LostAfter: time.Second, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req nodes.JoinRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		rep, err := svc.Join(r.Context(), req)
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": "refused", "message": err.Error()}})
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		json.NewEncoder(w).Encode(rep)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	// A second control plane on the store takes the same CA.
+	other, err := nodes.New(context.Background(), st, box, nodes.Options{})
+	if err != nil {
+		t.Fatalf("second service on the same store: %v", err)
+	}
+	if other.CAHash() != svc.CAHash() {
+		t.Errorf("two services on one store have CAs %s and %s", other.CAHash(), svc.CAHash())
+	}
+	other.Close()
+	return &controlPlane{svc: svc, st: st, url: "http://" + ln.Addr().String(), clock: c}
+}
+
+func (cp *controlPlane) token(t *testing.T, ttl time.Duration) nodes.TokenReply {
+	t.Helper()
+	tok, err := cp.svc.MintToken(context.Background(), ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// node is a joined node serving its status API.
+type node struct {
+	id      *nodes.Identity
+	dataDir string
+	addr    string
+	srv     *http.Server
+	tlsErrs *bytes.Buffer
+	mu      *sync.Mutex
+}
+
+func join(t *testing.T, cp *controlPlane, name, token, caHash string) (*nodes.Identity, string, string, error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	id, err := nodes.Join(context.Background(), nodes.JoinOptions{ControlPlane: cp.url, Token: token, Name: name, Addr: addr, CAHash: caHash, DataDir: dir})
+	return id, dir, addr, err
+}
+
+func serve(t *testing.T, id *nodes.Identity, addr string, conf *tls.Config) *node {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &node{id: id, addr: addr, tlsErrs: &bytes.Buffer{}, mu: &sync.Mutex{}}
+	status := func(context.Context) (nodes.Status, error) {
+		return nodes.Status{Name: id.Name, Version: "test", Protocol: nodes.Protocol, Capacity: nodes.Capacity{CPUs: 2, MemoryMB: 1024, DiskMB: 2048, Sandboxes: 10}, Use: nodes.Use{Sandboxes: 1}}, nil
+	}
+	n.srv = &http.Server{Handler: nodes.StatusHandler(status), TLSConfig: conf, ErrorLog: log.New(lockedWriter{n.mu, n.tlsErrs}, "", 0)}
+	go n.srv.ServeTLS(ln, "", "")
+	t.Cleanup(func() { n.srv.Close() })
+	return n
+}
+
+func (n *node) errors() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.tlsErrs.String()
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+// waitState waits up to 5 s for the node to be in state.
+func waitState(t *testing.T, cp *controlPlane, name, state string) nodes.Node {
+	t.Helper()
+	var n nodes.Node
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if n, err = cp.svc.Get(context.Background(), name); err == nil && n.State == state {
+			return n
+		}
+	}
+	t.Fatalf("node %s: state %q (last error %q, err %v), want %s", name, n.State, n.LastError, err, state)
+	return n
+}
+
+// TestJoinHeartbeatLost: a node joins with a token and the CA pin, is
+// ready once it answers heartbeats with its status, is lost once it does
+// not for LostAfter, and ready again when it is back; drained, it says
+// so; removed, it is called no more.
+func TestJoinHeartbeatLost(t *testing.T) {
+	cp := newControlPlane(t)
+	tok := cp.token(t, 0)
+	id, _, addr, err := join(t, cp, "n1", tok.Token, tok.CAHash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := waitState(t, cp, "n1", nodes.StateLost); n.LastHeartbeat != nil {
+		t.Errorf("a node never heard from has a heartbeat: %v", n.LastHeartbeat)
+	}
+	srv := serve(t, id, addr, id.ServerTLS())
+	n := waitState(t, cp, "n1", nodes.StateReady)
+	if n.Version != "test" || n.Capacity.Sandboxes != 10 || n.Use.Sandboxes != 1 || n.Addr != addr || n.LastHeartbeat == nil {
+		t.Errorf("node after a heartbeat: %+v", n)
+	}
+	if s := srv.errors(); s != "" {
+		t.Errorf("the node refused the control plane: %s", s)
+	}
+	srv.srv.Close()
+	if n := waitState(t, cp, "n1", nodes.StateLost); n.LastError == "" {
+		t.Error("a lost node has no last error")
+	}
+	srv = serve(t, id, addr, id.ServerTLS())
+	waitState(t, cp, "n1", nodes.StateReady)
+	if _, err := cp.svc.Drain(context.Background(), "n1", true); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, cp, "n1", nodes.StateDraining)
+	if _, err := cp.svc.Drain(context.Background(), "n1", false); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, cp, "n1", nodes.StateReady)
+	// It holds a sandbox (as its status says): rm is refused, then forced.
+	if err := cp.svc.Remove(context.Background(), "n1", false); !errors.Is(err, errdefs.ErrConflict) {
+		t.Errorf("rm of a node holding a sandbox: %v, want a conflict", err)
+	}
+	if err := cp.svc.Remove(context.Background(), "n1", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.svc.Get(context.Background(), "n1"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("a removed node: %v", err)
+	}
+	if list, err := cp.svc.List(context.Background()); err != nil || len(list) != 0 {
+		t.Errorf("nodes after rm: %v, %v", list, err)
+	}
+	// Joined again under its name, the node has a new certificate: one
+	// presenting the old one (from the same CA, for the same name) is
+	// not it.
+	srv.srv.Close()
+	tok = cp.token(t, 0)
+	_, _, addr2, err := join(t, cp, "n1", tok.Token, tok.CAHash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, id, addr2, id.ServerTLS())
+	if n := waitState(t, cp, "n1", nodes.StateLost); !strings.Contains(n.LastError, "not the one issued") {
+		t.Errorf("heartbeat to a node with its old certificate: %q", n.LastError)
+	}
+}
+
+// TestJoinTokens: a token opens once, within its time; a wrong, unknown,
+// malformed, expired or spent one is refused as unauthenticated, and a
+// bad request leaves the token unspent.
+func TestJoinTokens(t *testing.T) {
+	cp := newControlPlane(t)
+	ctx := context.Background()
+	for _, ttl := range []time.Duration{time.Second, 8 * 24 * time.Hour, -time.Minute} {
+		if _, err := cp.svc.MintToken(ctx, ttl); !errors.Is(err, errdefs.ErrInvalid) {
+			t.Errorf("token with ttl %v: %v, want invalid", ttl, err)
+		}
+	}
+	tok := cp.token(t, time.Hour)
+	id, secret, _ := strings.Cut(strings.TrimPrefix(tok.Token, "alj_"), ".")
+	wrong := "alj_" + id + "." + strings.Repeat("A", len(secret))
+	for _, bad := range []string{"", "nonsense", "alj_", "alj_" + id, wrong, "alj_0000000000000000." + secret} {
+		if _, _, _, err := join(t, cp, "n1", bad, ""); err == nil || !strings.Contains(err.Error(), "join token") {
+			t.Errorf("join with token %q: %v, want refused", bad, err)
+		}
+	}
+	// Bad requests, with a good token: refused, the token kept.
+	keyPEM, csrPEM, _ := nodes.NewKeyAndCSR("n1")
+	_ = keyPEM
+	for _, req := range []nodes.JoinRequest{
+		{Token: tok.Token, Name: "N_1", Addr: "127.0.0.1:1", CSR: string(csrPEM)},
+		{Token: tok.Token, Name: "n1", Addr: "nowhere", CSR: string(csrPEM)},
+		{Token: tok.Token, Name: "n1", Addr: "0.0.0.0:7071", CSR: string(csrPEM)},
+		{Token: tok.Token, Name: "n1", Addr: "127.0.0.1:7071", CSR: "not a csr"},
+		{Token: tok.Token, Name: "n1", Addr: "127.0.0.1:7071", CSR: strings.Replace(string(csrPEM), "A", "B", 3)},
+	} {
+		if _, err := cp.svc.Join(ctx, req); !errors.Is(err, errdefs.ErrInvalid) {
+			t.Errorf("join %+v: %v, want invalid", req, err)
+		}
+	}
+	// A wrong CA pin: the node takes nothing (the token is spent: the
+	// control plane cannot know).
+	pin := "sha256:" + strings.Repeat("0", 64)
+	if _, _, _, err := join(t, cp, "n1", tok.Token, pin); err == nil || !strings.Contains(err.Error(), "right control plane") {
+		t.Errorf("join with a wrong CA pin: %v", err)
+	}
+	tok = cp.token(t, time.Hour)
+	if _, _, _, err := join(t, cp, "n2", tok.Token, tok.CAHash); err != nil {
+		t.Fatalf("join: %v", err)
+	}
+	if _, _, _, err := join(t, cp, "n3", tok.Token, ""); err == nil || !strings.Contains(err.Error(), "used already") {
+		t.Errorf("join with a spent token: %v", err)
+	}
+	// A name taken: refused, the token kept.
+	tok = cp.token(t, time.Hour)
+	if _, _, _, err := join(t, cp, "n2", tok.Token, ""); err == nil || !strings.Contains(err.Error(), "joined already") {
+		t.Errorf("join under a taken name: %v", err)
+	}
+	if _, _, _, err := join(t, cp, "n4", tok.Token, ""); err != nil {
+		t.Errorf("join after a refused one: %v", err)
+	}
+	tok = cp.token(t, time.Minute)
+	cp.clock.add(2 * time.Minute)
+	if _, _, _, err := join(t, cp, "n5", tok.Token, ""); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("join with an expired token: %v", err)
+	}
+}
+
+// TestMutualTLS: the control plane takes only the certificate it issued
+// to a node, and a node answers only the control plane's certificate from
+// its CA: another CA's certificates are refused both ways, and so is a
+// node's own certificate used to call another node.
+func TestMutualTLS(t *testing.T) {
+	cp := newControlPlane(t)
+	tok := cp.token(t, 0)
+	id, dir, addr, err := join(t, cp, "n1", tok.Token, tok.CAHash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := serve(t, id, addr, id.ServerTLS())
+	waitState(t, cp, "n1", nodes.StateReady)
+
+	// A stranger's certificates, from a CA of its own, with the names
+	// each side expects.
+	strangerCA, strangerKey := makeCA(t)
+	cpCert := issue(t, strangerCA, strangerKey, "control-plane.airlock", x509.ExtKeyUsageClientAuth)
+	call := func(cert *tls.Certificate) error {
+		conf := &tls.Config{RootCAs: pool(t, dir), ServerName: "n1.node.airlock"}
+		if cert != nil {
+			conf.Certificates = []tls.Certificate{*cert}
+		}
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: conf}}
+		defer c.CloseIdleConnections()
+		resp, err := c.Get("https://" + addr + nodes.StatusPath)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				return errors.New(resp.Status)
+			}
+		}
+		return err
+	}
+	if err := call(&cpCert); err == nil {
+		t.Error("the node answered a control-plane certificate from another CA")
+	}
+	if err := call(nil); err == nil {
+		t.Error("the node answered a call without a certificate")
+	}
+	own, err := tls.LoadX509KeyPair(filepath.Join(dir, "node", "cert.pem"), filepath.Join(dir, "node", "key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := call(&own); err == nil {
+		t.Error("the node answered a node's certificate")
+	}
+	if s := good.errors(); !strings.Contains(s, "certificate") && !strings.Contains(s, "control plane") {
+		t.Errorf("the node's refusals were not TLS ones: %q", s)
+	}
+
+	// The node's place taken by a server with the right name from the
+	// stranger's CA: the control plane does not take it.
+	good.srv.Close()
+	fakeCert := issue(t, strangerCA, strangerKey, "n1.node.airlock", x509.ExtKeyUsageServerAuth)
+	conf := id.ServerTLS()
+	conf.Certificates = []tls.Certificate{fakeCert}
+	serve(t, id, addr, conf)
+	if n := waitState(t, cp, "n1", nodes.StateLost); !strings.Contains(n.LastError, "certificate") {
+		t.Errorf("heartbeat to an impostor: %q, want a certificate error", n.LastError)
+	}
+}
+
+func pool(t *testing.T, dataDir string) *x509.CertPool {
+	t.Helper()
+	p := x509.NewCertPool()
+	b, err := readFile(filepath.Join(dataDir, "node", "ca.pem"))
+	if err != nil || !p.AppendCertsFromPEM(b) {
+		t.Fatalf("node CA: %v", err)
+	}
+	return p
+}
+
+func makeCA(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "Airlock node CA"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := x509.ParseCertificate(der)
+	return c, key
+}
+
+func issue(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, name string, usage x509.ExtKeyUsage) tls.Certificate {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+func readFile(path string) ([]byte, error) { return os.ReadFile(path) }

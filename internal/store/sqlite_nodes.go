@@ -1,0 +1,193 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/errdefs"
+	"github.com/airlockhq/airlock/internal/nodes"
+)
+
+// Nodes, their join tokens and the node CA (nodes.Store). Errors wrap
+// errdefs' kinds, which the nodes package tests for.
+const nodesSchema = `CREATE TABLE node_ca (
+		id         INTEGER PRIMARY KEY CHECK (id = 1),
+		cert       BLOB NOT NULL,
+		sealed_key BLOB NOT NULL
+	);
+	CREATE TABLE node_tokens (
+		id         TEXT PRIMARY KEY,
+		hash       BLOB NOT NULL,
+		created_at INTEGER NOT NULL,
+		expires_at INTEGER NOT NULL,
+		used_at    INTEGER,
+		used_by    TEXT NOT NULL DEFAULT ''
+	) WITHOUT ROWID;
+	CREATE TABLE nodes (
+		name            TEXT PRIMARY KEY,
+		addr            TEXT NOT NULL,
+		cert_serial     TEXT NOT NULL,
+		cert_expires_at INTEGER NOT NULL,
+		joined_at       INTEGER NOT NULL,
+		drained         INTEGER NOT NULL DEFAULT 0,
+		version         TEXT NOT NULL DEFAULT '',
+		capacity        TEXT NOT NULL DEFAULT '{}',
+		use             TEXT NOT NULL DEFAULT '{}',
+		last_heartbeat  INTEGER
+	) WITHOUT ROWID;`
+
+// NodeCA returns the node CA's certificate and sealed key.
+func (s *SQLite) NodeCA(ctx context.Context) ([]byte, []byte, error) {
+	var cert, key []byte
+	err := s.queryRow(ctx, `SELECT cert, sealed_key FROM node_ca WHERE id = 1`).Scan(&cert, &key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, fmt.Errorf("node CA: %w", errdefs.ErrNotFound)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("node CA: %w", err)
+	}
+	return cert, key, nil
+}
+
+// PutNodeCA stores the CA unless one is stored, and returns the stored one.
+func (s *SQLite) PutNodeCA(ctx context.Context, cert, sealedKey []byte) ([]byte, []byte, error) {
+	if _, err := s.exec(ctx, `INSERT OR IGNORE INTO node_ca (id, cert, sealed_key) VALUES (1, ?, ?)`, cert, sealedKey); err != nil {
+		return nil, nil, fmt.Errorf("node CA: %w", err)
+	}
+	return s.NodeCA(ctx)
+}
+
+// CreateJoinToken stores a join token.
+func (s *SQLite) CreateJoinToken(ctx context.Context, t nodes.JoinToken) error {
+	if _, err := s.exec(ctx, `INSERT INTO node_tokens (id, hash, created_at, expires_at) VALUES (?, ?, ?, ?)`,
+		t.ID, t.Hash, toNanos(t.CreatedAt), toNanos(t.ExpiresAt)); err != nil {
+		return fmt.Errorf("create join token: %w", err)
+	}
+	return nil
+}
+
+// JoinToken returns the join token with the id.
+func (s *SQLite) JoinToken(ctx context.Context, id string) (nodes.JoinToken, error) {
+	var t nodes.JoinToken
+	var created, expires, used sql.NullInt64
+	err := s.queryRow(ctx, `SELECT id, hash, created_at, expires_at, used_at, used_by FROM node_tokens WHERE id = ?`, id).
+		Scan(&t.ID, &t.Hash, &created, &expires, &used, &t.UsedBy)
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, fmt.Errorf("join token %s: %w", id, errdefs.ErrNotFound)
+	}
+	if err != nil {
+		return t, fmt.Errorf("join token %s: %w", id, err)
+	}
+	t.CreatedAt, t.ExpiresAt = fromNanos(created), fromNanos(expires)
+	if used.Valid {
+		u := fromNanos(used)
+		t.UsedAt = &u
+	}
+	return t, nil
+}
+
+// JoinNode spends the token and adds the node, in one transaction.
+func (s *SQLite) JoinNode(ctx context.Context, n nodes.Node, tokenID string, now time.Time) error {
+	return s.writeTx(ctx, "join node "+n.Name, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE node_tokens SET used_at = ?, used_by = ?
+			WHERE id = ? AND used_at IS NULL AND expires_at > ?`, toNanos(now), n.Name, tokenID, toNanos(now))
+		if err != nil {
+			return fmt.Errorf("join node %s: %w", n.Name, err)
+		}
+		if k, err := res.RowsAffected(); err != nil || k != 1 {
+			return fmt.Errorf("join node %s: token %w", n.Name, errdefs.ErrNotFound)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO nodes (name, addr, cert_serial, cert_expires_at, joined_at) VALUES (?, ?, ?, ?, ?)`,
+			n.Name, n.Addr, n.CertSerial, toNanos(n.CertExpiresAt), toNanos(n.JoinedAt))
+		if err = mapErr(err); errors.Is(err, ErrConflict) {
+			return fmt.Errorf("%w: node %s has joined already", errdefs.ErrConflict, n.Name)
+		}
+		if err != nil {
+			return fmt.Errorf("join node %s: %w", n.Name, err)
+		}
+		return nil
+	})
+}
+
+const nodeCols = `name, addr, cert_serial, cert_expires_at, joined_at, drained, version, capacity, use, last_heartbeat`
+
+func scanNode(sc scanner) (nodes.Node, error) {
+	var n nodes.Node
+	var certExp, joined, beat sql.NullInt64
+	var capacity, use string
+	if err := sc.Scan(&n.Name, &n.Addr, &n.CertSerial, &certExp, &joined, &n.Drained, &n.Version, &capacity, &use, &beat); err != nil {
+		return n, err
+	}
+	n.CertExpiresAt, n.JoinedAt = fromNanos(certExp), fromNanos(joined)
+	if beat.Valid {
+		b := fromNanos(beat)
+		n.LastHeartbeat = &b
+	}
+	if err := json.Unmarshal([]byte(capacity), &n.Capacity); err != nil {
+		return n, fmt.Errorf("node %s capacity: %w", n.Name, err)
+	}
+	if err := json.Unmarshal([]byte(use), &n.Use); err != nil {
+		return n, fmt.Errorf("node %s use: %w", n.Name, err)
+	}
+	return n, nil
+}
+
+// ListNodes returns every node by name.
+func (s *SQLite) ListNodes(ctx context.Context) ([]nodes.Node, error) {
+	rows, err := s.query(ctx, `SELECT `+nodeCols+` FROM nodes ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	out, err := scanAll(rows, scanNode)
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	return out, nil
+}
+
+// GetNode returns the node with the name.
+func (s *SQLite) GetNode(ctx context.Context, name string) (nodes.Node, error) {
+	n, err := scanNode(s.queryRow(ctx, `SELECT `+nodeCols+` FROM nodes WHERE name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return n, fmt.Errorf("node %s: %w", name, errdefs.ErrNotFound)
+	}
+	if err != nil {
+		return n, fmt.Errorf("node %s: %w", name, err)
+	}
+	return n, nil
+}
+
+// UpdateNodeStatus records a heartbeat.
+func (s *SQLite) UpdateNodeStatus(ctx context.Context, name string, st nodes.Status, at time.Time) error {
+	capacity, _ := json.Marshal(st.Capacity)
+	use, _ := json.Marshal(st.Use)
+	n, err := s.exec(ctx, `UPDATE nodes SET version = ?, capacity = ?, use = ?, last_heartbeat = ? WHERE name = ?`,
+		st.Version, string(capacity), string(use), toNanos(at), name)
+	return nodeChanged(name, n, err)
+}
+
+// SetNodeDrained marks the node drained or not.
+func (s *SQLite) SetNodeDrained(ctx context.Context, name string, drained bool) error {
+	n, err := s.exec(ctx, `UPDATE nodes SET drained = ? WHERE name = ?`, drained, name)
+	return nodeChanged(name, n, err)
+}
+
+// DeleteNode removes the node.
+func (s *SQLite) DeleteNode(ctx context.Context, name string) error {
+	n, err := s.exec(ctx, `DELETE FROM nodes WHERE name = ?`, name)
+	return nodeChanged(name, n, err)
+}
+
+func nodeChanged(name string, n int64, err error) error {
+	if err != nil {
+		return fmt.Errorf("node %s: %w", name, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("node %s: %w", name, errdefs.ErrNotFound)
+	}
+	return nil
+}
