@@ -30,6 +30,9 @@ type Sandbox struct {
 	// AgentVersion is the protocol version of the sandbox's agent (from
 	// GetSandbox of a running sandbox; 0 when not known).
 	AgentVersion int `json:"agent_version,omitempty"`
+	// Node is the node it runs on: "local" for the server's own host,
+	// else a joined node's name ("" until it is placed).
+	Node string `json:"node,omitempty"`
 }
 
 // Limits are a sandbox's resource limits.

@@ -70,14 +70,7 @@ func (e *secretsEnv) pattern() string { return e.real[:6] + "[" + e.real[6:7] + 
 // server received.
 func (e *secretsEnv) lastSeen(name string) string {
 	e.t.Helper()
-	seen := e.n.Seen()
-	for i := len(seen) - 1; i >= 0; i-- {
-		if seen[i].Name == name {
-			return seen[i].Header.Get("Authorization")
-		}
-	}
-	e.t.Fatalf("%s received no request", name)
-	return ""
+	return lastAuthorization(e.t, e.n, name)
 }
 
 func TestSecretsInjected(t *testing.T) {

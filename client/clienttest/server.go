@@ -189,6 +189,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		Limits:    client.Limits{CPUs: or(req.CPUs, 1), MemoryMB: or(req.MemoryMB, 512), Pids: or(req.Pids, 256), DiskMB: or(req.DiskMB, 1024)},
 		Metadata:  req.Metadata,
 		Workdir:   or(req.Workdir, "/home/user"),
+		Node:      "local",
 	}
 	s.mu.Lock()
 	s.seq++

@@ -182,6 +182,12 @@ func benchAPI(ctx context.Context, args []string) error {
 	row{name: "  all of it", d: d[8]}.print()
 	row{name: "  in the server: auth, store, service", d: d[9]}.print()
 	row{name: "  between: HTTP client and transport", d: d[10]}.print()
+	hop, err := hopCycles(ctx, *n)
+	if err != nil {
+		return fmt.Errorf("through a node: %w", err)
+	}
+	row{name: "HTTP API, control plane + node (loopback)", d: hop}.print()
+	fmt.Printf("added by the node hop at p50: %s per cycle\n", ms(percentiles(hop)[0]-pa[0]))
 	if *verbose {
 		for i, name := range []string{"POST /v1/sandboxes", "POST .../exec", "DELETE /v1/sandboxes/{id}"} {
 			row{name: "  " + name + ", server", d: d[11+2*i]}.print()

@@ -23,7 +23,7 @@ func lsCmd(args []string) error {
 	ctx, stop := remoteContext()
 	defer stop()
 	c := remote()
-	tw := table("ID\tSTATE\tTEMPLATE\tCREATED\tEXPIRES")
+	tw := table("ID\tSTATE\tTEMPLATE\tNODE\tCREATED\tEXPIRES")
 	opts := client.ListOptions{State: *state, Metadata: meta}
 	for {
 		page, err := c.ListSandboxes(ctx, opts)
@@ -31,7 +31,7 @@ func lsCmd(args []string) error {
 			return err
 		}
 		for _, sb := range page.Sandboxes {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sb.ID, sb.State, sb.Template, timeCell(sb.CreatedAt), timeCell(sb.ExpiresAt))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", sb.ID, sb.State, sb.Template, orDash(sb.Node), timeCell(sb.CreatedAt), timeCell(sb.ExpiresAt))
 		}
 		if page.Next == "" {
 			return tw.Flush()

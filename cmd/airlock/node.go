@@ -10,13 +10,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	goruntime "runtime"
 	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockhq/airlock/internal/noderpc"
 	"github.com/airlockhq/airlock/internal/nodes"
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 	"github.com/airlockhq/airlock/internal/version"
@@ -30,9 +30,10 @@ plane) and keeps the node's identity (its key, its certificate, the node CA)
 in DIR/node; later starts need neither --token nor --join. The node serves
 its API on --addr, over mutual TLS, to the control plane only.
 
-Placing sandboxes on nodes is not built yet: a node joins, answers its
-heartbeats and reports its capacity and use, and the control plane lists
-it, but every sandbox still runs on the control plane's own host.`
+The control plane places sandboxes on it and reaches them through it:
+commands, files, terminals, ports and the egress proxy's connections.
+Sandboxes outlive the node process: a node restarted with the same data
+dir takes them back.`
 
 func nodeCmd(args []string) error {
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
@@ -43,6 +44,7 @@ func nodeCmd(args []string) error {
 	addr := fs.String("addr", "", "where to serve the node API, HOST:PORT, reachable by the control plane")
 	name := fs.String("name", "", "the node's name, a DNS label (default: the host name)")
 	maxSandboxes := fs.Int("max-sandboxes", 0, "the most sandboxes this node takes (default: one per 32 MiB of its memory)")
+	pool := fs.Int("pool", 2, "sandboxes kept booted for fast creates (0 disables)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), nodeUsage)
 		printFlags(fs)
@@ -56,8 +58,8 @@ func nodeCmd(args []string) error {
 	if *addr == "" {
 		return badInput("node", "--addr is required: HOST:PORT where the control plane reaches this node")
 	}
-	if *maxSandboxes < 0 {
-		return badInput("node", "--max-sandboxes must be at least 1")
+	if *maxSandboxes < 0 || *pool < 0 {
+		return badInput("node", "--max-sandboxes must be at least 1, --pool at least 0")
 	}
 	if _, err := os.Stat(filepath.Join(*dataDir, "airlock.db")); err == nil {
 		return badInput("node", "%s is a server's data dir (it holds airlock.db): give the node a directory of its own", *dataDir)
@@ -100,7 +102,7 @@ func nodeCmd(args []string) error {
 			return badInput("node", "this node joined with --addr %s, where the control plane calls it: remove it there (airlock nodes rm %s) and join again to move it", id.Addr, id.Name)
 		}
 	}
-	rt, err := linux.New(linux.Config{StateDir: *dataDir, SweepEvery: 15 * time.Second})
+	rt, err := linux.New(linux.Config{StateDir: *dataDir, PoolSize: *pool, SweepEvery: 15 * time.Second})
 	if err != nil {
 		return err
 	}
@@ -112,26 +114,23 @@ func nodeCmd(args []string) error {
 			fmt.Println("airlock: disk pool unmounted")
 		}
 	}()
-	capacity := nodeCapacity(*dataDir, *maxSandboxes)
-	status := func(ctx context.Context) (nodes.Status, error) {
-		ids, err := rt.List(ctx)
-		if err != nil {
-			return nodes.Status{}, err
-		}
-		use := nodeUse(*dataDir)
-		use.Sandboxes = len(ids)
-		return nodes.Status{Name: id.Name, Version: version.String(), Protocol: nodes.Protocol, Capacity: capacity, Use: use}, nil
-	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: nodes.StatusHandler(status), TLSConfig: id.ServerTLS(), ReadHeaderTimeout: 10 * time.Second}
+	srv := nodeServer(id, rt, *dataDir, *maxSandboxes)
 	fmt.Printf("airlock: node %s serving the node API on https://%s for %s (data in %s)\n", id.Name, ln.Addr(), id.ControlPlane, *dataDir)
 	if left := time.Until(id.CertExpiresAt()); left < 30*24*time.Hour {
 		fmt.Fprintf(os.Stderr, "airlock: warning: the node's certificate ends in %s: join again with a new token before then\n", left.Round(time.Hour))
 	}
-	return serveUntil(ctx, srv, func() error { return srv.ServeTLS(ln, "", "") }, "airlock: node shutting down")
+	err = serveUntil(ctx, srv, func() error { return srv.ServeTLS(ln, "", "") }, "airlock: node shutting down", 2*time.Second)
+	if errors.Is(err, context.DeadlineExceeded) {
+		// Streams that never end on their own (the egress proxy's
+		// listeners in sandboxes, terminals, follows) are cut: the
+		// control plane takes them up again when the node is back.
+		err = srv.Close()
+	}
+	return err
 }
 
 // lockDataDir takes the data dir for this node process alone.
@@ -171,32 +170,25 @@ func defaultNodeName() string {
 	return name
 }
 
-// nodeCapacity is what the node offers: its CPUs, memory, the data dir's
-// filesystem, and max sandboxes (default one per 32 MiB of memory).
-func nodeCapacity(dataDir string, maxSandboxes int) nodes.Capacity {
-	c := nodes.Capacity{CPUs: goruntime.NumCPU(), MemoryMB: hostMemoryMB(), Sandboxes: maxSandboxes}
-	var st unix.Statfs_t
-	if unix.Statfs(dataDir, &st) == nil {
-		c.DiskMB = int64(st.Blocks) * st.Bsize >> 20
+// nodeServer is the node API's server: the status heartbeats ask for and
+// the runtime (noderpc), over mutual TLS with the node's identity.
+func nodeServer(id *nodes.Identity, rt *linux.Runtime, dataDir string, maxSandboxes int) *http.Server {
+	capacity := nodes.HostCapacity(dataDir, maxSandboxes)
+	status := func(ctx context.Context) (nodes.Status, error) {
+		ids, err := rt.List(ctx)
+		if err != nil {
+			return nodes.Status{}, err
+		}
+		use := nodes.HostUse(dataDir)
+		use.Sandboxes = len(ids)
+		return nodes.Status{Name: id.Name, Version: version.String(), Protocol: nodes.Protocol, Capacity: capacity, Use: use}, nil
 	}
-	if c.Sandboxes == 0 {
-		c.Sandboxes = int(min(max(c.MemoryMB/32, 1), 16384))
-	}
-	return c
-}
-
-// nodeUse is the host's load, memory in use and the data dir's disk in
-// use (sandboxes are counted by the caller).
-func nodeUse(dataDir string) nodes.Use {
-	var u nodes.Use
-	var si unix.Sysinfo_t
-	if unix.Sysinfo(&si) == nil {
-		u.CPUs = float64(si.Loads[0]) / (1 << unix.SI_LOAD_SHIFT)
-	}
-	u.MemoryMB = hostUsedKiB() >> 10
-	var st unix.Statfs_t
-	if unix.Statfs(dataDir, &st) == nil {
-		u.DiskMB = int64(st.Blocks-st.Bfree) * st.Bsize >> 20
-	}
-	return u
+	mux := http.NewServeMux()
+	mux.Handle(nodes.StatusPath, nodes.StatusHandler(status))
+	mux.Handle("/node/v1/", noderpc.NewServer(rt))
+	// Each sandbox holds a few streams for good (the egress proxy's two
+	// listeners, followers, held stdins): far more than HTTP/2's usual
+	// 250 on the control plane's one connection.
+	return &http.Server{Handler: mux, TLSConfig: id.ServerTLS(), ReadHeaderTimeout: 10 * time.Second,
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 1 << 16, SendPingTimeout: 15 * time.Second, PingTimeout: 10 * time.Second}}
 }

@@ -160,7 +160,7 @@ func TestRemoteLsAndRm(t *testing.T) {
 	a := strings.TrimSpace(mustCLI(t, srv, "create", "--metadata", "team=a"))
 	b := strings.TrimSpace(mustCLI(t, srv, "create", "--metadata", "team=b", "--template", "python"))
 	sb, _ := adminClient(srv).GetSandbox(context.Background(), b)
-	wantB := fmt.Sprintf("%s  running  python    %s  %s", b, timeCell(sb.CreatedAt), timeCell(sb.ExpiresAt))
+	wantB := fmt.Sprintf("%s  running  python    local  %s  %s", b, timeCell(sb.CreatedAt), timeCell(sb.ExpiresAt))
 
 	lines := strings.Split(strings.TrimSuffix(mustCLI(t, srv, "ls"), "\n"), "\n")
 	if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID") || !strings.HasPrefix(lines[1], a+"  running  base") || lines[2] != wantB {

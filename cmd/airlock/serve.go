@@ -23,7 +23,9 @@ import (
 	"github.com/airlockhq/airlock/internal/events"
 	"github.com/airlockhq/airlock/internal/initbin"
 	"github.com/airlockhq/airlock/internal/metrics"
+	"github.com/airlockhq/airlock/internal/noderpc"
 	"github.com/airlockhq/airlock/internal/nodes"
+	"github.com/airlockhq/airlock/internal/placement"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 	"github.com/airlockhq/airlock/internal/sandbox"
@@ -47,6 +49,8 @@ func serveCmd(args []string) error {
 	outCap := fs.String("audit-output-cap", "64MiB", "command and terminal output recorded per sandbox's audit log (a marker says when it was reached)")
 	fs.BoolVar(&tune.webhooksAllowPrivate, "webhooks-allow-private", false, "let webhooks reach loopback, private and link-local addresses (receivers on this host or network)")
 	minFree := fs.Float64("min-free-disk", defaultMinFreeDisk, "refuse new sandboxes while the data dir's filesystem has less than this percent free (0: never)")
+	durationVar(fs, &tune.nodeGrace, "node-grace", nodes.DefaultGrace, time.Second, 0, "how long (`DURATION`) the sandboxes of a lost node wait for it before they fail")
+	fs.BoolVar(&tune.noLocalNode, "no-local-node", false, "run a control plane only: no sandbox on this host, every one on a node that joined (airlock nodes token)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: airlock serve [flags]\n\nRun the server: the REST API under /v1, the console, MCP and the E2B API.\nA DURATION is "+durationSyntax+".")
 		printFlags(fs)
@@ -103,12 +107,12 @@ func serveCmd(args []string) error {
 	} else {
 		fmt.Printf("airlock: admin API key is in %s\n", d.keyPath)
 	}
-	return serveUntil(ctx, srv, func() error { return srv.Serve(ln) }, "airlock: shutting down")
+	return serveUntil(ctx, srv, func() error { return srv.Serve(ln) }, "airlock: shutting down", 10*time.Second)
 }
 
 // serveUntil runs serve (srv's) until it fails or ctx ends, then says
-// bye and shuts srv down, waiting up to 10 s for requests in flight.
-func serveUntil(ctx context.Context, srv *http.Server, serve func() error, bye string) error {
+// bye and shuts srv down, waiting up to wait for requests in flight.
+func serveUntil(ctx context.Context, srv *http.Server, serve func() error, bye string, wait time.Duration) error {
 	errc := make(chan error, 1)
 	go func() { errc <- serve() }()
 	select {
@@ -117,7 +121,7 @@ func serveUntil(ctx context.Context, srv *http.Server, serve func() error, bye s
 	case <-ctx.Done():
 	}
 	fmt.Println(bye)
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	shutdown, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	return srv.Shutdown(shutdown)
 }
@@ -148,6 +152,12 @@ type daemonTuning struct {
 	// (sandbox.Options.MinFreeDiskPercent): 0 takes defaultMinFreeDisk,
 	// below 0 turns the guard off.
 	minFreeDisk float64
+	// noLocalNode runs a control plane only: every sandbox on a node
+	// that joined.
+	noLocalNode bool
+	// nodeGrace is how long a lost node's sandboxes wait for it before
+	// they fail (0: nodes.DefaultGrace).
+	nodeGrace time.Duration
 }
 
 // defaultMinFreeDisk is the free share of the data dir's filesystem below
@@ -169,19 +179,25 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		st.Close()
 		return nil, err
 	}
-	if d.rt, err = linux.New(linux.Config{StateDir: dataDir, PoolSize: pool, SweepEvery: 15 * time.Second}); err != nil {
-		st.Close()
-		return nil, err
-	}
-	if initbin.Program() == "" {
-		fmt.Fprintf(os.Stderr, "airlock: warning: sandbox init: %s\n", d.rt.InitSource())
+	if !tune.noLocalNode {
+		if d.rt, err = linux.New(linux.Config{StateDir: dataDir, PoolSize: pool, SweepEvery: 15 * time.Second}); err != nil {
+			st.Close()
+			return nil, err
+		}
+		if initbin.Program() == "" {
+			fmt.Fprintf(os.Stderr, "airlock: warning: sandbox init: %s\n", d.rt.InitSource())
+		}
 	}
 	box, err := secrets.LoadBox(dataDir)
 	if err != nil {
 		d.close()
 		return nil, fmt.Errorf("master key: %w", err)
 	}
-	var rt runtime.Runtime = d.rt
+	if d.nodes, err = nodes.New(ctx, st, box, nodes.Options{Client: func(hc *http.Client, url string) runtime.Runtime { return noderpc.NewClient(hc, url) }, Grace: tune.nodeGrace, OnGone: d.nodeGone, OnBack: d.nodeBack}); err != nil {
+		d.close()
+		return nil, fmt.Errorf("nodes: %w", err)
+	}
+	var rt runtime.Runtime = d.placement(dataDir)
 	if wrap != nil {
 		rt = wrap(rt)
 	}
@@ -191,7 +207,7 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 	}
 	if d.mgr, err = sandbox.NewManager(ctx, st, rt, sandbox.Options{HostCPUs: goruntime.NumCPU(), HostMemoryMB: hostMemoryMB(), Egress: eg, Secrets: box,
 		AuditRetention: tune.auditRetention, AuditOutputCap: tune.auditOutputCap, Metrics: d.metrics, OnAudit: d.events.Publish,
-		Tracer: d.tracing.Tracer, DataDir: dataDir, MinFreeDiskPercent: tune.minFreeDiskPercent()}); err != nil {
+		Tracer: d.tracing.Tracer, DataDir: dataDir, MinFreeDiskPercent: tune.minFreeDiskPercent(), NodeLost: d.nodes.Lost}); err != nil {
 		d.close()
 		return nil, err
 	}
@@ -203,13 +219,63 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		d.close()
 		return nil, fmt.Errorf("tasks: %w", err)
 	}
-	if d.nodes, err = nodes.New(ctx, st, box, nodes.Options{}); err != nil {
-		d.close()
-		return nil, fmt.Errorf("nodes: %w", err)
-	}
 	d.handler = api.New(d.mgr, st, api.Options{Tasks: d.tasks, Metrics: d.metrics, Events: d.events, TraceContext: d.tracing.Enabled, AuditSigner: box.Signer(), DataDir: dataDir,
 		AgentProtocol: agent.ProtocolVersion, Nodes: d.nodes})
 	return d, nil
+}
+
+// placement is the runtime the service uses: sandboxes placed on this
+// host's runtime (unless there is none) and on the nodes that joined.
+func (d *daemon) placement(dataDir string) *placement.Runtime {
+	o := placement.Options{Nodes: d.nodes, Where: func(ctx context.Context, id string) (string, error) {
+		rec, err := d.store.GetSandbox(ctx, id)
+		return rec.Node, err
+	}}
+	if d.rt != nil {
+		o.Local = d.rt
+		o.LocalStatus = func(ctx context.Context) (nodes.Capacity, nodes.Use, error) {
+			ids, err := d.rt.List(ctx)
+			use := nodes.HostUse(dataDir)
+			use.Sandboxes = len(ids)
+			return nodes.HostCapacity(dataDir, 0), use, err
+		}
+	}
+	return placement.New(o)
+}
+
+// nodeGone fails the sandboxes of a node lost past its grace period.
+func (d *daemon) nodeGone(name string) {
+	if d.mgr == nil {
+		return
+	}
+	n, err := d.mgr.FailNode(context.Background(), name)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "airlock: node %s lost: fail its sandboxes: %v\n", name, err)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "airlock: node %s lost past its grace period: %d sandboxes failed\n", name, n)
+}
+
+// nodeBack destroys, on a node that answers again, the sandboxes that
+// failed or were deleted while it was lost, and attaches the others'
+// network again.
+func (d *daemon) nodeBack(name string) {
+	if d.mgr == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rt, err := d.nodes.Runtime(ctx, name)
+	var ids []string
+	if err == nil {
+		ids, err = rt.List(ctx)
+	}
+	if err == nil {
+		err = d.mgr.NodeBack(ctx, name, ids)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "airlock: node %s back: %v\n", name, err)
+	}
 }
 
 // shutdown closes the daemon as serve ends: its warm pool is destroyed

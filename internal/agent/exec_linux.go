@@ -256,11 +256,14 @@ func (r *execRun) pumpStdin(stdin *os.File, done <-chan struct{}) {
 			return
 		}
 		switch {
-		case kind == FrameResize && r.tty != nil:
+		case kind == FrameResize:
 			// The host checks sizes before it sends them; one that is
 			// still refused leaves the terminal as it was, which is all a
-			// failed resize can mean to the person at it.
-			_ = resize(r.tty, p)
+			// failed resize can mean to the person at it. Without a
+			// terminal there is nothing to resize: the size is not input.
+			if r.tty != nil {
+				_ = resize(r.tty, p)
+			}
 			continue
 		case kind == FrameEnd && r.tty != nil:
 			// A terminal has no end of input short of hanging up; the

@@ -267,3 +267,27 @@ func TestReapOrphans(t *testing.T) {
 	defer orphan.kill()
 	waitFor(t, "orphan to be reaped (not left a zombie)", func() bool { return orphan.state() == 0 })
 }
+
+// TestResizeWithoutTerminal: a resize sent for a process that has no
+// terminal changes nothing, and above all is not its input.
+func TestResizeWithoutTerminal(t *testing.T) {
+	c := startServer(t, Config{UID: -1, GID: -1, Root: "/", Workdir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}})
+	pr, pw := io.Pipe()
+	var out bytes.Buffer
+	p, err := c.Start(context.Background(), runtime.ExecRequest{Argv: []string{"cat"}, Stdin: pr, Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw.Write([]byte("before "))
+	if err := p.Resize(runtime.TTYSize{Cols: 100, Rows: 30}); err != nil {
+		t.Fatal(err)
+	}
+	pw.Write([]byte("after"))
+	pw.Close()
+	if st, err := p.Wait(); err != nil || st.Code != 0 {
+		t.Fatalf("cat: %+v %v", st, err)
+	}
+	if out.String() != "before after" {
+		t.Errorf("cat read %q: the resize reached its stdin", out.String())
+	}
+}

@@ -82,7 +82,7 @@ func (m *fakeManager) Create(_ context.Context, c sandbox.Caller, req sandbox.Cr
 	}
 	m.n++
 	sb := store.Sandbox{
-		ID: fmt.Sprintf("sb_%03d", m.n), TenantID: c.TenantID, State: store.StateRunning,
+		ID: fmt.Sprintf("sb_%03d", m.n), TenantID: c.TenantID, State: store.StateRunning, Node: "local",
 		Template: "base", CPUs: 1, MemoryMB: 512, Pids: 256, DiskMB: 1024,
 		Metadata: req.Metadata, Workdir: "/home/user", CreatedAt: t0, ExpiresAt: t0.Add(300 * time.Second),
 	}

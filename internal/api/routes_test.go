@@ -34,7 +34,7 @@ func TestSandboxRoutes(t *testing.T) {
 	want := sandboxJSON{
 		ID: "sb_001", State: "running", Template: "py", CreatedAt: t0, ExpiresAt: t0.Add(300 * time.Second),
 		Limits: limitsJSON{CPUs: 1, MemoryMB: 1024, Pids: 256, DiskMB: 1024}, Metadata: map[string]string{"run": "r1"},
-		Workdir: "/home/user", Network: networkJSON{Mode: "none", Allow: []string{}, Deny: []string{}},
+		Workdir: "/home/user", Network: networkJSON{Mode: "none", Allow: []string{}, Deny: []string{}}, Node: "local",
 	}
 	if d := cmp.Diff(want, sb); d != "" {
 		t.Errorf("create (-want +got):\n%s", d)
@@ -54,7 +54,7 @@ func TestSandboxRoutes(t *testing.T) {
 	for k := range raw {
 		keys = append(keys, k)
 	}
-	if d := cmp.Diff([]string{"created_at", "expires_at", "id", "idle_timeout_s", "limits", "metadata", "network", "state", "template", "workdir"},
+	if d := cmp.Diff([]string{"created_at", "expires_at", "id", "idle_timeout_s", "limits", "metadata", "network", "node", "state", "template", "workdir"},
 		keys, cmpopts.SortSlices(func(a, b string) bool { return a < b })); d != "" {
 		t.Errorf("sandbox keys (-want +got):\n%s", d)
 	}

@@ -35,6 +35,9 @@ type sandboxJSON struct {
 	// AgentVersion is the protocol version of the running sandbox's agent
 	// (GET of one sandbox only; left out when not known).
 	AgentVersion int `json:"agent_version,omitempty"`
+	// Node is the node it runs on ("local": the server's own host); left
+	// out until it is placed.
+	Node string `json:"node,omitempty"`
 }
 
 type limitsJSON struct {
@@ -53,7 +56,7 @@ func toJSON(sb store.Sandbox) sandboxJSON {
 		ID: sb.ID, State: sb.State, Reason: sb.Reason, Template: sb.Template,
 		CreatedAt: sb.CreatedAt.UTC(), ExpiresAt: sb.ExpiresAt.UTC(), EndedAt: utcOrZero(sb.EndedAt),
 		Limits:   limitsJSON{CPUs: sb.CPUs, MemoryMB: sb.MemoryMB, Pids: sb.Pids, DiskMB: sb.DiskMB},
-		Metadata: md, Workdir: sb.Workdir, Network: recordNetwork(sb), IdleTimeoutS: sb.IdleTimeoutS,
+		Metadata: md, Workdir: sb.Workdir, Network: recordNetwork(sb), IdleTimeoutS: sb.IdleTimeoutS, Node: sb.Node,
 	}
 }
 

@@ -21,12 +21,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/errdefs"
+	"github.com/airlockhq/airlock/internal/noderpc"
+	"github.com/airlockhq/airlock/internal/runtime"
 )
 
 // States of a node.
@@ -41,6 +44,7 @@ const (
 const (
 	DefaultHeartbeatEvery = 3 * time.Second
 	DefaultLostAfter      = 15 * time.Second
+	DefaultGrace          = 5 * time.Minute
 	DefaultTokenTTL       = time.Hour
 	MaxTokenTTL           = 7 * 24 * time.Hour
 	MinTokenTTL           = time.Minute
@@ -95,7 +99,7 @@ type Status struct {
 
 // Protocol is the node API's version; a node whose version the control
 // plane does not speak is not taken.
-const Protocol = 1
+const Protocol = noderpc.Protocol
 
 // JoinToken is a one-time token as stored: only the hash of its secret.
 type JoinToken struct {
@@ -166,6 +170,16 @@ type Options struct {
 	LostAfter      time.Duration
 	Now            func() time.Time
 	Logger         *slog.Logger
+	// Grace is how long a lost node's sandboxes wait for it before they
+	// fail (OnGone); default DefaultGrace.
+	Grace time.Duration
+	// OnGone is called once a node has been lost for Grace; OnBack when a
+	// node lost earlier answers again. Each runs on its own goroutine.
+	OnGone, OnBack func(name string)
+	// Client makes the runtime client of a node from an HTTP client set
+	// up for it (mutual TLS) and its base URL (noderpc.NewClient); nil:
+	// Runtime answers that nodes run nothing here.
+	Client func(hc *http.Client, baseURL string) runtime.Runtime
 }
 
 // Service is the control plane's registry of nodes.
@@ -177,6 +191,10 @@ type Service struct {
 
 	mu      sync.Mutex
 	lastErr map[string]string // node -> why its latest heartbeat failed
+	known   map[string]Node   // every node as of the latest heartbeat round
+	clients map[string]nodeRuntime
+	wasLost map[string]bool // lost at the latest round
+	gone    map[string]bool // lost past the grace period (OnGone called)
 
 	stop chan struct{}
 	done chan struct{}
@@ -194,6 +212,9 @@ func New(ctx context.Context, st Store, box Sealer, opts Options) (*Service, err
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -205,7 +226,9 @@ func New(ctx context.Context, st Store, box Sealer, opts Options) (*Service, err
 	if err != nil {
 		return nil, fmt.Errorf("control plane certificate: %w", err)
 	}
-	s := &Service{st: st, ca: ca, opts: opts, cp: cp, lastErr: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Service{st: st, ca: ca, opts: opts, cp: cp, lastErr: map[string]string{}, known: map[string]Node{}, clients: map[string]nodeRuntime{},
+		wasLost: map[string]bool{}, gone: map[string]bool{},
+		stop: make(chan struct{}), done: make(chan struct{})}
 	go s.watch()
 	return s, nil
 }
@@ -403,6 +426,13 @@ func (s *Service) Drain(ctx context.Context, name string, drained bool) (Node, e
 	if err := s.st.SetNodeDrained(ctx, name, drained); err != nil {
 		return Node{}, err
 	}
+	// Placement reads the heartbeats' snapshot: it takes this at once.
+	s.mu.Lock()
+	if n, ok := s.known[name]; ok {
+		n.Drained = drained
+		s.known[name] = n
+	}
+	s.mu.Unlock()
 	return s.Get(ctx, name)
 }
 
@@ -422,6 +452,8 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 	}
 	s.mu.Lock()
 	delete(s.lastErr, name)
+	delete(s.known, name)
+	delete(s.clients, name)
 	s.mu.Unlock()
 	s.cp.forget(name)
 	s.opts.Logger.Info("node removed", "node", name, "forced", force)
@@ -460,8 +492,10 @@ func (s *Service) beat() {
 		s.opts.Logger.Warn("node heartbeats: list nodes", "err", err)
 		return
 	}
+	known := map[string]Node{}
 	var wg sync.WaitGroup
 	for _, n := range list {
+		known[n.Name] = n
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -469,11 +503,16 @@ func (s *Service) beat() {
 			if err == nil && (st.Name != n.Name || st.Protocol != Protocol) {
 				err = fmt.Errorf("node answered as %q with protocol %d, want %q and %d", st.Name, st.Protocol, n.Name, Protocol)
 			}
+			now := s.opts.Now()
 			if err == nil {
-				err = s.st.UpdateNodeStatus(ctx, n.Name, st, s.opts.Now())
+				err = s.st.UpdateNodeStatus(ctx, n.Name, st, now)
 			}
 			s.mu.Lock()
 			defer s.mu.Unlock()
+			if err == nil {
+				n.Version, n.Capacity, n.Use, n.LastHeartbeat = st.Version, st.Capacity, st.Use, &now
+				s.known[n.Name] = n
+			}
 			if err != nil {
 				if s.lastErr[n.Name] == "" {
 					s.opts.Logger.Warn("node heartbeat failed", "node", n.Name, "err", err)
@@ -485,6 +524,126 @@ func (s *Service) beat() {
 		}()
 	}
 	wg.Wait()
+	s.mu.Lock()
+	for name, n := range known {
+		if k, ok := s.known[name]; ok && k.LastHeartbeat != nil && (n.LastHeartbeat == nil || k.LastHeartbeat.After(*n.LastHeartbeat)) {
+			known[name] = k
+		}
+	}
+	s.known = known
+	var back, gone []string
+	now := s.opts.Now()
+	for name, n := range known {
+		lost := s.state(n) == StateLost
+		since := n.JoinedAt
+		if n.LastHeartbeat != nil {
+			since = *n.LastHeartbeat
+		}
+		switch {
+		case !lost && s.wasLost[name]:
+			back = append(back, name)
+			delete(s.gone, name)
+		case lost && !s.gone[name] && now.Sub(since) >= s.opts.LostAfter+s.opts.Grace:
+			s.gone[name] = true
+			gone = append(gone, name)
+		}
+		s.wasLost[name] = lost
+	}
+	s.mu.Unlock()
+	for _, name := range gone {
+		s.opts.Logger.Warn("node lost past the grace period: its sandboxes fail", "node", name, "grace", s.opts.Grace)
+		if s.opts.OnGone != nil {
+			go s.opts.OnGone(name)
+		}
+	}
+	for _, name := range back {
+		s.opts.Logger.Info("node is back", "node", name)
+		if s.opts.OnBack != nil {
+			go s.opts.OnBack(name)
+		}
+	}
+}
+
+// Lost says whether the named node is lost, and since when, for the
+// sandboxes there.
+func (s *Service) Lost(name string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.known[name]
+	if !ok || s.state(n) != StateLost {
+		return "", false
+	}
+	if n.LastHeartbeat == nil {
+		return "node " + name + " is lost (never heard from)", true
+	}
+	return "node " + name + " is lost (last heard from " + n.LastHeartbeat.UTC().Format(time.RFC3339) + ")", true
+}
+
+// nodeRuntime is a node's runtime client, for the certificate and address
+// it was made for.
+type nodeRuntime struct {
+	serial, addr string
+	rt           runtime.Runtime
+}
+
+// Placeable returns the nodes that take new sandboxes now: ready, as of
+// the latest heartbeats.
+func (s *Service) Placeable(ctx context.Context) ([]Node, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Node
+	for _, n := range s.known {
+		if s.state(n) == StateReady {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// Names returns every joined node's name.
+func (s *Service) Names(ctx context.Context) ([]string, error) {
+	list, err := s.st.ListNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(list))
+	for i, n := range list {
+		names[i] = n.Name
+	}
+	return names, nil
+}
+
+// Runtime returns the runtime of the named node, through the node API.
+// A lost node's is an error wrapping runtime.ErrUnavailable that says
+// since when.
+func (s *Service) Runtime(ctx context.Context, name string) (runtime.Runtime, error) {
+	if s.opts.Client == nil {
+		return nil, fmt.Errorf("%w: this control plane places no sandboxes on nodes", runtime.ErrUnsupported)
+	}
+	s.mu.Lock()
+	n, ok := s.known[name]
+	s.mu.Unlock()
+	if !ok {
+		var err error
+		if n, err = s.st.GetNode(ctx, name); err != nil {
+			return nil, fmt.Errorf("%w: node %s: %v", runtime.ErrUnavailable, name, err)
+		}
+	}
+	if s.state(n) == StateLost {
+		since := "never heard from"
+		if n.LastHeartbeat != nil {
+			since = "last heard from " + n.LastHeartbeat.UTC().Format(time.RFC3339)
+		}
+		return nil, fmt.Errorf("%w: node %s is lost (%s)", runtime.ErrUnavailable, name, since)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.clients[name]; ok && c.serial == n.CertSerial && c.addr == n.Addr {
+		return c.rt, nil
+	}
+	rt := s.opts.Client(s.cp.client(n), "https://"+n.Addr)
+	s.clients[name] = nodeRuntime{serial: n.CertSerial, addr: n.Addr, rt: rt}
+	return rt, nil
 }
 
 // CheckName checks a node name: a DNS label of lower-case letters, digits

@@ -85,6 +85,9 @@ func (cp *controlPlane) client(n Node) *http.Client {
 		TLSHandshakeTimeout: 5 * time.Second,
 		MaxIdleConnsPerHost: 16,
 		IdleConnTimeout:     90 * time.Second,
+		// A node that dies without a word (its host gone) is noticed by
+		// its streams within half a minute, not at TCP keepalive's pace.
+		HTTP2: &http.HTTP2Config{SendPingTimeout: 15 * time.Second, PingTimeout: 10 * time.Second},
 	}
 	c := &nodeClient{serial: serial, addr: n.Addr, c: &http.Client{Transport: tr}}
 	cp.clients[n.Name] = c

@@ -258,6 +258,27 @@ type Dialer interface {
 	Dial(ctx context.Context, network, address string) (net.Conn, error)
 }
 
+// Locator is implemented by a runtime that places sandboxes on several
+// nodes: Locate names the node that runs sandbox id ("" if it knows of
+// none).
+type Locator interface {
+	Locate(id string) string
+}
+
+// LocalNode is the name of the control plane's own host as a node.
+const LocalNode = "local"
+
+// NodeOf is the node of rt that runs sandbox id: where its Locator says,
+// else LocalNode.
+func NodeOf(rt Runtime, id string) string {
+	if l, ok := rt.(Locator); ok {
+		if n := l.Locate(id); n != "" {
+			return n
+		}
+	}
+	return LocalNode
+}
+
 // Process is one process started in a sandbox.
 type Process interface {
 	Pid() int // pid inside the sandbox

@@ -49,7 +49,7 @@ func (s *Service) create(ctx context.Context, c Caller, req CreateRequest) (stor
 		}
 		return store.Sandbox{}, s.createFailed(ctx, c, rec, err)
 	}
-	rec.State = store.StateRunning
+	rec.State, rec.Node = store.StateRunning, runtime.NodeOf(s.rt, rec.ID)
 	s.idle.watch(rec.ID, time.Duration(rec.IdleTimeoutS)*time.Second, s.now())
 	// Deferred: after a crash, reconcile finds the runtime's sandbox and
 	// marks a record left creating running.

@@ -13,7 +13,8 @@ import (
 // Get returns the caller's sandbox in whatever state it is, stopped and
 // failed included.
 func (s *Service) Get(ctx context.Context, c Caller, id string) (store.Sandbox, error) {
-	return s.resolve(ctx, c, id)
+	rec, err := s.resolve(ctx, c, id)
+	return s.view(rec), err
 }
 
 // AgentVersion is the agent protocol version running sandbox rec's init
@@ -64,6 +65,9 @@ func (s *Service) List(ctx context.Context, c Caller, f store.SandboxFilter) ([]
 		if err != nil {
 			return nil, fmt.Errorf("list sandboxes: %w", err)
 		}
+		for i := range l {
+			l[i] = s.view(l[i])
+		}
 		return l, nil
 	}
 	rec, err := s.resolve(ctx, c, c.SandboxID)
@@ -76,7 +80,7 @@ func (s *Service) List(ctx context.Context, c Caller, f store.SandboxFilter) ([]
 	if !matches(rec, f) {
 		return nil, nil
 	}
-	return []store.Sandbox{rec}, nil
+	return []store.Sandbox{s.view(rec)}, nil
 }
 
 // matches applies f to one record, as the store would.

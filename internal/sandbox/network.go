@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/airlockhq/airlock/internal/audit"
 	"maps"
+	"net"
 
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/runtime"
@@ -64,15 +65,14 @@ func recordPolicy(rec store.Sandbox) (egress.Policy, error) {
 // attach gives a running sandbox its way out: the proxy's listeners inside
 // its network namespace, serving under rules.
 func (s *Service) attach(ctx context.Context, rec store.Sandbox, sb runtime.Sandbox, rules *egress.Rules) error {
-	l, ok := sb.(runtime.Listener)
-	if !ok {
+	if _, ok := sb.(runtime.Listener); !ok {
 		return fmt.Errorf("%w: network: this runtime cannot give sandboxes a proxy", ErrInvalid)
 	}
-	httpLn, err := l.Listen(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", egress.HTTPPort))
+	httpLn, err := s.listenIn(ctx, rec.ID, sb, egress.HTTPPort)
 	if err != nil {
 		return fmt.Errorf("egress proxy for %s: %w", rec.ID, err)
 	}
-	socksLn, err := l.Listen(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", egress.SOCKSPort))
+	socksLn, err := s.listenIn(ctx, rec.ID, sb, egress.SOCKSPort)
 	if err != nil {
 		httpLn.Close()
 		return fmt.Errorf("egress proxy for %s: %w", rec.ID, err)
@@ -103,6 +103,28 @@ func (s *Service) attach(ctx context.Context, rec store.Sandbox, sb runtime.Sand
 		old.att.Close()
 	}
 	return nil
+}
+
+// listenIn listens on 127.0.0.1:port inside the sandbox, and again each
+// time that listener fails unclosed (a node's connection that broke),
+// finding the sandbox anew each time.
+func (s *Service) listenIn(ctx context.Context, id string, sb runtime.Sandbox, port int) (net.Listener, error) {
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	first := true
+	return newRelistener(ctx, func(ctx context.Context) (net.Listener, error) {
+		if !first {
+			var err error
+			if sb, err = s.rt.Get(ctx, id); err != nil {
+				return nil, err
+			}
+		}
+		first = false
+		l, ok := sb.(runtime.Listener)
+		if !ok {
+			return nil, fmt.Errorf("%w: network: this runtime cannot give sandboxes a proxy", ErrInvalid)
+		}
+		return l.Listen(ctx, "tcp", addr)
+	})
 }
 
 // netState is a running sandbox's attachment to the proxy and what its

@@ -183,7 +183,7 @@ func (s *Service) reattach(ctx context.Context, rec store.Sandbox, lastUse time.
 	case err == nil && rec.State == store.StateRunning:
 		return nil
 	case err == nil:
-		rec.State = store.StateRunning
+		rec.State, rec.Node = store.StateRunning, runtime.NodeOf(s.rt, rec.ID)
 	case errors.Is(err, runtime.ErrNotFound):
 		rec.State, rec.Reason, rec.EndedAt = store.StateFailed, ReasonLostOnRestart, s.now()
 	default:

@@ -65,6 +65,9 @@ type Options struct {
 	// while its filesystem has less than that share free.
 	DataDir            string
 	MinFreeDiskPercent float64
+	// NodeLost says whether the named node (not "local") is lost, and
+	// why; a running sandbox there shows as unreachable. Nil: none is.
+	NodeLost func(node string) (reason string, lost bool)
 }
 
 // Service is the sandbox layer on a store and a runtime: what the API

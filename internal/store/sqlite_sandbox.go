@@ -10,7 +10,7 @@ import (
 )
 
 const sandboxCols = `id, tenant_id, state, reason, template, cpus, memory_mb, pids, disk_mb,
-	env, metadata, workdir, created_at, expires_at, ended_at, network, secrets, idle_timeout_s`
+	env, metadata, workdir, created_at, expires_at, ended_at, network, secrets, idle_timeout_s, node`
 
 // CreateSandbox inserts sb; an existing id is ErrConflict.
 func (s *SQLite) CreateSandbox(ctx context.Context, sb Sandbox) error {
@@ -18,7 +18,7 @@ func (s *SQLite) CreateSandbox(ctx context.Context, sb Sandbox) error {
 	if err == nil {
 		_, err = s.execThen(ctx, func(_ int64, err error) { s.sandboxes.wrote(sb.ID, stored(sb), err == nil) },
 			`INSERT INTO sandboxes (`+sandboxCols+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
 	}
 	if err != nil {
 		return fmt.Errorf("create sandbox %s: %w", sb.ID, err)
@@ -68,7 +68,7 @@ func (s *SQLite) updateSandboxLocked(ctx context.Context, sb Sandbox) error {
 	st, err := s.prepared(ctx, `UPDATE sandboxes SET
 			tenant_id = ?, state = ?, reason = ?, template = ?, cpus = ?, memory_mb = ?,
 			pids = ?, disk_mb = ?, env = ?, metadata = ?, workdir = ?,
-			created_at = ?, expires_at = ?, ended_at = ?, network = ?, secrets = ?, idle_timeout_s = ?
+			created_at = ?, expires_at = ?, ended_at = ?, network = ?, secrets = ?, idle_timeout_s = ?, node = ?
 			WHERE id = ?`)
 	if err != nil {
 		return err
@@ -167,7 +167,7 @@ func sandboxArgs(sb Sandbox) ([]any, error) {
 	}
 	return []any{sb.ID, sb.TenantID, sb.State, sb.Reason, sb.Template, sb.CPUs, sb.MemoryMB,
 		sb.Pids, sb.DiskMB, env, meta, sb.Workdir,
-		toNanos(sb.CreatedAt), toNanos(sb.ExpiresAt), toNanos(sb.EndedAt), sb.Network, sb.Secrets, sb.IdleTimeoutS}, nil
+		toNanos(sb.CreatedAt), toNanos(sb.ExpiresAt), toNanos(sb.EndedAt), sb.Network, sb.Secrets, sb.IdleTimeoutS, sb.Node}, nil
 }
 
 func scanSandbox(r scanner) (Sandbox, error) {
@@ -175,7 +175,7 @@ func scanSandbox(r scanner) (Sandbox, error) {
 	var env, meta sql.NullString
 	var created, expires, ended sql.NullInt64
 	err := r.Scan(&sb.ID, &sb.TenantID, &sb.State, &sb.Reason, &sb.Template, &sb.CPUs, &sb.MemoryMB,
-		&sb.Pids, &sb.DiskMB, &env, &meta, &sb.Workdir, &created, &expires, &ended, &sb.Network, &sb.Secrets, &sb.IdleTimeoutS)
+		&sb.Pids, &sb.DiskMB, &env, &meta, &sb.Workdir, &created, &expires, &ended, &sb.Network, &sb.Secrets, &sb.IdleTimeoutS, &sb.Node)
 	if err != nil {
 		return Sandbox{}, notFound(err)
 	}

@@ -110,6 +110,8 @@ var migrations = []string{
 	liveConnsSchema,
 	// Nodes, their join tokens and the node CA (sqlite_nodes.go).
 	nodesSchema,
+	// The node each sandbox runs on; those from before nodes ran here.
+	`ALTER TABLE sandboxes ADD COLUMN node TEXT NOT NULL DEFAULT 'local';`,
 }
 
 // migrate applies the migrations the database has not run yet, in one

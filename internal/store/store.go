@@ -83,6 +83,9 @@ type Sandbox struct {
 	// placeholder), "" for none; opaque to the store. Placeholders are not
 	// secret: the sandbox holds them in its environment.
 	Secrets string `json:"secrets,omitempty"`
+	// Node is the node the sandbox runs on: "local" for the control
+	// plane's own host, else a joined node's name.
+	Node string `json:"node,omitempty"`
 }
 
 // Secret is a tenant's secret. Sealed is the value encrypted by package

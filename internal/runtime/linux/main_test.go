@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -92,25 +91,14 @@ func sh(t *testing.T, sb runtime.Sandbox, script string) result {
 
 func execIn(t *testing.T, sb runtime.Sandbox, req runtime.ExecRequest) result {
 	t.Helper()
-	var out, errb bytes.Buffer
-	req.Stdout, req.Stderr = &out, &errb
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	st, err := sb.Exec(ctx, req)
-	if err != nil {
-		t.Fatalf("exec %q: %v", req.Shell+strings.Join(req.Argv, " "), err)
-	}
-	return result{out.String(), errb.String(), st}
+	out, errs, st := linuxtest.Exec(t, sb, req)
+	return result{out, errs, st}
 }
 
 // mustSh is sh that fails the test unless the script exits 0.
 func mustSh(t *testing.T, sb runtime.Sandbox, script string) string {
 	t.Helper()
-	r := sh(t, sb, script)
-	if r.st.Code != 0 {
-		t.Fatalf("%q exited %d: stdout %q stderr %q", script, r.st.Code, r.stdout, r.stderr)
-	}
-	return r.stdout
+	return linuxtest.MustSh(t, sb, script)
 }
 
 // copyIn puts a host file into the sandbox through the file API.

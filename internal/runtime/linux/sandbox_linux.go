@@ -216,8 +216,13 @@ func (s *sandbox) killInit() {
 		s.proc.Kill() // by pidfd: never a recycled pid
 		s.proc.Wait()
 	} else if s.p.Pid > 0 && procStart(s.p.Pid) == s.p.Start {
+		// Not our child (its daemon restarted): a zombie is dead enough,
+		// since the kernel reaps every other process of its pid namespace
+		// before the init's exit completes, and its reaper (pid 1, or a
+		// subreaper) may take its time. Waiting for the zombie to go cost
+		// each destroy after a restart a second.
 		syscall.Kill(s.p.Pid, syscall.SIGKILL)
-		for i := 0; i < 500 && procStart(s.p.Pid) == s.p.Start; i++ {
+		for i := 0; i < 500 && procAlive(s.p.Pid, s.p.Start); i++ {
 			time.Sleep(2 * time.Millisecond)
 		}
 	}

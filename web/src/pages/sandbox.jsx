@@ -255,6 +255,8 @@ function Overview({ sb }) {
           <dd>
             {number(sb.limits.cpus)} CPU · {sb.limits.memory_mb} MiB memory · {sb.limits.disk_mb} MiB disk · {sb.limits.pids} processes
           </dd>
+          <dt>Node</dt>
+          <dd class="mono">{sb.node || '—'}</dd>
           <dt>Working directory</dt>
           <dd class="mono">{sb.workdir || '/home/user'}</dd>
           <dt>Network</dt>

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/nodes"
+	"github.com/airlockhq/airlock/internal/runtime/linux"
+)
+
+// hopCycles runs n create -> exec true -> delete cycles through the HTTP
+// API of a control plane with no runtime of its own, whose sandboxes go
+// to one node: both in this process, on loopback, on data dirs of their
+// own (removed after), the node joined with a token as airlock node
+// would. What it adds to the API's cycle is the node hop: placement, the
+// node API over mutual TLS, the runtime's calls relayed.
+func hopCycles(ctx context.Context, n int) ([]time.Duration, error) {
+	cpDir, err := os.MkdirTemp("", "airlock-bench-cp-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(cpDir)
+	nodeDir, err := os.MkdirTemp("", "airlock-bench-node-")
+	if err != nil {
+		return nil, err
+	}
+	os.Chmod(nodeDir, 0o711)
+	defer func() {
+		unix.Unmount(filepath.Join(nodeDir, "sandboxes"), unix.MNT_DETACH)
+		os.RemoveAll(nodeDir)
+	}()
+	dm, err := startDaemon(ctx, cpDir, 0, nil, nil, daemonTuning{noLocalNode: true})
+	if err != nil {
+		return nil, err
+	}
+	defer dm.close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: dm.handler}
+	go srv.Serve(ln)
+	defer srv.Close()
+	key, err := os.ReadFile(dm.keyPath)
+	if err != nil {
+		return nil, err
+	}
+	url := "http://" + ln.Addr().String()
+	c := client.New(url, string(trimNL(key)))
+	tok, err := c.CreateJoinToken(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	nln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	id, err := nodes.Join(ctx, nodes.JoinOptions{ControlPlane: url, Token: tok.Token, CAHash: tok.CAHash, Name: "bench", Addr: nln.Addr().String(), DataDir: nodeDir})
+	if err != nil {
+		nln.Close()
+		return nil, err
+	}
+	rt, err := linux.New(linux.Config{StateDir: nodeDir})
+	if err != nil {
+		nln.Close()
+		return nil, err
+	}
+	defer rt.Teardown()
+	nsrv := nodeServer(id, rt, nodeDir, 0)
+	go nsrv.ServeTLS(nln, "", "")
+	defer nsrv.Close()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if nd, err := c.GetNode(ctx, "bench"); err == nil && nd.State == nodes.StateReady {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, errors.New("the node did not become ready within 30 s")
+		}
+	}
+	var d []time.Duration
+	for i := range n {
+		if err := interrupted(ctx); err != nil {
+			return nil, err
+		}
+		t0 := time.Now()
+		s, err := c.CreateSandbox(ctx, client.CreateRequest{})
+		if err != nil {
+			return nil, fmt.Errorf("cycle %d: %w", i, err)
+		}
+		if _, err := c.Exec(ctx, s.ID, client.ExecRequest{Cmd: []string{"true"}}); err != nil {
+			return nil, fmt.Errorf("cycle %d: %w", i, err)
+		}
+		if err := c.DeleteSandbox(ctx, s.ID); err != nil {
+			return nil, fmt.Errorf("cycle %d: %w", i, err)
+		}
+		d = append(d, time.Since(t0))
+	}
+	return d, nil
+}

@@ -1,0 +1,265 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/egress/fakenet"
+)
+
+// cluster is a control plane without a runtime of its own and nodes
+// joined to it, each on its own data dir and port.
+type cluster struct {
+	s     *server
+	admin *client.Client
+	nodes map[string]*nodeProc
+	net   *fakenet.Net
+}
+
+func startCluster(t *testing.T, names ...string) *cluster {
+	t.Helper()
+	n := fakenet.Start(t)
+	caFile := filepath.Join(t.TempDir(), "upstream-ca.pem")
+	if err := os.WriteFile(caFile, n.CAPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, "", "--no-local-node", "--node-grace", "20s", "--egress-dns", n.DNS, "--egress-ca-file", caFile)
+	c := &cluster{s: s, admin: s.admin(), nodes: map[string]*nodeProc{}, net: n}
+	for _, name := range names {
+		tok := must[client.JoinToken](t)(c.admin.CreateJoinToken(ctx, 0))
+		np := &nodeProc{t: t, bin: s.bin, dataDir: tornDownDataDir(t), addr: freeAddr(t)}
+		np.start("--join", s.url, "--token", tok.Token, "--ca-hash", tok.CAHash, "--name", name)
+		t.Cleanup(func() { np.stop(syscall.SIGTERM) })
+		c.nodes[name] = np
+	}
+	for _, name := range names {
+		waitNode(t, c.admin, name, "ready", 15*time.Second)
+	}
+	return c
+}
+
+// TestNodesCluster: a control plane with no runtime of its own and three
+// nodes. Sandboxes land on all three; on each, every kind of call works
+// through the control plane's one address. A node killed -9 is lost, its
+// sandboxes unreachable with calls answered 503, and creates go to the
+// others; restarted within the grace period, its sandboxes run again with
+// their background processes; lost past it, they fail, and the node
+// destroys them when it returns.
+func TestNodesCluster(t *testing.T) {
+	c := startCluster(t, "n1", "n2", "n3")
+	admin := c.admin
+	secretValue := "sk-REAL-" + hex.EncodeToString(randBytes(16))
+	must[client.Secret](t)(admin.CreateSecret(ctx, client.SecretRequest{Name: "API_KEY", Value: secretValue, Hosts: []string{fakenet.AllowedName}}))
+
+	// 30 sandboxes land on all three nodes.
+	on := map[string][]string{}
+	for range 30 {
+		sb := must[client.Sandbox](t)(admin.CreateSandbox(ctx, client.CreateRequest{Timeout: 10 * time.Minute,
+			Secrets: []string{"API_KEY"}, Network: client.AllowOnly(fakenet.AllowedName)}))
+		if sb.Node == "" {
+			t.Fatalf("sandbox %s has no node", sb.ID)
+		}
+		on[sb.Node] = append(on[sb.Node], sb.ID)
+	}
+	for _, name := range []string{"n1", "n2", "n3"} {
+		if len(on[name]) == 0 {
+			t.Fatalf("no sandbox on %s: %v", name, on)
+		}
+	}
+	if len(on) != 3 {
+		t.Errorf("sandboxes on %v", on)
+	}
+	if out, code := c.s.cli(c.s.adminKey, "ls"); code != 0 || !strings.Contains(out, "NODE") || !strings.Contains(out, "n2") {
+		t.Errorf("airlock ls: %d: %s", code, out)
+	}
+
+	bg := map[string]int{} // node -> pid of a background process in its first sandbox
+	for _, name := range []string{"n1", "n2", "n3"} {
+		id := on[name][0]
+		got := must[client.Sandbox](t)(admin.GetSandbox(ctx, id))
+		if got.Node != name || got.State != "running" {
+			t.Errorf("GET %s: node %q state %q, want %s running", id, got.Node, got.State, name)
+		}
+		// Exec: one-shot, streamed, background.
+		res := must[client.ExecResult](t)(admin.Exec(ctx, id, client.ExecRequest{Command: "echo hi-$(hostname | cut -c1-2); exit 3"}))
+		if res.ExitCode != 3 || !strings.HasPrefix(res.Stdout, "hi-") {
+			t.Errorf("%s: exec: %+v", name, res)
+		}
+		var out, errb bytes.Buffer
+		res = must[client.ExecResult](t)(admin.ExecStream(ctx, id, client.ExecRequest{Command: "for i in 1 2 3; do echo $i; done; echo e >&2"}, &out, &errb))
+		if res.ExitCode != 0 || out.String() != "1\n2\n3\n" || errb.String() != "e\n" {
+			t.Errorf("%s: streamed exec: %+v %q %q", name, res, out.String(), errb.String())
+		}
+		p := must[client.Process](t)(admin.StartProcess(ctx, id, client.ExecRequest{Command: "while :; do sleep 1; done"}, "loop"))
+		bg[name] = p.Pid
+		// A session keeps its shell's state.
+		ses := must[client.Session](t)(admin.CreateSession(ctx, id, client.SessionRequest{}))
+		must[client.SessionResult](t)(admin.SessionExec(ctx, id, ses.ID, "cd /tmp && X=kept", 10*time.Second))
+		if r := must[client.SessionResult](t)(admin.SessionExec(ctx, id, ses.ID, "echo $PWD $X", 10*time.Second)); strings.TrimSpace(r.Output) != "/tmp kept" {
+			t.Errorf("%s: session: %q", name, r.Output)
+		}
+		// A terminal over WebSocket.
+		tses := must[client.Session](t)(admin.CreateSession(ctx, id, client.SessionRequest{Mode: "interactive", Cols: 80, Rows: 24}))
+		term := must[*client.Terminal](t)(admin.AttachSession(ctx, id, tses.ID))
+		term.Write(ctx, []byte("echo term-$((6*7))\r"))
+		readUntil(t, term, "term-42")
+		term.Close()
+		// The port proxy.
+		must[int64](t)(admin.WriteFile(ctx, id, "echo.py", strings.NewReader(echoServer), 0o644))
+		must[client.Process](t)(admin.StartProcess(ctx, id, client.ExecRequest{Cmd: []string{"python3", "echo.py"}}, "web"))
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			code, body := callWith(t, c.s, c.s.adminKey, "GET", "/v1/sandboxes/"+id+"/ports/8000/x", nil, "")
+			if code == 201 && strings.Contains(body, `"path": "/x"`) || code == 201 && strings.Contains(body, `"path":"/x"`) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: port proxy: %d %s", name, code, body)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		// Egress to an allowed host of the fake internet, the secret
+		// injected on the way; the sandbox holds only its placeholder.
+		r := must[client.ExecResult](t)(admin.Exec(ctx, id, client.ExecRequest{Command: `curl -sS --max-time 20 -H "Authorization: Bearer $API_KEY" https://allowed.test/echo`}))
+		if r.ExitCode != 0 || strings.Contains(r.Stdout, secretValue) || !strings.Contains(r.Stdout, "Authorization: Bearer airlock-ph-") {
+			t.Errorf("%s: egress with a secret: %+v", name, r)
+		}
+		if got := lastAuthorization(t, c.net, fakenet.AllowedName); got != "Bearer "+secretValue {
+			t.Errorf("%s: the allowed host received %q", name, got)
+		}
+		// Metering and the audit chain, kept by the control plane.
+		m := must[client.SandboxMetrics](t)(admin.SandboxMetrics(ctx, id))
+		if m.CPUSeconds <= 0 || m.ExecCount < 3 || m.EgressBytesOut <= 0 {
+			t.Errorf("%s: metrics %+v", name, m)
+		}
+		if v := must[client.AuditVerify](t)(admin.VerifyAudit(ctx, id)); !v.OK || v.Events < 5 {
+			t.Errorf("%s: audit verify %+v", name, v)
+		}
+	}
+
+	// Files: 200 MB up to a sandbox on n1 and back, checked by hash.
+	big := on["n1"][0]
+	h := sha256.New()
+	src := io.TeeReader(io.LimitReader(rand.Reader, 200<<20), h)
+	if n := must[int64](t)(admin.WriteFile(ctx, big, "big.bin", src, 0o644)); n != 200<<20 {
+		t.Fatalf("wrote %d bytes", n)
+	}
+	want := h.Sum(nil)
+	h2 := sha256.New()
+	if n := must[int64](t)(admin.ReadFile(ctx, big, "big.bin", h2)); n != 200<<20 || !bytes.Equal(h2.Sum(nil), want) {
+		t.Errorf("200 MB round trip: %d bytes, hash equal %v", n, bytes.Equal(h2.Sum(nil), want))
+	}
+
+	// kill -9 of n2: lost, its sandboxes unreachable and their calls 503;
+	// creates go to n1 and n3.
+	n2 := c.nodes["n2"]
+	n2.stop(syscall.SIGKILL)
+	waitNode(t, admin, "n2", "lost", 20*time.Second)
+	victim := on["n2"][0]
+	if got := must[client.Sandbox](t)(admin.GetSandbox(ctx, victim)); got.State != "unreachable" || !strings.Contains(got.Reason, "n2") {
+		t.Errorf("sandbox on a lost node: %q %q", got.State, got.Reason)
+	}
+	if code, body := callWith(t, c.s, c.s.adminKey, "POST", "/v1/sandboxes/"+victim+"/exec", map[string]string{"Content-Type": "application/json"}, `{"command":"true"}`); code != http.StatusServiceUnavailable || !strings.Contains(body, "n2") {
+		t.Errorf("exec on a lost node: %d %s", code, body)
+	}
+	for range 6 {
+		sb := must[client.Sandbox](t)(admin.CreateSandbox(ctx, client.CreateRequest{}))
+		if sb.Node == "n2" {
+			t.Errorf("sandbox %s placed on the lost node", sb.ID)
+		}
+	}
+	// Back within the grace period: running again, its background
+	// process alive, new calls served.
+	n2.start()
+	waitNode(t, admin, "n2", "ready", 15*time.Second)
+	if got := must[client.Sandbox](t)(admin.GetSandbox(ctx, victim)); got.State != "running" {
+		t.Errorf("sandbox after its node came back: %q %q", got.State, got.Reason)
+	}
+	if r := must[client.ExecResult](t)(admin.Exec(ctx, victim, client.ExecRequest{Command: fmt.Sprintf("kill -0 %d && echo alive", bg["n2"])})); strings.TrimSpace(r.Stdout) != "alive" {
+		t.Errorf("background process after the node's restart: %+v", r)
+	}
+	// Its egress proxy listens in the sandbox again within a few seconds.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		r := must[client.ExecResult](t)(admin.Exec(ctx, victim, client.ExecRequest{Command: `curl -sS --max-time 20 https://allowed.test/`}))
+		if r.ExitCode == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("egress after the node's restart: %+v", r)
+			break
+		}
+	}
+
+	// Drained, n3 takes nothing new; rm is refused while it holds
+	// sandboxes.
+	must[client.Node](t)(admin.DrainNode(ctx, "n3", true))
+	for range 4 {
+		if sb := must[client.Sandbox](t)(admin.CreateSandbox(ctx, client.CreateRequest{})); sb.Node == "n3" {
+			t.Errorf("sandbox %s placed on a drained node", sb.ID)
+		}
+	}
+	if err := admin.RemoveNode(ctx, "n3", false); err == nil || !strings.Contains(err.Error(), "holds") {
+		t.Errorf("rm of a node holding sandboxes: %v", err)
+	}
+
+	// Lost past the grace period (20 s here): its sandboxes fail; back,
+	// the node destroys them.
+	n2.stop(syscall.SIGKILL)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got := must[client.Sandbox](t)(admin.GetSandbox(ctx, victim))
+		if got.State == "failed" {
+			if !strings.Contains(got.Reason, "node lost") {
+				t.Errorf("reason %q", got.Reason)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sandbox on a node lost past its grace: %q %q", got.State, got.Reason)
+		}
+		time.Sleep(time.Second)
+	}
+	n2.start()
+	waitNode(t, admin, "n2", "ready", 15*time.Second)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		ids, _ := os.ReadDir(filepath.Join(n2.dataDir, "ids"))
+		if len(ids) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the returning node kept %d sandboxes that failed while it was lost", len(ids))
+		}
+	}
+}
+
+func randBytes(n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b)
+	return b
+}
+
+// lastAuthorization is the Authorization header of the newest request
+// the named host of the fake internet received.
+func lastAuthorization(t *testing.T, n *fakenet.Net, name string) string {
+	t.Helper()
+	seen := n.Seen()
+	for i := len(seen) - 1; i >= 0; i-- {
+		if seen[i].Name == name {
+			return seen[i].Header.Get("Authorization")
+		}
+	}
+	t.Fatalf("%s received no request", name)
+	return ""
+}

@@ -1,0 +1,411 @@
+// Package placement is the runtime a control plane gives its sandbox
+// service: it places each new sandbox on a node (the control plane's own
+// host, "local", when it has one, or a node that joined) and sends every
+// later call to the node that runs it. It decides nothing else: quotas,
+// records and audit stay the service's.
+//
+// A create samples a few of the nodes with room for its limits, as E2B's
+// API does, rather than scanning all, tries the least loaded first and
+// fails over to the next when one refuses. A later call finds its
+// sandbox's node in a cache filled by Create, else in the sandbox's
+// record (Options.Where).
+package placement
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/nodes"
+	"github.com/airlockhq/airlock/internal/runtime"
+)
+
+// Nodes is the registry of joined nodes (nodes.Service).
+type Nodes interface {
+	// Placeable returns the nodes that take new sandboxes now.
+	Placeable(ctx context.Context) ([]nodes.Node, error)
+	// Runtime returns the runtime of the named node; an unreachable or
+	// lost node is an error wrapping runtime.ErrUnavailable that says so.
+	Runtime(ctx context.Context, name string) (runtime.Runtime, error)
+	// Names returns the name of every joined node.
+	Names(ctx context.Context) ([]string, error)
+}
+
+// Options configure a Runtime.
+type Options struct {
+	// Local is the control plane's own runtime, nil for none (serve
+	// --no-local-node).
+	Local runtime.Runtime
+	// LocalStatus reports the local node's capacity and use.
+	LocalStatus func(ctx context.Context) (nodes.Capacity, nodes.Use, error)
+	// Nodes are the joined nodes; nil for none.
+	Nodes Nodes
+	// Where returns the node of a sandbox from its record ("" if the
+	// record names none).
+	Where  func(ctx context.Context, id string) (string, error)
+	Logger *slog.Logger
+}
+
+// sample is how many nodes with room a create considers.
+const sample = 3
+
+// Runtime places sandboxes on nodes. It implements runtime.Runtime,
+// runtime.Templater and runtime.Locator.
+type Runtime struct {
+	o Options
+
+	mu     sync.Mutex
+	placed map[string]string      // sandbox id -> node
+	recent map[string][]time.Time // node -> placements not yet in its heartbeat
+}
+
+var (
+	_ runtime.Runtime   = (*Runtime)(nil)
+	_ runtime.Templater = (*Runtime)(nil)
+	_ runtime.Locator   = (*Runtime)(nil)
+)
+
+// New returns a Runtime.
+func New(o Options) *Runtime {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Runtime{o: o, placed: map[string]string{}, recent: map[string][]time.Time{}}
+}
+
+// candidate is a node a sandbox may go to.
+type candidate struct {
+	name string
+	load float64 // share of its sandboxes taken, placements since its heartbeat included
+}
+
+// Create places the sandbox on a node with room and creates it there.
+func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Sandbox, error) {
+	cands, why, err := r.candidates(ctx, spec.Limits.WithDefaults())
+	if err != nil {
+		return nil, err
+	}
+	if len(cands) == 0 {
+		return nil, fmt.Errorf("%w: no node has room for the sandbox (%s)", runtime.ErrUnavailable, why)
+	}
+	// A few at random, the least loaded of them first; the rest after,
+	// should all of those refuse.
+	rand.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
+	k := min(sample, len(cands))
+	slices.SortStableFunc(cands[:k], func(a, b candidate) int { return cmp.Compare(a.load, b.load) })
+	var refusals []string
+	notFound := 0
+	for _, c := range cands {
+		rt, err := r.runtimeOf(ctx, c.name)
+		if err != nil {
+			refusals = append(refusals, err.Error())
+			continue
+		}
+		r.note(spec.ID, c.name)
+		sb, err := rt.Create(ctx, spec)
+		if err == nil {
+			return sb, nil
+		}
+		r.forget(spec.ID)
+		// What no node could do is not retried elsewhere.
+		if errors.Is(err, runtime.ErrInvalid) || errors.Is(err, runtime.ErrConflict) {
+			return nil, err
+		}
+		if errors.Is(err, runtime.ErrNotFound) {
+			notFound++ // a template the node lacks
+		}
+		r.o.Logger.Warn("placement: node refused a sandbox", "node", c.name, "sandbox", spec.ID, "err", err)
+		refusals = append(refusals, fmt.Sprintf("node %s: %v", c.name, err))
+	}
+	if notFound == len(cands) {
+		return nil, fmt.Errorf("%w: no node with room has it: %s", runtime.ErrNotFound, strings.Join(refusals, "; "))
+	}
+	return nil, fmt.Errorf("%w: every node with room refused the sandbox: %s", runtime.ErrUnavailable, strings.Join(refusals, "; "))
+}
+
+// candidates are the nodes with room for lim, and why there are none.
+func (r *Runtime) candidates(ctx context.Context, lim runtime.Limits) ([]candidate, string, error) {
+	type offer struct {
+		name string
+		cap  nodes.Capacity
+		use  nodes.Use
+	}
+	var offers []offer
+	if r.o.Nodes != nil {
+		list, err := r.o.Nodes.Placeable(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, n := range list {
+			offers = append(offers, offer{n.Name, n.Capacity, n.Use})
+		}
+	}
+	if r.o.Local != nil && len(offers) == 0 {
+		// The one choice: the local runtime checks its own room, and the
+		// create path pays for no reading of the host.
+		return []candidate{{name: runtime.LocalNode}}, "", nil
+	}
+	if r.o.Local != nil && r.o.LocalStatus != nil {
+		c, u, err := r.o.LocalStatus(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		offers = append(offers, offer{runtime.LocalNode, c, u})
+	}
+	if len(offers) == 0 {
+		return nil, "no node is ready", nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []candidate
+	full := 0
+	for _, o := range offers {
+		pending := r.pendingLocked(o.name)
+		taken := o.use.Sandboxes + pending
+		if o.cap.Sandboxes <= 0 || taken >= o.cap.Sandboxes || o.use.MemoryMB+lim.MemoryMB > o.cap.MemoryMB {
+			full++
+			continue
+		}
+		out = append(out, candidate{name: o.name, load: float64(taken) / float64(o.cap.Sandboxes)})
+	}
+	return out, fmt.Sprintf("%d ready, %d of them full", len(offers), full), nil
+}
+
+// pendingWindow is how long a placement counts against its node before
+// the node's own count shows it: a few heartbeats.
+const pendingWindow = 10 * time.Second
+
+// pendingLocked counts the placements on node within pendingWindow.
+func (r *Runtime) pendingLocked(node string) int {
+	cut := time.Now().Add(-pendingWindow)
+	ts := r.recent[node]
+	i := 0
+	for i < len(ts) && ts[i].Before(cut) {
+		i++
+	}
+	r.recent[node] = ts[i:]
+	return len(ts) - i
+}
+
+func (r *Runtime) note(id, node string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.placed[id] = node
+	r.recent[node] = append(r.recent[node], time.Now())
+}
+
+func (r *Runtime) forget(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.placed, id)
+}
+
+// Locate names the node of sandbox id, as far as this process knows.
+func (r *Runtime) Locate(id string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.placed[id]
+}
+
+// nodeOf is the node of sandbox id: from the cache, else its record.
+func (r *Runtime) nodeOf(ctx context.Context, id string) (string, error) {
+	if n := r.Locate(id); n != "" {
+		return n, nil
+	}
+	if r.o.Where == nil {
+		return runtime.LocalNode, nil
+	}
+	n, err := r.o.Where(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if n == "" {
+		n = runtime.LocalNode
+	}
+	r.mu.Lock()
+	r.placed[id] = n
+	r.mu.Unlock()
+	return n, nil
+}
+
+// runtimeOf is the runtime of the named node.
+func (r *Runtime) runtimeOf(ctx context.Context, node string) (runtime.Runtime, error) {
+	if node == runtime.LocalNode {
+		if r.o.Local == nil {
+			return nil, fmt.Errorf("%w: this control plane runs no sandboxes of its own", runtime.ErrNotFound)
+		}
+		return r.o.Local, nil
+	}
+	if r.o.Nodes == nil {
+		return nil, fmt.Errorf("%w: node %s is not known here", runtime.ErrUnavailable, node)
+	}
+	return r.o.Nodes.Runtime(ctx, node)
+}
+
+// Get finds the sandbox on its node.
+func (r *Runtime) Get(ctx context.Context, id string) (runtime.Sandbox, error) {
+	node, err := r.nodeOf(ctx, id)
+	if err != nil {
+		// No record: no node to ask. The local runtime may still hold it
+		// (an orphan the service reclaims).
+		if r.o.Local != nil {
+			return r.o.Local.Get(ctx, id)
+		}
+		return nil, fmt.Errorf("%w: sandbox %s", runtime.ErrNotFound, id)
+	}
+	rt, err := r.runtimeOf(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := rt.Get(ctx, id)
+	if errors.Is(err, runtime.ErrNotFound) {
+		r.forget(id)
+	}
+	return sb, err
+}
+
+// List lists the sandboxes of every node that answers; one that does not
+// is left out (its sandboxes are not orphans).
+func (r *Runtime) List(ctx context.Context) ([]string, error) {
+	var ids []string
+	if r.o.Local != nil {
+		local, err := r.o.Local.List(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, local...)
+	}
+	if r.o.Nodes == nil {
+		return ids, nil
+	}
+	names, err := r.o.Nodes.Names(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		rt, err := r.o.Nodes.Runtime(ctx, name)
+		var some []string
+		if err == nil {
+			some, err = rt.List(ctx)
+		}
+		if err != nil {
+			r.o.Logger.Warn("placement: list a node's sandboxes", "node", name, "err", err)
+			continue
+		}
+		r.mu.Lock()
+		for _, id := range some {
+			r.placed[id] = name
+		}
+		r.mu.Unlock()
+		ids = append(ids, some...)
+	}
+	return ids, nil
+}
+
+// Protections are the local runtime's, or else none known.
+func (r *Runtime) Protections() []runtime.Protection {
+	if r.o.Local != nil {
+		return r.o.Local.Protections()
+	}
+	return nil
+}
+
+// templaters is every node's Templater that answers: local first.
+func (r *Runtime) templaters(ctx context.Context) []runtime.Templater {
+	var out []runtime.Templater
+	if t, ok := r.o.Local.(runtime.Templater); ok && r.o.Local != nil {
+		out = append(out, t)
+	}
+	if r.o.Nodes == nil {
+		return out
+	}
+	names, _ := r.o.Nodes.Names(ctx)
+	for _, name := range names {
+		if rt, err := r.o.Nodes.Runtime(ctx, name); err == nil {
+			if t, ok := rt.(runtime.Templater); ok {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// Templates lists the templates of every node that answers, each name
+// once.
+func (r *Runtime) Templates(ctx context.Context) ([]runtime.TemplateInfo, error) {
+	seen := map[string]bool{}
+	var out []runtime.TemplateInfo
+	var firstErr error
+	for _, t := range r.templaters(ctx) {
+		list, err := t.Templates(ctx)
+		if err != nil {
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		for _, ti := range list {
+			if !seen[ti.Name] {
+				seen[ti.Name] = true
+				out = append(out, ti)
+			}
+		}
+	}
+	if out == nil && firstErr != nil {
+		return nil, firstErr
+	}
+	return out, nil
+}
+
+// Template is the named template from the first node that has it.
+func (r *Runtime) Template(ctx context.Context, name string) (runtime.TemplateInfo, error) {
+	err := fmt.Errorf("%w: template %s", runtime.ErrNotFound, name)
+	for _, t := range r.templaters(ctx) {
+		ti, terr := t.Template(ctx, name)
+		if terr == nil {
+			return ti, nil
+		}
+		if !errors.Is(terr, runtime.ErrNotFound) {
+			err = terr
+		}
+	}
+	return runtime.TemplateInfo{}, err
+}
+
+// CommitTemplate keeps the template on the node of the sandbox it was
+// built in.
+func (r *Runtime) CommitTemplate(ctx context.Context, sandboxID string, t runtime.TemplateInfo) (runtime.TemplateInfo, error) {
+	node, err := r.nodeOf(ctx, sandboxID)
+	if err != nil {
+		return runtime.TemplateInfo{}, err
+	}
+	rt, err := r.runtimeOf(ctx, node)
+	if err != nil {
+		return runtime.TemplateInfo{}, err
+	}
+	tp, ok := rt.(runtime.Templater)
+	if !ok {
+		return runtime.TemplateInfo{}, fmt.Errorf("%w: node %s keeps no templates", runtime.ErrUnsupported, node)
+	}
+	return tp.CommitTemplate(ctx, sandboxID, t)
+}
+
+// DeleteTemplate deletes the template from every node that has it.
+func (r *Runtime) DeleteTemplate(ctx context.Context, name string) error {
+	err := fmt.Errorf("%w: template %s", runtime.ErrNotFound, name)
+	for _, t := range r.templaters(ctx) {
+		derr := t.DeleteTemplate(ctx, name)
+		switch {
+		case derr == nil:
+			err = nil
+		case !errors.Is(derr, runtime.ErrNotFound):
+			return derr
+		}
+	}
+	return err
+}

@@ -1,0 +1,87 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// StateUnreachable is how a running sandbox on a lost node shows: its
+// record stays running (it may come back with its live work); calls on it
+// answer unavailable, naming the node.
+const StateUnreachable = "unreachable"
+
+// ReasonNodeLost is the reason of a sandbox failed because its node was
+// lost for longer than the grace period.
+const ReasonNodeLost = "node lost"
+
+// view is rec as a caller sees it: on a lost node, unreachable.
+func (s *Service) view(rec store.Sandbox) store.Sandbox {
+	if rec.State != store.StateRunning || rec.Node == "" || rec.Node == runtime.LocalNode || s.opts.NodeLost == nil {
+		return rec
+	}
+	if why, lost := s.opts.NodeLost(rec.Node); lost {
+		rec.State, rec.Reason = StateUnreachable, why
+	}
+	return rec
+}
+
+// FailNode marks every running sandbox on the node failed (ReasonNodeLost):
+// its node was lost past the grace period. When the node comes back,
+// ReclaimNode destroys what is left of them there. It returns how many
+// it marked.
+func (s *Service) FailNode(ctx context.Context, node string) (int, error) {
+	recs, err := s.st.ListSandboxes(ctx, store.SandboxFilter{State: store.StateRunning})
+	if err != nil {
+		return 0, fmt.Errorf("list sandboxes: %w", err)
+	}
+	n := 0
+	for _, rec := range recs {
+		if rec.Node != node {
+			continue
+		}
+		if err := s.failOnNode(ctx, rec.ID, node); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+func (s *Service) failOnNode(ctx context.Context, id, node string) error {
+	unlock := s.locks.lock(id)
+	defer unlock()
+	rec, err := s.st.GetSandbox(ctx, id)
+	if err != nil || rec.State != store.StateRunning {
+		return err
+	}
+	s.detach(id)
+	s.work.Drop(id)
+	s.idle.forget(id)
+	rec.State, rec.Reason, rec.EndedAt = store.StateFailed, ReasonNodeLost+": "+node, s.now()
+	// Saved as failed, it loses its tokens in the same write.
+	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
+		return fmt.Errorf("mark sandbox %s failed: %w", id, err)
+	}
+	s.meterEnd(ctx, rec)
+	s.auditor(Caller{}, rec.ID, rec.TenantID).record(audit.SandboxFailed, map[string]any{"reason": rec.Reason})
+	s.audit.forget(rec.ID)
+	s.log.Warn("sandbox failed: its node was lost", "sandbox", id, "node", node)
+	return nil
+}
+
+// NodeBack takes a node back that answers again: the sandboxes it runs
+// without a live record (failed while it was lost, or deleted) are
+// destroyed. Those still running need nothing: their egress listeners
+// listen again on their own (relistener).
+func (s *Service) NodeBack(ctx context.Context, node string, ids []string) error {
+	for _, id := range ids {
+		if err := s.reclaim(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
