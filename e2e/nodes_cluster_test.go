@@ -85,7 +85,8 @@ func TestNodesCluster(t *testing.T) {
 		t.Errorf("airlock ls: %d: %s", code, out)
 	}
 
-	bg := map[string]int{} // node -> pid of a background process in its first sandbox
+	bg := map[string]int{}          // node -> pid of a background process in its first sandbox
+	sessions := map[string]string{} // node -> a session of its first sandbox
 	for _, name := range []string{"n1", "n2", "n3"} {
 		id := on[name][0]
 		got := must[client.Sandbox](t)(admin.GetSandbox(ctx, id))
@@ -106,6 +107,7 @@ func TestNodesCluster(t *testing.T) {
 		bg[name] = p.Pid
 		// A session keeps its shell's state.
 		ses := must[client.Session](t)(admin.CreateSession(ctx, id, client.SessionRequest{}))
+		sessions[name] = ses.ID
 		must[client.SessionResult](t)(admin.SessionExec(ctx, id, ses.ID, "cd /tmp && X=kept", 10*time.Second))
 		if r := must[client.SessionResult](t)(admin.SessionExec(ctx, id, ses.ID, "echo $PWD $X", 10*time.Second)); strings.TrimSpace(r.Output) != "/tmp kept" {
 			t.Errorf("%s: session: %q", name, r.Output)
@@ -164,10 +166,11 @@ func TestNodesCluster(t *testing.T) {
 
 	// kill -9 of n2: lost, its sandboxes unreachable and their calls 503;
 	// creates go to n1 and n3.
+	victim := on["n2"][0]
+	ticker := must[client.Process](t)(admin.StartProcess(ctx, victim, client.ExecRequest{Command: "i=0; while :; do i=$((i+1)); echo tick $i; sleep 0.2; done"}, "ticker"))
 	n2 := c.nodes["n2"]
 	n2.stop(syscall.SIGKILL)
 	waitNode(t, admin, "n2", "lost", 20*time.Second)
-	victim := on["n2"][0]
 	if got := must[client.Sandbox](t)(admin.GetSandbox(ctx, victim)); got.State != "unreachable" || !strings.Contains(got.Reason, "n2") {
 		t.Errorf("sandbox on a lost node: %q %q", got.State, got.Reason)
 	}
@@ -189,6 +192,30 @@ func TestNodesCluster(t *testing.T) {
 	}
 	if r := must[client.ExecResult](t)(admin.Exec(ctx, victim, client.ExecRequest{Command: fmt.Sprintf("kill -0 %d && echo alive", bg["n2"])})); strings.TrimSpace(r.Stdout) != "alive" {
 		t.Errorf("background process after the node's restart: %+v", r)
+	}
+	// What the control plane followed there goes on: the process's output
+	// is followed again, the session's shell takes commands.
+	outputOf := func() int64 {
+		for _, p := range must[[]client.Process](t)(admin.ListProcesses(ctx, victim)) {
+			if p.Pid == ticker.Pid {
+				if p.State != "running" {
+					t.Errorf("the ticker after the node's restart: %+v", p)
+				}
+				return p.OutputBytes
+			}
+		}
+		t.Fatalf("the ticker is not listed after the node's restart")
+		return 0
+	}
+	before := outputOf()
+	for deadline := time.Now().Add(20 * time.Second); outputOf() <= before; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("the ticker's output is not followed after the node's restart")
+			break
+		}
+	}
+	if r, err := admin.SessionExec(ctx, victim, sessions["n2"], "echo $PWD $X", 20*time.Second); err != nil || strings.TrimSpace(r.Output) != "/tmp kept" {
+		t.Errorf("session after the node's restart: %+v %v", r, err)
 	}
 	// Its egress proxy listens in the sandbox again within a few seconds.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
@@ -212,6 +239,20 @@ func TestNodesCluster(t *testing.T) {
 	}
 	if err := admin.RemoveNode(ctx, "n3", false); err == nil || !strings.Contains(err.Error(), "holds") {
 		t.Errorf("rm of a node holding sandboxes: %v", err)
+	}
+	// Forced, its sandboxes fail: nothing reaches them again.
+	if err := admin.RemoveNode(ctx, "n3", true); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		got := must[client.Sandbox](t)(admin.GetSandbox(ctx, on["n3"][0]))
+		if got.State == "failed" && strings.Contains(got.Reason, "node removed") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("a sandbox of a removed node: %q %q", got.State, got.Reason)
+			break
+		}
 	}
 
 	// Lost past the grace period (20 s here): its sandboxes fail; back,

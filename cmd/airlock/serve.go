@@ -243,17 +243,20 @@ func (d *daemon) placement(dataDir string) *placement.Runtime {
 	return placement.New(o)
 }
 
-// nodeGone fails the sandboxes of a node lost past its grace period.
-func (d *daemon) nodeGone(name string) {
+// nodeGone fails the sandboxes of a node lost past its grace period, or
+// removed.
+func (d *daemon) nodeGone(name, why string) {
 	if d.mgr == nil {
 		return
 	}
-	n, err := d.mgr.FailNode(context.Background(), name)
+	n, err := d.mgr.FailNode(context.Background(), name, why)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "airlock: node %s lost: fail its sandboxes: %v\n", name, err)
+		fmt.Fprintf(os.Stderr, "airlock: %s %s: fail its sandboxes: %v\n", why, name, err)
 		return
 	}
-	fmt.Fprintf(os.Stderr, "airlock: node %s lost past its grace period: %d sandboxes failed\n", name, n)
+	if n > 0 {
+		fmt.Fprintf(os.Stderr, "airlock: %s %s: %d sandboxes failed\n", why, name, n)
+	}
 }
 
 // nodeBack destroys, on a node that answers again, the sandboxes that

@@ -15,20 +15,26 @@ var errStopped = errors.New("stopped following")
 
 // followJob attaches to job pid as mode says, from next() on, again after
 // each broken attach, until the job ends (its status), it is gone or
-// attaches keep failing (why), or ctx ends (errStopped).
+// attaches keep failing (why), or ctx ends (errStopped). A sandbox that
+// cannot be reached (a node restarting, or lost for a while) is tried for
+// longer than one that answers with errors: about 7 minutes, past a lost
+// node's grace period, after which its sandbox fails and ctx ends.
 func followJob(ctx context.Context, jr runtime.JobRunner, pid int, next func() int64, mode runtime.AttachMode, out func(runtime.JobOutput) error) (runtime.ExitStatus, error) {
 	backoff := 50 * time.Millisecond
-	for failures := 0; ; {
+	for failures, unreachable := 0, 0; ; {
 		end, err := jr.Attach(ctx, pid, next(), mode, out)
 		switch {
 		case err == nil && end.Exit != nil:
 			return *end.Exit, nil
 		case ctx.Err() != nil:
 			return runtime.ExitStatus{}, errStopped
-		case errors.Is(err, runtime.ErrNotFound), failures >= 20:
+		case errors.Is(err, runtime.ErrNotFound), failures >= 20, unreachable >= 200:
 			return runtime.ExitStatus{}, err
 		}
-		if err != nil {
+		switch {
+		case errors.Is(err, runtime.ErrUnavailable):
+			unreachable++
+		case err != nil:
 			failures++
 		}
 		select {

@@ -37,20 +37,46 @@ type jobShell struct {
 	sb  runtime.Sandbox
 	pid int
 	in  runtime.JobStdin // nil once the shell has ended
+	// reopen opens the shell's input again: a node's, held over a
+	// connection that broke (the node restarted), fails unavailable.
+	reopen func() (runtime.JobStdin, error)
 }
 
 func (j *jobShell) Write(p []byte) (int, error) {
 	if j.in == nil {
 		return 0, errSessionEnded
 	}
-	return j.in.Write(p)
+	n, err := j.in.Write(p)
+	if errors.Is(err, runtime.ErrUnavailable) && n == 0 && j.again() {
+		return j.in.Write(p)
+	}
+	return n, err
 }
 
 func (j *jobShell) Resize(size runtime.TTYSize) error {
 	if j.in == nil {
 		return errSessionEnded
 	}
-	return j.in.Resize(size)
+	err := j.in.Resize(size)
+	if errors.Is(err, runtime.ErrUnavailable) && j.again() {
+		return j.in.Resize(size)
+	}
+	return err
+}
+
+// again opens the input anew after it failed unavailable, and says
+// whether it did.
+func (j *jobShell) again() bool {
+	if j.reopen == nil {
+		return false
+	}
+	in, err := j.reopen()
+	if err != nil {
+		return false
+	}
+	j.in.Close()
+	j.in = in
+	return true
 }
 
 // Kill ends the shell; the agent ends what it left running with it.
@@ -77,7 +103,7 @@ func (w *Work) spawnSession(ctx context.Context, sb runtime.Sandbox, jr runtime.
 		return err
 	}
 	in, err := jr.OpenInput(w.life, info.Pid)
-	sh := &jobShell{sb: sb, pid: info.Pid, in: in}
+	sh := &jobShell{sb: sb, pid: info.Pid, in: in, reopen: func() (runtime.JobStdin, error) { return jr.OpenInput(w.life, info.Pid) }}
 	if err != nil {
 		sh.Kill()
 		return err
@@ -163,7 +189,7 @@ func (w *Work) adoptSession(ctx context.Context, id string, sb runtime.Sandbox, 
 		se.setup = setupMarker(m.Setup)
 	}
 	se.rec = log.As(m.Actor).Session(se.id)
-	sh := &jobShell{sb: sb, pid: j.Pid}
+	sh := &jobShell{sb: sb, pid: j.Pid, reopen: func() (runtime.JobStdin, error) { return jr.OpenInput(w.life, j.Pid) }}
 	if j.Running {
 		in, err := jr.OpenInput(w.life, j.Pid)
 		if err != nil {

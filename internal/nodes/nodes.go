@@ -173,9 +173,11 @@ type Options struct {
 	// Grace is how long a lost node's sandboxes wait for it before they
 	// fail (OnGone); default DefaultGrace.
 	Grace time.Duration
-	// OnGone is called once a node has been lost for Grace; OnBack when a
-	// node lost earlier answers again. Each runs on its own goroutine.
-	OnGone, OnBack func(name string)
+	// OnGone is called once a node has been lost for Grace (why: "node
+	// lost") or removed (why: "node removed"); OnBack when a node lost
+	// earlier answers again. Each runs on its own goroutine.
+	OnGone func(name, why string)
+	OnBack func(name string)
 	// Client makes the runtime client of a node from an HTTP client set
 	// up for it (mutual TLS) and its base URL (noderpc.NewClient); nil:
 	// Runtime answers that nodes run nothing here.
@@ -438,7 +440,7 @@ func (s *Service) Drain(ctx context.Context, name string, drained bool) (Node, e
 
 // Remove forgets the node: the control plane stops calling it and takes
 // its certificate no more. One that holds sandboxes (as it last said) is
-// refused unless force.
+// refused unless force; forced, they fail (OnGone).
 func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 	n, err := s.Get(ctx, name)
 	if err != nil {
@@ -457,6 +459,10 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 	s.mu.Unlock()
 	s.cp.forget(name)
 	s.opts.Logger.Info("node removed", "node", name, "forced", force)
+	// What it held (forced) fails: nothing will reach it again.
+	if s.opts.OnGone != nil {
+		go s.opts.OnGone(name, "node removed")
+	}
 	return nil
 }
 
@@ -553,7 +559,7 @@ func (s *Service) beat() {
 	for _, name := range gone {
 		s.opts.Logger.Warn("node lost past the grace period: its sandboxes fail", "node", name, "grace", s.opts.Grace)
 		if s.opts.OnGone != nil {
-			go s.opts.OnGone(name)
+			go s.opts.OnGone(name, "node lost")
 		}
 	}
 	for _, name := range back {

@@ -14,9 +14,6 @@ import (
 // answer unavailable, naming the node.
 const StateUnreachable = "unreachable"
 
-// ReasonNodeLost is the reason of a sandbox failed because its node was
-// lost for longer than the grace period.
-const ReasonNodeLost = "node lost"
 
 // view is rec as a caller sees it: on a lost node, unreachable.
 func (s *Service) view(rec store.Sandbox) store.Sandbox {
@@ -29,11 +26,11 @@ func (s *Service) view(rec store.Sandbox) store.Sandbox {
 	return rec
 }
 
-// FailNode marks every running sandbox on the node failed (ReasonNodeLost):
-// its node was lost past the grace period. When the node comes back,
-// ReclaimNode destroys what is left of them there. It returns how many
-// it marked.
-func (s *Service) FailNode(ctx context.Context, node string) (int, error) {
+// FailNode marks every running sandbox on the node failed, reason "why:
+// node" (why: "node lost" past the grace period, or "node removed").
+// When the node comes back, NodeBack destroys what is left of them there.
+// It returns how many it marked.
+func (s *Service) FailNode(ctx context.Context, node, why string) (int, error) {
 	recs, err := s.st.ListSandboxes(ctx, store.SandboxFilter{State: store.StateRunning})
 	if err != nil {
 		return 0, fmt.Errorf("list sandboxes: %w", err)
@@ -43,7 +40,7 @@ func (s *Service) FailNode(ctx context.Context, node string) (int, error) {
 		if rec.Node != node {
 			continue
 		}
-		if err := s.failOnNode(ctx, rec.ID, node); err != nil {
+		if err := s.failOnNode(ctx, rec.ID, node, why); err != nil {
 			return n, err
 		}
 		n++
@@ -51,7 +48,7 @@ func (s *Service) FailNode(ctx context.Context, node string) (int, error) {
 	return n, nil
 }
 
-func (s *Service) failOnNode(ctx context.Context, id, node string) error {
+func (s *Service) failOnNode(ctx context.Context, id, node, why string) error {
 	unlock := s.locks.lock(id)
 	defer unlock()
 	rec, err := s.st.GetSandbox(ctx, id)
@@ -61,7 +58,7 @@ func (s *Service) failOnNode(ctx context.Context, id, node string) error {
 	s.detach(id)
 	s.work.Drop(id)
 	s.idle.forget(id)
-	rec.State, rec.Reason, rec.EndedAt = store.StateFailed, ReasonNodeLost+": "+node, s.now()
+	rec.State, rec.Reason, rec.EndedAt = store.StateFailed, why+": "+node, s.now()
 	// Saved as failed, it loses its tokens in the same write.
 	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
 		return fmt.Errorf("mark sandbox %s failed: %w", id, err)
@@ -69,7 +66,7 @@ func (s *Service) failOnNode(ctx context.Context, id, node string) error {
 	s.meterEnd(ctx, rec)
 	s.auditor(Caller{}, rec.ID, rec.TenantID).record(audit.SandboxFailed, map[string]any{"reason": rec.Reason})
 	s.audit.forget(rec.ID)
-	s.log.Warn("sandbox failed: its node was lost", "sandbox", id, "node", node)
+	s.log.Warn("sandbox failed: its node is gone", "sandbox", id, "node", node, "why", why)
 	return nil
 }
 
