@@ -14,7 +14,6 @@ import (
 // answer unavailable, naming the node.
 const StateUnreachable = "unreachable"
 
-
 // view is rec as a caller sees it: on a lost node, unreachable.
 func (s *Service) view(rec store.Sandbox) store.Sandbox {
 	if rec.State != store.StateRunning || rec.Node == "" || rec.Node == runtime.LocalNode || s.opts.NodeLost == nil {
