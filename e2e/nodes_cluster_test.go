@@ -304,3 +304,49 @@ func lastAuthorization(t *testing.T, n *fakenet.Net, name string) string {
 	t.Fatalf("%s received no request", name)
 	return ""
 }
+
+// TestNodesControlPlaneRestart: a control plane that restarts while one
+// of its nodes is down keeps that node's sandboxes (unreachable, not
+// failed), and takes them up when the node is back: commands, egress and
+// the processes it follows.
+func TestNodesControlPlaneRestart(t *testing.T) {
+	c := startCluster(t, "m1")
+	admin := c.admin
+	sb := must[client.Sandbox](t)(admin.CreateSandbox(ctx, client.CreateRequest{Timeout: 10 * time.Minute, Network: client.AllowOnly(fakenet.AllowedName)}))
+	ticker := must[client.Process](t)(admin.StartProcess(ctx, sb.ID, client.ExecRequest{Command: "while :; do echo tick; sleep 0.2; done"}, "ticker"))
+	m1 := c.nodes["m1"]
+	m1.stop(syscall.SIGKILL)
+	c.s.stop()
+	c.s.start()
+	admin = c.s.admin()
+	if got := must[client.Sandbox](t)(admin.GetSandbox(ctx, sb.ID)); got.State != "running" && got.State != "unreachable" {
+		t.Fatalf("a sandbox whose node was down while the control plane restarted: %q %q", got.State, got.Reason)
+	}
+	m1.start()
+	waitNode(t, admin, "m1", "ready", 20*time.Second)
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+		// -k: no secret is bound, so the sandbox does not trust the fake
+		// internet's CA; what counts is that the proxy carries it.
+		r, err := admin.Exec(ctx, sb.ID, client.ExecRequest{Command: `curl -sSk --max-time 20 https://allowed.test/`})
+		if err == nil && r.ExitCode == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("egress after the node came back: %+v %v", r, err)
+		}
+	}
+	var last int64
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+		for _, p := range must[[]client.Process](t)(admin.ListProcesses(ctx, sb.ID)) {
+			if p.Pid == ticker.Pid && p.State == "running" {
+				if last > 0 && p.OutputBytes > last {
+					return
+				}
+				last = p.OutputBytes
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ticker is not followed after the node came back (output %d)", last)
+		}
+	}
+}

@@ -175,7 +175,8 @@ type Options struct {
 	Grace time.Duration
 	// OnGone is called once a node has been lost for Grace (why: "node
 	// lost") or removed (why: "node removed"); OnBack when a node lost
-	// earlier answers again. Each runs on its own goroutine.
+	// earlier answers again, and when a node first answers this service.
+	// Each runs on its own goroutine.
 	OnGone func(name, why string)
 	OnBack func(name string)
 	// Client makes the runtime client of a node from an HTTP client set
@@ -197,9 +198,11 @@ type Service struct {
 	clients map[string]nodeRuntime
 	wasLost map[string]bool // lost at the latest round
 	gone    map[string]bool // lost past the grace period (OnGone called)
+	seen    map[string]bool // answered since this service started
 
-	stop chan struct{}
-	done chan struct{}
+	started time.Time
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // New loads the node CA (making it on first use), and starts the
@@ -229,8 +232,8 @@ func New(ctx context.Context, st Store, box Sealer, opts Options) (*Service, err
 		return nil, fmt.Errorf("control plane certificate: %w", err)
 	}
 	s := &Service{st: st, ca: ca, opts: opts, cp: cp, lastErr: map[string]string{}, known: map[string]Node{}, clients: map[string]nodeRuntime{},
-		wasLost: map[string]bool{}, gone: map[string]bool{},
-		stop: make(chan struct{}), done: make(chan struct{})}
+		wasLost: map[string]bool{}, gone: map[string]bool{}, seen: map[string]bool{},
+		started: opts.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	go s.watch()
 	return s, nil
 }
@@ -545,8 +548,13 @@ func (s *Service) beat() {
 		if n.LastHeartbeat != nil {
 			since = *n.LastHeartbeat
 		}
+		answered := n.LastHeartbeat != nil && !n.LastHeartbeat.Before(s.started)
 		switch {
-		case !lost && s.wasLost[name]:
+		case !lost && answered && (s.wasLost[name] || !s.seen[name]):
+			// Back after being lost, or heard from for the first time
+			// since this control plane started (it may have been down
+			// while it did).
+			s.seen[name] = true
 			back = append(back, name)
 			delete(s.gone, name)
 		case lost && !s.gone[name] && now.Sub(since) >= s.opts.LostAfter+s.opts.Grace:
@@ -563,7 +571,7 @@ func (s *Service) beat() {
 		}
 	}
 	for _, name := range back {
-		s.opts.Logger.Info("node is back", "node", name)
+		s.opts.Logger.Info("node answers", "node", name)
 		if s.opts.OnBack != nil {
 			go s.opts.OnBack(name)
 		}

@@ -14,9 +14,12 @@ import (
 // answer unavailable, naming the node.
 const StateUnreachable = "unreachable"
 
+// onNode says whether rec runs on a node other than this host.
+func onNode(rec store.Sandbox) bool { return rec.Node != "" && rec.Node != runtime.LocalNode }
+
 // view is rec as a caller sees it: on a lost node, unreachable.
 func (s *Service) view(rec store.Sandbox) store.Sandbox {
-	if rec.State != store.StateRunning || rec.Node == "" || rec.Node == runtime.LocalNode || s.opts.NodeLost == nil {
+	if rec.State != store.StateRunning || !onNode(rec) || s.opts.NodeLost == nil {
 		return rec
 	}
 	if why, lost := s.opts.NodeLost(rec.Node); lost {
@@ -71,11 +74,34 @@ func (s *Service) failOnNode(ctx context.Context, id, node, why string) error {
 
 // NodeBack takes a node back that answers again: the sandboxes it runs
 // without a live record (failed while it was lost, or deleted) are
-// destroyed. Those still running need nothing: their egress listeners
-// listen again on their own (relistener).
+// destroyed, and those this service could not reach when it started are
+// attached now (network, idle timer, metering, live work). The others
+// need nothing: their egress listeners listen again on their own
+// (relistener), their followers attach again.
 func (s *Service) NodeBack(ctx context.Context, node string, ids []string) error {
 	for _, id := range ids {
 		if err := s.reclaim(ctx, id); err != nil {
+			return err
+		}
+	}
+	s.unattachedMu.Lock()
+	var todo []string
+	for id, n := range s.unattached {
+		if n == node {
+			todo = append(todo, id)
+			delete(s.unattached, id)
+		}
+	}
+	s.unattachedMu.Unlock()
+	for _, id := range todo {
+		rec, err := s.st.GetSandbox(ctx, id)
+		if err != nil || rec.State != store.StateRunning {
+			continue
+		}
+		unlock := s.locks.lock(id)
+		err = s.reattach(ctx, rec, s.now())
+		unlock()
+		if err != nil {
 			return err
 		}
 	}

@@ -164,6 +164,19 @@ func (s *Service) reconcile(ctx context.Context) error {
 // lastUse, when saved (else it starts now).
 func (s *Service) reattach(ctx context.Context, rec store.Sandbox, lastUse time.Time) error {
 	sb, err := s.rt.Get(ctx, rec.ID)
+	if err != nil && errors.Is(err, runtime.ErrUnavailable) && rec.State == store.StateRunning && onNode(rec) {
+		// Its node cannot be reached now: not lost to us yet. It shows
+		// unreachable while its node is lost, runs on when the node is
+		// back (NodeBack attaches it then), or fails past the grace.
+		s.log.Warn("reconcile: sandbox's node unreachable; attached when it is back", "sandbox", rec.ID, "node", rec.Node, "err", err)
+		s.unattachedMu.Lock()
+		if s.unattached == nil {
+			s.unattached = map[string]string{}
+		}
+		s.unattached[rec.ID] = rec.Node
+		s.unattachedMu.Unlock()
+		return nil
+	}
 	if err == nil {
 		if nerr := s.reattachNetwork(ctx, rec, sb); nerr != nil {
 			// Running without its proxy is running without network: worse

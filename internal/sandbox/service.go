@@ -94,6 +94,11 @@ type Service struct {
 	audit    *auditLog
 	netMu    sync.Mutex
 	attached map[string]*netState // by sandbox id
+
+	// unattached are running sandboxes on nodes that could not be reached
+	// when this service started: NodeBack attaches them.
+	unattachedMu sync.Mutex
+	unattached   map[string]string // sandbox id -> node
 	work     *live.Work           // background processes, commands and sessions (internal/live)
 	idle     idleTracker
 	tenants  tenantCache  // for quota checks
