@@ -99,12 +99,12 @@ type Service struct {
 	// when this service started: NodeBack attaches them.
 	unattachedMu sync.Mutex
 	unattached   map[string]string // sandbox id -> node
-	work     *live.Work           // background processes, commands and sessions (internal/live)
-	idle     idleTracker
-	tenants  tenantCache  // for quota checks
-	disk     diskGuard    // the data dir's free space
-	box      *secrets.Box // nil: no secrets
-	meter    *meter       // usage of running sandboxes (metering.go)
+	work         *live.Work        // background processes, commands and sessions (internal/live)
+	idle         idleTracker
+	tenants      tenantCache  // for quota checks
+	disk         diskGuard    // the data dir's free space
+	box          *secrets.Box // nil: no secrets
+	meter        *meter       // usage of running sandboxes (metering.go)
 
 	kick chan struct{} // wakes the reaper when an expiry moves closer
 	// wakeMu guards wakeAt, when the sleeping reaper will next look; zero
