@@ -305,13 +305,26 @@ func lastAuthorization(t *testing.T, n *fakenet.Net, name string) string {
 	return ""
 }
 
-// TestNodesControlPlaneRestart: a control plane that restarts while one
-// of its nodes is down keeps that node's sandboxes (unreachable, not
-// failed), and takes them up when the node is back: commands, egress and
-// the processes it follows.
+// TestNodesControlPlaneRestart: a task runs on a node; a control plane
+// that restarts while one of its nodes is down keeps that node's
+// sandboxes (unreachable, not failed), and takes them up when the node is
+// back: commands, egress and the processes it follows.
 func TestNodesControlPlaneRestart(t *testing.T) {
 	c := startCluster(t, "m1")
 	admin := c.admin
+	// A task runs on the node: its harness, its events, its artifacts.
+	task := must[client.Task](t)(admin.CreateTask(ctx, client.TaskRequest{
+		Harness: "generic", Prompt: "fix it", Command: []string{"./harness.sh"},
+		Files:     map[string]string{"harness.sh": taskHarness, "src/main.txt": "broken\n"},
+		Artifacts: []string{"answer.txt"},
+	}))
+	must[int64](t)(admin.FollowTask(ctx, task.ID, 0, func(client.TaskEvent) error { return nil }))
+	if got := must[client.Task](t)(admin.GetTask(ctx, task.ID)); got.State != client.TaskSucceeded || got.Summary != "done" {
+		t.Errorf("task on a node: %+v", got)
+	}
+	if arts := must[client.TaskArtifacts](t)(admin.TaskArtifacts(ctx, task.ID)); len(arts.Artifacts) != 1 || arts.Diff == nil || !strings.Contains(arts.Diff.Text, "+fixed") {
+		t.Errorf("task artifacts on a node: %+v", arts)
+	}
 	sb := must[client.Sandbox](t)(admin.CreateSandbox(ctx, client.CreateRequest{Timeout: 10 * time.Minute, Network: client.AllowOnly(fakenet.AllowedName)}))
 	ticker := must[client.Process](t)(admin.StartProcess(ctx, sb.ID, client.ExecRequest{Command: "while :; do echo tick; sleep 0.2; done"}, "ticker"))
 	m1 := c.nodes["m1"]
