@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -24,11 +23,16 @@ import (
 // would. What it adds to the API's cycle is the node hop: placement, the
 // node API over mutual TLS, the runtime's calls relayed.
 func hopCycles(ctx context.Context, n int) ([]time.Duration, error) {
-	cpDir, err := os.MkdirTemp("", "airlock-bench-cp-")
+	cp, err := startBenchServer(ctx, 0, daemonTuning{noLocalNode: true})
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(cpDir)
+	defer cp.close()
+	c := cp.c
+	tok, err := c.CreateJoinToken(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
 	nodeDir, err := os.MkdirTemp("", "airlock-bench-node-")
 	if err != nil {
 		return nil, err
@@ -38,33 +42,11 @@ func hopCycles(ctx context.Context, n int) ([]time.Duration, error) {
 		unix.Unmount(filepath.Join(nodeDir, "sandboxes"), unix.MNT_DETACH)
 		os.RemoveAll(nodeDir)
 	}()
-	dm, err := startDaemon(ctx, cpDir, 0, nil, nil, daemonTuning{noLocalNode: true})
-	if err != nil {
-		return nil, err
-	}
-	defer dm.close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: dm.handler}
-	go srv.Serve(ln)
-	defer srv.Close()
-	key, err := os.ReadFile(dm.keyPath)
-	if err != nil {
-		return nil, err
-	}
-	url := "http://" + ln.Addr().String()
-	c := client.New(url, string(trimNL(key)))
-	tok, err := c.CreateJoinToken(ctx, 0)
-	if err != nil {
-		return nil, err
-	}
 	nln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	id, err := nodes.Join(ctx, nodes.JoinOptions{ControlPlane: url, Token: tok.Token, CAHash: tok.CAHash, Name: "bench", Addr: nln.Addr().String(), DataDir: nodeDir})
+	id, err := nodes.Join(ctx, nodes.JoinOptions{ControlPlane: cp.url, Token: tok.Token, CAHash: tok.CAHash, Name: "bench", Addr: nln.Addr().String(), DataDir: nodeDir})
 	if err != nil {
 		nln.Close()
 		return nil, err

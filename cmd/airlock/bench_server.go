@@ -17,19 +17,20 @@ import (
 // loopback as serve does, for the benches that go through the API.
 type benchServer struct {
 	dir string
+	url string
 	d   *daemon
 	srv *http.Server
 	c   *client.Client
 }
 
-func startBenchServer(ctx context.Context, pool int) (*benchServer, error) {
+func startBenchServer(ctx context.Context, pool int, tune daemonTuning) (*benchServer, error) {
 	dir, err := os.MkdirTemp("", "airlock-bench-")
 	if err != nil {
 		return nil, err
 	}
 	os.Chmod(dir, 0o711)
 	b := &benchServer{dir: dir}
-	if b.d, err = startDaemon(ctx, dir, pool, nil, nil, daemonTuning{}); err != nil {
+	if b.d, err = startDaemon(ctx, dir, pool, nil, nil, tune); err != nil {
 		b.close()
 		return nil, err
 	}
@@ -45,7 +46,8 @@ func startBenchServer(ctx context.Context, pool int) (*benchServer, error) {
 		b.close()
 		return nil, err
 	}
-	b.c = client.New("http://"+ln.Addr().String(), string(trimNL(key)))
+	b.url = "http://" + ln.Addr().String()
+	b.c = client.New(b.url, string(trimNL(key)))
 	return b, nil
 }
 

@@ -35,7 +35,7 @@ func newEnv(t *testing.T) *env {
 	return newEnvWith(t, Options{})
 }
 
-// newEnvWith is newEnv with opts' non-zero KeepAlive and DataDir.
+// newEnvWith is newEnv with opts' non-zero KeepAlive, DataDir and Nodes.
 func newEnvWith(t *testing.T, opts Options) *env {
 	t.Helper()
 	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "airlock.db"))
@@ -44,7 +44,7 @@ func newEnvWith(t *testing.T, opts Options) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	e := &env{t: t, m: newFakeManager(), st: st, now: t0}
-	h := New(e.m, e.st, Options{MaxJSONBody: 4096, Now: e.clock, Logger: slog.New(slog.DiscardHandler), KeepAlive: opts.KeepAlive, DataDir: opts.DataDir})
+	h := New(e.m, e.st, Options{MaxJSONBody: 4096, Now: e.clock, Logger: slog.New(slog.DiscardHandler), KeepAlive: opts.KeepAlive, DataDir: opts.DataDir, Nodes: opts.Nodes})
 	e.srv = httptest.NewServer(h)
 	t.Cleanup(e.srv.Close)
 	e.admin = e.addTenant("root", true)

@@ -8,7 +8,8 @@
 // API does, rather than scanning all, tries the least loaded first and
 // fails over to the next when one refuses. A later call finds its
 // sandbox's node in a cache filled by Create, else in the sandbox's
-// record (Options.Where).
+// record (Options.Where); the cache drops what is not looked up for a
+// minute.
 package placement
 
 import (
@@ -62,7 +63,8 @@ type Runtime struct {
 	o Options
 
 	mu     sync.Mutex
-	placed map[string]string      // sandbox id -> node
+	placed map[string]spot        // sandbox id -> where, a cache of its record
+	swept  time.Time              // when placed was last rid of old entries
 	recent map[string][]time.Time // node -> placements not yet in its heartbeat
 }
 
@@ -77,7 +79,7 @@ func New(o Options) *Runtime {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Runtime{o: o, placed: map[string]string{}, recent: map[string][]time.Time{}}
+	return &Runtime{o: o, placed: map[string]spot{}, recent: map[string][]time.Time{}, swept: time.Now()}
 }
 
 // candidate is a node a sandbox may go to.
@@ -194,11 +196,38 @@ func (r *Runtime) pendingLocked(node string) int {
 	return len(ts) - i
 }
 
+// spot is the node of a sandbox, and when it was last looked up.
+type spot struct {
+	node string
+	at   time.Time
+}
+
+// placedTTL is how long the cache keeps a sandbox not looked up: the
+// record has its node by then, and the cache holds no destroyed one for
+// long.
+const placedTTL = time.Minute
+
+// placeLocked caches the node of id, dropping entries not looked up for
+// placedTTL once per placedTTL.
+func (r *Runtime) placeLocked(id, node string, now time.Time) {
+	r.placed[id] = spot{node, now}
+	if now.Sub(r.swept) < placedTTL {
+		return
+	}
+	r.swept = now
+	for k, v := range r.placed {
+		if now.Sub(v.at) >= placedTTL {
+			delete(r.placed, k)
+		}
+	}
+}
+
 func (r *Runtime) note(id, node string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.placed[id] = node
-	r.recent[node] = append(r.recent[node], time.Now())
+	now := time.Now()
+	r.placeLocked(id, node, now)
+	r.recent[node] = append(r.recent[node], now)
 }
 
 func (r *Runtime) forget(id string) {
@@ -211,7 +240,12 @@ func (r *Runtime) forget(id string) {
 func (r *Runtime) Locate(id string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.placed[id]
+	sp, ok := r.placed[id]
+	if ok {
+		sp.at = time.Now()
+		r.placed[id] = sp
+	}
+	return sp.node
 }
 
 // nodeOf is the node of sandbox id: from the cache, else its record.
@@ -230,7 +264,7 @@ func (r *Runtime) nodeOf(ctx context.Context, id string) (string, error) {
 		n = runtime.LocalNode
 	}
 	r.mu.Lock()
-	r.placed[id] = n
+	r.placeLocked(id, n, time.Now())
 	r.mu.Unlock()
 	return n, nil
 }
@@ -300,8 +334,9 @@ func (r *Runtime) List(ctx context.Context) ([]string, error) {
 			continue
 		}
 		r.mu.Lock()
+		now := time.Now()
 		for _, id := range some {
-			r.placed[id] = name
+			r.placeLocked(id, name, now)
 		}
 		r.mu.Unlock()
 		ids = append(ids, some...)

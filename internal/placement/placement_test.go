@@ -202,3 +202,34 @@ func TestWhere(t *testing.T) {
 		t.Errorf("a sandbox without a record: %v", err)
 	}
 }
+
+// TestCacheForgets: sandboxes not looked up for a minute leave the cache
+// (their records keep their node), so it does not grow with every
+// sandbox ever created; one looked up stays.
+func TestCacheForgets(t *testing.T) {
+	reg := newRegistry(map[string]int{"a": 0})
+	p := New(Options{Nodes: reg})
+	ctx := context.Background()
+	for i := range 50 {
+		if _, err := p.Create(ctx, runtime.Spec{ID: fmt.Sprintf("c%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.mu.Lock()
+	for id, sp := range p.placed {
+		sp.at = sp.at.Add(-2 * placedTTL)
+		p.placed[id] = sp
+	}
+	p.swept = p.swept.Add(-2 * placedTTL)
+	p.mu.Unlock()
+	p.Locate("c7") // in use: stays
+	if _, err := p.Create(ctx, runtime.Spec{ID: "new"}); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	n := len(p.placed)
+	p.mu.Unlock()
+	if n != 2 || p.Locate("c7") != "a" || p.Locate("new") != "a" {
+		t.Errorf("cache holds %d entries after a sweep, want c7 and new", n)
+	}
+}

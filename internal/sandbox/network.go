@@ -66,7 +66,7 @@ func recordPolicy(rec store.Sandbox) (egress.Policy, error) {
 // its network namespace, serving under rules.
 func (s *Service) attach(ctx context.Context, rec store.Sandbox, sb runtime.Sandbox, rules *egress.Rules) error {
 	if _, ok := sb.(runtime.Listener); !ok {
-		return fmt.Errorf("%w: network: this runtime cannot give sandboxes a proxy", ErrInvalid)
+		return errNoListener
 	}
 	httpLn, err := s.listenIn(ctx, rec.ID, sb, egress.HTTPPort)
 	if err != nil {
@@ -105,26 +105,28 @@ func (s *Service) attach(ctx context.Context, rec store.Sandbox, sb runtime.Sand
 	return nil
 }
 
+var errNoListener = fmt.Errorf("%w: network: this runtime cannot give sandboxes a proxy", ErrInvalid)
+
 // listenIn listens on 127.0.0.1:port inside the sandbox, and again each
 // time that listener fails unclosed (a node's connection that broke),
 // finding the sandbox anew each time.
 func (s *Service) listenIn(ctx context.Context, id string, sb runtime.Sandbox, port int) (net.Listener, error) {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	first := true
-	return newRelistener(ctx, func(ctx context.Context) (net.Listener, error) {
-		if !first {
-			var err error
-			if sb, err = s.rt.Get(ctx, id); err != nil {
-				return nil, err
-			}
+	ln, err := sb.(runtime.Listener).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return newRelistener(ln, func(ctx context.Context) (net.Listener, error) {
+		sb, err := s.rt.Get(ctx, id)
+		if err != nil {
+			return nil, err
 		}
-		first = false
 		l, ok := sb.(runtime.Listener)
 		if !ok {
-			return nil, fmt.Errorf("%w: network: this runtime cannot give sandboxes a proxy", ErrInvalid)
+			return nil, errNoListener
 		}
 		return l.Listen(ctx, "tcp", addr)
-	})
+	}), nil
 }
 
 // netState is a running sandbox's attachment to the proxy and what its

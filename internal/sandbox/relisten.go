@@ -31,14 +31,9 @@ const (
 	relistenMax   = 2 * time.Second
 )
 
-// newRelistener listens once (an error is returned as it is) and keeps
-// listening with listen after.
-func newRelistener(ctx context.Context, listen func(ctx context.Context) (net.Listener, error)) (*relistener, error) {
-	ln, err := listen(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &relistener{listen: listen, addr: ln.Addr(), cur: ln, done: make(chan struct{})}, nil
+// newRelistener serves ln, and listens again with listen after it fails.
+func newRelistener(ln net.Listener, listen func(ctx context.Context) (net.Listener, error)) *relistener {
+	return &relistener{listen: listen, addr: ln.Addr(), cur: ln, done: make(chan struct{})}
 }
 
 // Accept returns the next connection, listening again as often as it
