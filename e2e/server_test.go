@@ -35,6 +35,7 @@ type server struct {
 	url      string
 	adminKey string
 	args     []string // extra flags for serve
+	env      []string // extra environment for serve
 }
 
 // startServer starts a daemon on 127.0.0.1 with a fresh data dir (or the
@@ -88,6 +89,7 @@ func (s *server) start() {
 		t.Fatal(err)
 	}
 	s.cmd.Stderr = os.Stderr
+	s.cmd.Env = append(os.Environ(), s.env...)
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +106,9 @@ func (s *server) start() {
 	case s.url = <-urlc:
 	case <-time.After(60 * time.Second):
 		t.Fatal("server did not start")
+	}
+	if s.adminKey != "" {
+		return // given in the environment
 	}
 	key, err := os.ReadFile(filepath.Join(s.dataDir, "admin.key"))
 	if err != nil {

@@ -17,7 +17,7 @@ var helpVerbs = [][]string{
 	{"replay"}, {"events"}, {"webhooks"}, {"webhooks", "add"}, {"webhooks", "ls"}, {"webhooks", "rm"}, {"webhooks", "deliveries"},
 	{"metrics"}, {"usage"}, {"task"}, {"task", "run"}, {"task", "ls"}, {"task", "get"}, {"task", "cancel"},
 	{"template"}, {"template", "build"}, {"template", "ls"}, {"template", "rm"}, {"mcp"}, {"teardown"}, {"version"},
-	{"node"}, {"nodes"}, {"nodes", "token"}, {"nodes", "ls"}, {"nodes", "drain"}, {"nodes", "undrain"}, {"nodes", "rm"},
+	{"node"}, {"node", "drain"}, {"nodes"}, {"nodes", "token"}, {"nodes", "ls"}, {"nodes", "drain"}, {"nodes", "undrain"}, {"nodes", "rm"},
 }
 
 // TestEveryHelpExitsZeroOnStdout: --help, -h and help VERB print the

@@ -23,6 +23,8 @@ import (
 )
 
 const nodeUsage = `Usage: airlock node --join URL --token TOKEN --data-dir DIR --addr HOST:PORT [--name NAME] [--ca-hash sha256:HEX]
+       airlock node --kubernetes|--kubeconfig PATH [--namespace NS] --data-dir DIR --addr HOST:PORT [--name NAME]
+       airlock node drain --kubernetes|--kubeconfig PATH [--namespace NS] --name NAME [--wait DURATION]
 
 Run a node: a host that runs sandboxes for the control plane at URL. The
 first start joins with a one-time token (airlock nodes token, on the control
@@ -33,9 +35,19 @@ its API on --addr, over mutual TLS, to the control plane only.
 The control plane places sandboxes on it and reaches them through it:
 commands, files, terminals, ports and the egress proxy's connections.
 Sandboxes outlive the node process: a node restarted with the same data
-dir takes them back.`
+dir takes them back.
+
+In Kubernetes (a DaemonSet), --kubernetes replaces the join: the node
+(--name, default $NODE_NAME) waits for the Secret airlock-node-ca that the
+control plane makes, issues itself a certificate from it, and registers
+and renews the Lease airlock-node-NAME with its address and figures.
+"airlock node drain" (the pod's preStop) marks the Lease draining and
+waits until the node runs no sandbox.`
 
 func nodeCmd(args []string) error {
+	if len(args) > 0 && args[0] == "drain" {
+		return nodeDrainCmd(args[1:])
+	}
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	join := fs.String("join", "", "the control plane's API URL, http(s)://HOST:PORT")
 	token := fs.String("token", "", "one-time join token (airlock nodes token); only to join")
@@ -45,6 +57,8 @@ func nodeCmd(args []string) error {
 	name := fs.String("name", "", "the node's name, a DNS label (default: the host name)")
 	maxSandboxes := fs.Int("max-sandboxes", 0, "the most sandboxes this node takes (default: one per 32 MiB of its memory)")
 	pool := fs.Int("pool", 2, "sandboxes kept booted for fast creates (0 disables)")
+	hostRoot := fs.String("host-root", "/", "where the host's root filesystem is, for the base template (its /usr, /lib... and /etc entries): in a container, the host's / mounted read-only, as the Helm chart mounts it at /host")
+	kube := kubeFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), nodeUsage)
 		printFlags(fs)
@@ -64,6 +78,9 @@ func nodeCmd(args []string) error {
 	if _, err := os.Stat(filepath.Join(*dataDir, "airlock.db")); err == nil {
 		return badInput("node", "%s is a server's data dir (it holds airlock.db): give the node a directory of its own", *dataDir)
 	}
+	if kube.enabled() && (*join != "" || *token != "" || *caHash != "") {
+		return badInput("node", "--kubernetes/--kubeconfig: the node registers with a Lease and takes its certificate from the cluster's node CA: no --join, --token or --ca-hash")
+	}
 	if err := os.MkdirAll(*dataDir, 0o711); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
@@ -74,6 +91,9 @@ func nodeCmd(args []string) error {
 	defer lock.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if kube.enabled() {
+		return nodeKube(ctx, kube, nodeKubeConfig{name: *name, addr: *addr, dataDir: *dataDir, maxSandboxes: *maxSandboxes, pool: *pool, hostRoot: *hostRoot})
+	}
 
 	id, err := nodes.LoadIdentity(*dataDir)
 	switch {
@@ -102,7 +122,7 @@ func nodeCmd(args []string) error {
 			return badInput("node", "this node joined with --addr %s, where the control plane calls it: remove it there (airlock nodes rm %s) and join again to move it", id.Addr, id.Name)
 		}
 	}
-	rt, err := linux.New(linux.Config{StateDir: *dataDir, PoolSize: *pool, SweepEvery: 15 * time.Second})
+	rt, err := linux.New(linux.Config{StateDir: *dataDir, PoolSize: *pool, SweepEvery: 15 * time.Second, HostRoot: *hostRoot})
 	if err != nil {
 		return err
 	}
@@ -173,16 +193,7 @@ func defaultNodeName() string {
 // nodeServer is the node API's server: the status heartbeats ask for and
 // the runtime (noderpc), over mutual TLS with the node's identity.
 func nodeServer(id *nodes.Identity, rt *linux.Runtime, dataDir string, maxSandboxes int) *http.Server {
-	capacity := nodes.HostCapacity(dataDir, maxSandboxes)
-	status := func(ctx context.Context) (nodes.Status, error) {
-		ids, err := rt.List(ctx)
-		if err != nil {
-			return nodes.Status{}, err
-		}
-		use := nodes.HostUse(dataDir)
-		use.Sandboxes = len(ids)
-		return nodes.Status{Name: id.Name, Version: version.String(), Protocol: nodes.Protocol, Capacity: capacity, Use: use}, nil
-	}
+	status := nodeStatus(id.Name, rt, dataDir, maxSandboxes)
 	mux := http.NewServeMux()
 	mux.Handle(nodes.StatusPath, nodes.StatusHandler(status))
 	mux.Handle("/node/v1/", noderpc.NewServer(rt))
@@ -191,4 +202,19 @@ func nodeServer(id *nodes.Identity, rt *linux.Runtime, dataDir string, maxSandbo
 	// 250 on the control plane's one connection.
 	return &http.Server{Handler: mux, TLSConfig: id.ServerTLS(), ReadHeaderTimeout: 10 * time.Second,
 		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 1 << 16, SendPingTimeout: 15 * time.Second, PingTimeout: 10 * time.Second}}
+}
+
+// nodeStatus is what the node says of itself: to heartbeats, and in its
+// Lease in a cluster.
+func nodeStatus(name string, rt *linux.Runtime, dataDir string, maxSandboxes int) func(context.Context) (nodes.Status, error) {
+	capacity := nodes.HostCapacity(dataDir, maxSandboxes)
+	return func(ctx context.Context) (nodes.Status, error) {
+		ids, err := rt.List(ctx)
+		if err != nil {
+			return nodes.Status{}, err
+		}
+		use := nodes.HostUse(dataDir)
+		use.Sandboxes = len(ids)
+		return nodes.Status{Name: name, Version: version.String(), Protocol: nodes.Protocol, Capacity: capacity, Use: use}, nil
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	goruntime "runtime"
+	"sync"
 	"syscall"
 	"time"
 
@@ -51,6 +52,9 @@ func serveCmd(args []string) error {
 	minFree := fs.Float64("min-free-disk", defaultMinFreeDisk, "refuse new sandboxes while the data dir's filesystem has less than this percent free (0: never)")
 	durationVar(fs, &tune.nodeGrace, "node-grace", nodes.DefaultGrace, time.Second, 0, "how long (`DURATION`) the sandboxes of a lost node wait for it before they fail")
 	fs.BoolVar(&tune.noLocalNode, "no-local-node", false, "run a control plane only: no sandbox on this host, every one on a node that joined (airlock nodes token)")
+	storeURL := fs.String("store", os.Getenv(databaseURLEnv), "the database: postgres://... runs this server as one control-plane replica of several on it (needs --no-local-node and $AIRLOCK_MASTER_KEY); default SQLite in the data dir ($"+databaseURLEnv+")")
+	tune.kube = kubeFlags(fs)
+	advertise := fs.String("advertise-url", "", "with --store postgres: the URL other replicas reach this one on, http://HOST:PORT (default: from --addr)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: airlock serve [flags]\n\nRun the server: the REST API under /v1, the console, MCP and the E2B API.\nA DURATION is "+durationSyntax+".")
 		printFlags(fs)
@@ -77,6 +81,13 @@ func serveCmd(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if isPostgresURL(*storeURL) {
+		return serveReplica(ctx, replicaConfig{addr: *addr, advertise: *advertise, storeURL: *storeURL, dataDir: *dataDir, pool: *pool, eg: eg, tune: tune, kube: tune.kube})
+	}
+	if *storeURL != "" {
+		fmt.Fprintf(os.Stderr, "airlock serve: --store %q: want a postgres:// or postgresql:// URL (SQLite, the default, lives in the data dir)\n", *storeURL)
+		return exitError(2)
+	}
 	d, err := startDaemon(ctx, *dataDir, *pool, eg, nil, tune)
 	if err != nil {
 		return err
@@ -86,28 +97,50 @@ func serveCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	mcpDone, endMCP := context.WithCancel(context.Background())
-	defer endMCP()
-	con := console.New()
-	srv := &http.Server{Handler: withConsole(con, withE2B(withMCP(d.handler, ln.Addr(), mcpDone), ln.Addr(), mcpDone)), ReadHeaderTimeout: 10 * time.Second}
-	// Event streams, task event streams, output follows, MCP and E2B streams never go idle: end them, or Shutdown
-	// waits it out.
-	srv.RegisterOnShutdown(d.events.EndStreams)
-	srv.RegisterOnShutdown(d.tasks.EndStreams)
-	srv.RegisterOnShutdown(d.mgr.EndStreams)
-	srv.RegisterOnShutdown(endMCP)
+	h, con, end := d.serving(ln.Addr())
+	defer end()
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// Event streams, task event streams, output follows, MCP and E2B
+	// streams never go idle: end them, or Shutdown waits it out.
+	srv.RegisterOnShutdown(end)
 	fmt.Printf("airlock: serving on http://%s (data in %s)\n", ln.Addr(), *dataDir)
 	if con.Built() {
 		fmt.Printf("airlock: console at http://%s/ (sign in with an API key)\n", loopbackAddr(ln.Addr()))
 	} else {
 		fmt.Println("airlock: console not built into this binary (npm ci --prefix web && npm run build --prefix web, then go build)")
 	}
-	if d.newKey {
+	d.sayAdminKey()
+	return serveUntil(ctx, srv, func() error { return srv.Serve(ln) }, "airlock: shutting down", 10*time.Second)
+}
+
+// serving is the daemon's whole HTTP face on addr (the API, the console,
+// MCP and the E2B API, which call the API at addr), and what ends its
+// streams, which never go idle on their own.
+func (d *daemon) serving(addr net.Addr) (http.Handler, *console.Handler, func()) {
+	mcpDone, endMCP := context.WithCancel(context.Background())
+	con := console.New()
+	h := withConsole(con, withE2B(withMCP(d.handler, addr, mcpDone), addr, mcpDone))
+	var once sync.Once
+	return h, con, func() {
+		once.Do(func() {
+			d.events.EndStreams()
+			d.tasks.EndStreams()
+			d.mgr.EndStreams()
+			endMCP()
+		})
+	}
+}
+
+// sayAdminKey tells where the admin API key is.
+func (d *daemon) sayAdminKey() {
+	switch {
+	case d.keyPath == "":
+		fmt.Printf("airlock: admin API key from $%s\n", adminKeyEnv)
+	case d.newKey:
 		fmt.Printf("airlock: admin API key written to %s\n", d.keyPath)
-	} else {
+	default:
 		fmt.Printf("airlock: admin API key is in %s\n", d.keyPath)
 	}
-	return serveUntil(ctx, srv, func() error { return srv.Serve(ln) }, "airlock: shutting down", 10*time.Second)
 }
 
 // serveUntil runs serve (srv's) until it fails or ctx ends, then says
@@ -128,17 +161,18 @@ func serveUntil(ctx context.Context, srv *http.Server, serve func() error, bye s
 
 // daemon is everything serve wires together.
 type daemon struct {
-	store   store.Store
-	rt      *linux.Runtime
-	mgr     *sandbox.Service
-	handler http.Handler
-	keyPath string
-	newKey  bool
-	metrics *metrics.Metrics // served at /metrics
-	events  *events.Hub      // tenant event streams and webhooks
-	tracing *tracing.Tracing // OpenTelemetry, when OTEL_* asks for it
-	tasks   *tasks.Service   // harness runs, each in a sandbox of its own
-	nodes   *nodes.Service   // the hosts that joined to run sandboxes
+	store    daemonStore
+	ownStore bool // opened by the daemon, closed with it
+	rt       *linux.Runtime
+	mgr      *sandbox.Service
+	handler  http.Handler
+	keyPath  string
+	newKey   bool
+	metrics  *metrics.Metrics // served at /metrics
+	events   *events.Hub      // tenant event streams and webhooks
+	tracing  *tracing.Tracing // OpenTelemetry, when OTEL_* asks for it
+	tasks    *tasks.Service   // harness runs, each in a sandbox of its own
+	nodes    *nodes.Service   // the hosts that joined to run sandboxes
 }
 
 // daemonTuning is what serve's flags set beyond the basics; zero fields
@@ -158,6 +192,19 @@ type daemonTuning struct {
 	// nodeGrace is how long a lost node's sandboxes wait for it before
 	// they fail (0: nodes.DefaultGrace).
 	nodeGrace time.Duration
+	// kube, when enabled, finds nodes by their Leases in a Kubernetes
+	// namespace (serve_kube.go) instead of by join tokens.
+	kube *kubeConfig
+	// store, when set, is a database the daemon shares with other
+	// control-plane replicas (and does not close); else it opens SQLite
+	// in the data dir.
+	store daemonStore
+}
+
+// daemonStore is what serve keeps in its database.
+type daemonStore interface {
+	store.Store
+	nodes.Store
 }
 
 // defaultMinFreeDisk is the free share of the data dir's filesystem below
@@ -170,11 +217,15 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 	if err := os.MkdirAll(dataDir, 0o711); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	st, err := store.OpenSQLite(filepath.Join(dataDir, "airlock.db"))
-	if err != nil {
-		return nil, err
+	st := tune.store
+	if st == nil {
+		var err error
+		if st, err = store.OpenSQLite(filepath.Join(dataDir, "airlock.db")); err != nil {
+			return nil, err
+		}
 	}
-	d := &daemon{store: st, metrics: metrics.New(nil)}
+	d := &daemon{store: st, ownStore: tune.store == nil, metrics: metrics.New(nil)}
+	var err error
 	if d.tracing, err = tracing.Setup(ctx); err != nil {
 		st.Close()
 		return nil, err
@@ -193,7 +244,14 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		d.close()
 		return nil, fmt.Errorf("master key: %w", err)
 	}
-	if d.nodes, err = nodes.New(ctx, st, box, nodes.Options{Client: func(hc *http.Client, url string) runtime.Runtime { return noderpc.NewClient(hc, url) }, Grace: tune.nodeGrace, OnGone: d.nodeGone, OnBack: d.nodeBack}); err != nil {
+	nodeOpts := nodes.Options{Client: func(hc *http.Client, url string) runtime.Runtime { return noderpc.NewClient(hc, url) },
+		Grace: tune.nodeGrace, OnGone: d.nodeGone, OnBack: d.nodeBack}
+	// In Kubernetes, nodes register with Leases (a no-op otherwise).
+	if err := tune.kube.nodesOptions(ctx, &nodeOpts); err != nil {
+		d.close()
+		return nil, fmt.Errorf("nodes: %w", err)
+	}
+	if d.nodes, err = nodes.New(ctx, st, box, nodeOpts); err != nil {
 		d.close()
 		return nil, fmt.Errorf("nodes: %w", err)
 	}
@@ -205,9 +263,16 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		d.close()
 		return nil, fmt.Errorf("events: %w", err)
 	}
+	// A replica keeps no audit journal in its own data dir: the next
+	// leader, on another host, could not read it. Each call's audit
+	// events are in the shared database before it is answered instead.
+	managerDir := dataDir
+	if tune.store != nil {
+		managerDir = ""
+	}
 	if d.mgr, err = sandbox.NewManager(ctx, st, rt, sandbox.Options{HostCPUs: goruntime.NumCPU(), HostMemoryMB: hostMemoryMB(), Egress: eg, Secrets: box,
 		AuditRetention: tune.auditRetention, AuditOutputCap: tune.auditOutputCap, Metrics: d.metrics, OnAudit: d.events.Publish,
-		Tracer: d.tracing.Tracer, DataDir: dataDir, MinFreeDiskPercent: tune.minFreeDiskPercent(), NodeLost: d.nodes.Lost}); err != nil {
+		Tracer: d.tracing.Tracer, DataDir: managerDir, MinFreeDiskPercent: tune.minFreeDiskPercent(), NodeLost: d.nodes.Lost}); err != nil {
 		d.close()
 		return nil, err
 	}
@@ -338,7 +403,9 @@ func (d *daemon) close() {
 		}
 		cancel()
 	}
-	d.store.Close()
+	if d.ownStore {
+		d.store.Close()
+	}
 }
 
 // adminTenant owns the admin key created on first start.
@@ -346,7 +413,14 @@ const adminTenant = "admin"
 
 // ensureAdminKey creates the admin tenant and key on first start, stores
 // only the key's hash and writes the key to <data-dir>/admin.key (0600).
+//
+// With $AIRLOCK_ADMIN_KEY set (replicas on one database, a Kubernetes
+// Secret), that key is the admin key instead: it is added if the store
+// lacks it, and no file is written.
 func ensureAdminKey(ctx context.Context, st store.Store, dataDir string) (string, bool, error) {
+	if v, ok := os.LookupEnv(adminKeyEnv); ok {
+		return "", false, ensureEnvAdminKey(ctx, st, v)
+	}
 	path := filepath.Join(dataDir, "admin.key")
 	if _, err := st.TenantByName(ctx, adminTenant); err == nil {
 		return path, false, nil

@@ -83,6 +83,7 @@ type route struct {
 
 var routes = []route{
 	{"GET", "/healthz", public, (*server).healthz},
+	{"GET", "/readyz", public, (*server).readyz},
 	{"GET", "/v1/openapi.json", public, (*server).openAPI},
 
 	{"POST", "/v1/sandboxes", anyKey, (*server).createSandbox},
@@ -289,6 +290,13 @@ var routeMethods = func() []string {
 
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz answers that this server takes API calls: one process serving
+// on its own store is ready once it listens. (A control-plane replica
+// answers /readyz itself, from its leader election: cmd/airlock/replica.go.)
+func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 //go:embed openapi.json

@@ -203,14 +203,14 @@ func (h *Hub) pruneLoop() {
 // to live subscribers: an event is followed live only once it is stored,
 // so a client that resumes from the store never misses one that was sent
 // live to others.
-func (h *Hub) write(batch []audit.Event) {
-	if len(batch) == 0 {
+func (h *Hub) write(got []audit.Event) {
+	if len(got) == 0 {
 		return
 	}
-	evs := make([]store.TenantEvent, len(batch))
+	evs := make([]store.TenantEvent, len(got))
 	deliveries := 0
 	h.mu.Lock()
-	for i, e := range batch {
+	for i, e := range got {
 		evs[i] = store.TenantEvent{TenantID: e.Tenant, SandboxID: e.Sandbox, Type: e.Type, Time: e.Time, Data: e.Data}
 		for _, w := range h.hooks[e.Tenant] {
 			if w.wants(e.Type) {
@@ -220,7 +220,7 @@ func (h *Hub) write(batch []audit.Event) {
 		}
 	}
 	h.mu.Unlock()
-	if err := h.st.AppendEvents(context.Background(), evs); err != nil {
+	if err := batch.Retry("store events", h.log, func() error { return h.st.AppendEvents(context.Background(), evs) }, nil); err != nil {
 		h.log.Error("store events: events lost", "events", len(evs), "err", err)
 		return
 	}

@@ -56,21 +56,7 @@ type CA struct {
 
 // newCA makes a CA: a P-256 key and a self-signed certificate.
 func newCA(now time.Time) (*CA, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: caCommonName},
-		NotBefore:             now.Add(-clockSkew),
-		NotAfter:              now.Add(caLifetime),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	key, der, err := selfSignedCA(caCommonName, now)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -79,6 +65,27 @@ func newCA(now time.Time) (*CA, []byte, error) {
 		return nil, nil, err
 	}
 	return &CA{cert: cert, key: key}, der, nil
+}
+
+// selfSignedCA makes a P-256 key and a CA certificate named commonName
+// that it signs itself (DER), good for caLifetime.
+func selfSignedCA(commonName string, now time.Time) (*ecdsa.PrivateKey, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: commonName},
+		NotBefore:             now.Add(-clockSkew),
+		NotAfter:              now.Add(caLifetime),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	return key, der, err
 }
 
 // loadCA rebuilds a CA from its certificate and PKCS#8 key.

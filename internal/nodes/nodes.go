@@ -69,6 +69,14 @@ type Node struct {
 
 	Drained    bool   `json:"-"`
 	CertSerial string `json:"-"` // the one certificate the control plane takes from it
+
+	// leaseFor, for a node that registers with a Lease, is how long a
+	// renewal lasts: it is lost once LastHeartbeat (its Lease's renewal)
+	// is that old.
+	leaseFor time.Duration
+	// protocol is the node API version a Lease says the node speaks; a
+	// node of another is not placed on.
+	protocol int
 }
 
 // Capacity is what a node offers.
@@ -183,11 +191,20 @@ type Options struct {
 	// up for it (mutual TLS) and its base URL (noderpc.NewClient); nil:
 	// Runtime answers that nodes run nothing here.
 	Client func(hc *http.Client, baseURL string) runtime.Runtime
+
+	// Discovery, when set, is where the nodes are (in Kubernetes, the
+	// Leases they renew; see kube.go) instead of the store: a node is
+	// live while its Lease is, draining as its Lease says, and the store
+	// and Sealer are not used. Nodes register themselves, so tokens and
+	// joins are refused, and the mutual TLS comes from ClusterCAs.
+	Discovery  Discovery
+	ClusterCAs *ClusterCAs
 }
 
 // Service is the control plane's registry of nodes.
 type Service struct {
 	st   Store
+	reg  registry // the nodes: st, or the Leases
 	ca   *CA
 	opts Options
 	cp   *controlPlane // the control plane's client identity
@@ -223,15 +240,24 @@ func New(ctx context.Context, st Store, box Sealer, opts Options) (*Service, err
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	ca, err := loadOrMakeCA(ctx, st, box, opts.Now())
-	if err != nil {
-		return nil, err
+	var ca *CA
+	var cp *controlPlane
+	var reg registry = st
+	var err error
+	if opts.Discovery != nil {
+		if ca, cp, err = newDiscovered(opts); err != nil {
+			return nil, err
+		}
+		reg = leaseRegistry{opts.Discovery}
+	} else {
+		if ca, err = loadOrMakeCA(ctx, st, box, opts.Now()); err != nil {
+			return nil, err
+		}
+		if cp, err = newControlPlane(ca, opts.Now()); err != nil {
+			return nil, fmt.Errorf("control plane certificate: %w", err)
+		}
 	}
-	cp, err := newControlPlane(ca, opts.Now())
-	if err != nil {
-		return nil, fmt.Errorf("control plane certificate: %w", err)
-	}
-	s := &Service{st: st, ca: ca, opts: opts, cp: cp, lastErr: map[string]string{}, known: map[string]Node{}, clients: map[string]nodeRuntime{},
+	s := &Service{st: st, reg: reg, ca: ca, opts: opts, cp: cp, lastErr: map[string]string{}, known: map[string]Node{}, clients: map[string]nodeRuntime{},
 		wasLost: map[string]bool{}, gone: map[string]bool{}, seen: map[string]bool{},
 		started: opts.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	go s.watch()
@@ -284,6 +310,9 @@ const tokenPrefix = "alj_"
 
 // MintToken makes a join token valid for ttl (0 takes DefaultTokenTTL).
 func (s *Service) MintToken(ctx context.Context, ttl time.Duration) (TokenReply, error) {
+	if s.opts.Discovery != nil {
+		return TokenReply{}, ErrRegistersItself
+	}
 	if ttl == 0 {
 		ttl = DefaultTokenTTL
 	}
@@ -310,6 +339,9 @@ func tokenHash(secret string) []byte {
 // malformed, unknown, spent, expired) is errdefs.ErrUnauthenticated, and
 // the message says which.
 func (s *Service) Join(ctx context.Context, req JoinRequest) (JoinReply, error) {
+	if s.opts.Discovery != nil {
+		return JoinReply{}, ErrRegistersItself
+	}
 	// The token first, so that only its holder learns what else is
 	// wrong; it is spent only once everything else holds.
 	now := s.opts.Now()
@@ -326,7 +358,7 @@ func (s *Service) Join(ctx context.Context, req JoinRequest) (JoinReply, error) 
 	if _, err := parseCSR([]byte(req.CSR)); err != nil {
 		return JoinReply{}, err
 	}
-	if _, err := s.st.GetNode(ctx, req.Name); err == nil {
+	if _, err := s.reg.GetNode(ctx, req.Name); err == nil {
 		return JoinReply{}, fmt.Errorf("%w: node %s has joined already: remove it first (airlock nodes rm %s)", errdefs.ErrConflict, req.Name, req.Name)
 	}
 	certPEM, cert, err := s.ca.signNode([]byte(req.CSR), req.Name, now)
@@ -379,7 +411,7 @@ func (s *Service) checkToken(ctx context.Context, token string, now time.Time) (
 
 // List returns every node, by name, with its state now.
 func (s *Service) List(ctx context.Context) ([]Node, error) {
-	list, err := s.st.ListNodes(ctx)
+	list, err := s.reg.ListNodes(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -391,10 +423,10 @@ func (s *Service) List(ctx context.Context) ([]Node, error) {
 
 // Get returns the node with the name.
 func (s *Service) Get(ctx context.Context, name string) (Node, error) {
-	if err := CheckName(name); err != nil {
+	if err := s.checkName(name); err != nil {
 		return Node{}, err
 	}
-	n, err := s.st.GetNode(ctx, name)
+	n, err := s.reg.GetNode(ctx, name)
 	if err != nil {
 		return Node{}, err
 	}
@@ -407,15 +439,28 @@ func (s *Service) fill(n *Node) {
 	n.State = s.state(*n)
 	s.mu.Lock()
 	n.LastError = s.lastErr[n.Name]
+	// A node's Lease says it lives; placement takes it once it has also
+	// answered this control plane's status call over mutual TLS. Until
+	// then it shows joining, and after that as of the latest heartbeat
+	// round, so that ready always means placeable and draining not.
+	if n.leaseFor != 0 && n.State != StateLost {
+		// Drained too as the latest round saw it: placement's view.
+		if k, ok := s.known[n.Name]; ok && s.seen[n.Name] {
+			n.State = s.state(k)
+		} else {
+			n.State = StateJoining
+		}
+	}
 	s.mu.Unlock()
 }
 
 func (s *Service) state(n Node) string {
 	now := s.opts.Now()
+	lostAfter := s.lostAfter(n)
 	switch {
-	case n.LastHeartbeat == nil && now.Sub(n.JoinedAt) < s.opts.LostAfter:
+	case n.LastHeartbeat == nil && now.Sub(n.JoinedAt) < lostAfter:
 		return StateJoining
-	case n.LastHeartbeat == nil || now.Sub(*n.LastHeartbeat) >= s.opts.LostAfter:
+	case n.LastHeartbeat == nil || now.Sub(*n.LastHeartbeat) >= lostAfter:
 		return StateLost
 	case n.Drained:
 		return StateDraining
@@ -425,10 +470,10 @@ func (s *Service) state(n Node) string {
 
 // Drain stops new placements on the node (drained) or lets them go on.
 func (s *Service) Drain(ctx context.Context, name string, drained bool) (Node, error) {
-	if err := CheckName(name); err != nil {
+	if err := s.checkName(name); err != nil {
 		return Node{}, err
 	}
-	if err := s.st.SetNodeDrained(ctx, name, drained); err != nil {
+	if err := s.reg.SetNodeDrained(ctx, name, drained); err != nil {
 		return Node{}, err
 	}
 	// Placement reads the heartbeats' snapshot: it takes this at once.
@@ -449,10 +494,13 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 	if err != nil {
 		return err
 	}
+	if s.opts.Discovery != nil && n.State != StateLost {
+		return fmt.Errorf("%w: node %s renews its Lease: it runs; it leaves when its pod goes (and its Lease expires)", errdefs.ErrConflict, name)
+	}
 	if n.Use.Sandboxes > 0 && !force {
 		return fmt.Errorf("%w: node %s holds %d sandboxes: drain it and let them end, or force", errdefs.ErrConflict, name, n.Use.Sandboxes)
 	}
-	if err := s.st.DeleteNode(ctx, name); err != nil {
+	if err := s.reg.DeleteNode(ctx, name); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -496,15 +544,17 @@ func (s *Service) beat() {
 		case <-ctx.Done():
 		}
 	}()
-	list, err := s.st.ListNodes(ctx)
+	list, err := s.reg.ListNodes(ctx)
 	if err != nil {
 		s.opts.Logger.Warn("node heartbeats: list nodes", "err", err)
 		return
 	}
 	known := map[string]Node{}
-	var wg sync.WaitGroup
 	for _, n := range list {
 		known[n.Name] = n
+	}
+	var wg sync.WaitGroup
+	for _, n := range list {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -514,13 +564,19 @@ func (s *Service) beat() {
 			}
 			now := s.opts.Now()
 			if err == nil {
-				err = s.st.UpdateNodeStatus(ctx, n.Name, st, now)
+				err = s.reg.UpdateNodeStatus(ctx, n.Name, st, now)
 			}
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			if err == nil {
-				n.Version, n.Capacity, n.Use, n.LastHeartbeat = st.Version, st.Capacity, st.Use, &now
+				n.Version, n.Capacity, n.Use = st.Version, st.Capacity, st.Use
+				// A Lease's node is live while its Lease is: the answer
+				// only brings fresher figures.
+				if n.leaseFor == 0 {
+					n.LastHeartbeat = &now
+				}
 				s.known[n.Name] = n
+				known[n.Name] = n
 			}
 			if err != nil {
 				if s.lastErr[n.Name] == "" {
@@ -557,7 +613,7 @@ func (s *Service) beat() {
 			s.seen[name] = true
 			back = append(back, name)
 			delete(s.gone, name)
-		case lost && !s.gone[name] && now.Sub(since) >= s.opts.LostAfter+s.opts.Grace:
+		case lost && !s.gone[name] && now.Sub(since) >= s.lostAfter(n)+s.opts.Grace:
 			s.gone[name] = true
 			gone = append(gone, name)
 		}
@@ -607,7 +663,7 @@ func (s *Service) Placeable(ctx context.Context) ([]Node, error) {
 	defer s.mu.Unlock()
 	var out []Node
 	for _, n := range s.known {
-		if s.state(n) == StateReady {
+		if s.state(n) == StateReady && (n.leaseFor == 0 || n.protocol == Protocol) {
 			out = append(out, n)
 		}
 	}
@@ -616,7 +672,7 @@ func (s *Service) Placeable(ctx context.Context) ([]Node, error) {
 
 // Names returns every joined node's name.
 func (s *Service) Names(ctx context.Context) ([]string, error) {
-	list, err := s.st.ListNodes(ctx)
+	list, err := s.reg.ListNodes(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -639,7 +695,7 @@ func (s *Service) Runtime(ctx context.Context, name string) (runtime.Runtime, er
 	s.mu.Unlock()
 	if !ok {
 		var err error
-		if n, err = s.st.GetNode(ctx, name); err != nil {
+		if n, err = s.reg.GetNode(ctx, name); err != nil {
 			return nil, fmt.Errorf("%w: node %s: %v", runtime.ErrUnavailable, name, err)
 		}
 	}
@@ -658,6 +714,24 @@ func (s *Service) Runtime(ctx context.Context, name string) (runtime.Runtime, er
 	rt := s.opts.Client(s.cp.client(n), "https://"+n.Addr)
 	s.clients[name] = nodeRuntime{serial: n.CertSerial, addr: n.Addr, rt: rt}
 	return rt, nil
+}
+
+// lostAfter is how long after its last heartbeat (or its Lease's
+// renewal) n is lost.
+func (s *Service) lostAfter(n Node) time.Duration {
+	if n.leaseFor > 0 {
+		return n.leaseFor
+	}
+	return s.opts.LostAfter
+}
+
+// checkName checks the name of a node of this service: a Kubernetes
+// node's name when nodes register with Leases.
+func (s *Service) checkName(name string) error {
+	if s.opts.Discovery != nil {
+		return CheckClusterName(name)
+	}
+	return CheckName(name)
 }
 
 // CheckName checks a node name: a DNS label of lower-case letters, digits

@@ -33,6 +33,10 @@ func marshalKey(k crypto.Signer) ([]byte, error) {
 type controlPlane struct {
 	cert tls.Certificate
 	ca   *CA
+	// anyCert: take any certificate from the CA for the node's name, not
+	// only the one issued at join (in a cluster, where a node issues its
+	// own at each start).
+	anyCert bool
 
 	mu      sync.Mutex
 	clients map[string]*nodeClient
@@ -62,6 +66,24 @@ func (cp *controlPlane) client(n Node) *http.Client {
 	if old := cp.clients[n.Name]; old != nil {
 		old.c.CloseIdleConnections()
 	}
+	tr := &http.Transport{
+		TLSClientConfig:     cp.tlsConfig(n),
+		ForceAttemptHTTP2:   true,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout: 5 * time.Second,
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     90 * time.Second,
+		// A node that dies without a word (its host gone) is noticed by
+		// its streams within half a minute, not at TCP keepalive's pace.
+		HTTP2: &http.HTTP2Config{SendPingTimeout: 15 * time.Second, PingTimeout: 10 * time.Second},
+	}
+	c := &nodeClient{serial: n.CertSerial, addr: n.Addr, c: &http.Client{Transport: tr}}
+	cp.clients[n.Name] = c
+	return c.c
+}
+
+// tlsConfig is the client side of the mutual TLS with node n.
+func (cp *controlPlane) tlsConfig(n Node) *tls.Config {
 	serial := n.CertSerial
 	conf := &tls.Config{
 		MinVersion:   tls.VersionTLS13,
@@ -78,20 +100,10 @@ func (cp *controlPlane) client(n Node) *http.Client {
 			return nil
 		},
 	}
-	tr := &http.Transport{
-		TLSClientConfig:     conf,
-		ForceAttemptHTTP2:   true,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSHandshakeTimeout: 5 * time.Second,
-		MaxIdleConnsPerHost: 16,
-		IdleConnTimeout:     90 * time.Second,
-		// A node that dies without a word (its host gone) is noticed by
-		// its streams within half a minute, not at TCP keepalive's pace.
-		HTTP2: &http.HTTP2Config{SendPingTimeout: 15 * time.Second, PingTimeout: 10 * time.Second},
+	if cp.anyCert {
+		conf.VerifyConnection = nil
 	}
-	c := &nodeClient{serial: serial, addr: n.Addr, c: &http.Client{Transport: tr}}
-	cp.clients[n.Name] = c
-	return c.c
+	return conf
 }
 
 // forget drops the client of a removed node.

@@ -84,15 +84,11 @@ func newAuditLog(st store.Store, log *slog.Logger, now func() time.Time, outCap 
 }
 
 func (a *auditLog) write(events []audit.Event) {
-	// A batch lost leaves a gap that verification reports: worth a few
-	// tries when the store is busy.
-	var err error
-	for try := range 3 {
-		if err = a.st.AppendAudit(context.Background(), events); err == nil || errors.Is(err, store.ErrConflict) {
-			break
-		}
-		time.Sleep(time.Duration(try+1) * 100 * time.Millisecond)
-	}
+	// A batch lost is audit lost, and a gap that verification reports.
+	// An API call waiting for its events to be durable answers only once
+	// they are stored.
+	err := batch.Retry("store audit events", a.log, func() error { return a.st.AppendAudit(context.Background(), events) },
+		func(err error) bool { return errors.Is(err, store.ErrConflict) })
 	if err != nil {
 		a.log.Error("store audit events", "events", len(events), "err", err)
 	}

@@ -38,7 +38,7 @@ func (l *netLog) write(events []egress.Event) {
 		}
 		recs = append(recs, store.NetEvent{SandboxID: e.SandboxID, TenantID: e.TenantID, Time: e.Time, Data: b})
 	}
-	if err := l.st.AppendNetEvents(context.Background(), recs); err != nil {
+	if err := batch.Retry("store egress events", l.log, func() error { return l.st.AppendNetEvents(context.Background(), recs) }, nil); err != nil {
 		l.log.Error("store egress events", "events", len(recs), "err", err)
 	}
 }

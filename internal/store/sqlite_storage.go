@@ -27,6 +27,17 @@ const (
 	taskRowBytes      = 200
 )
 
+// The same shares under exported names, for the other stores and the
+// conformance suite (storetest): every store counts a tenant alike.
+const (
+	AuditRowBytes     = auditRowBytes
+	NetRowBytes       = netRowBytes
+	EventRowBytes     = eventRowBytes
+	TaskEventRowBytes = taskEventRowBytes
+	ArtifactRowBytes  = artifactRowBytes
+	TaskRowBytes      = taskRowBytes
+)
+
 // AuditEventBytes is what an audit event counts against its tenant's
 // storage quota once stored.
 func AuditEventBytes(e audit.Event) int64 { return int64(len(e.Data)) + auditRowBytes }

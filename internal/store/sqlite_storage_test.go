@@ -252,28 +252,3 @@ func TestStorageMigrationCountsExistingRows(t *testing.T) {
 		t.Errorf("capped log after the migration: capped %v, %v", c, err)
 	}
 }
-
-// TestAuditOutputCappedKept: the flag that a log's output recording has
-// stopped is set by the marker event and survives later batches.
-func TestAuditOutputCappedKept(t *testing.T) {
-	s, _ := openTest(t)
-	ctx := context.Background()
-	ev := chainOf(t, "sb_1", "ten_1", t0, `{}`, `{"limit_bytes":1}`, `{}`)
-	ev[1].Type = audit.OutputCapped
-	for i := range ev {
-		if i > 0 {
-			audit.Link(&ev[i-1], &ev[i])
-		}
-	}
-	for i, want := range []bool{false, true, true} {
-		if err := s.AppendAudit(ctx, ev[i:i+1]); err != nil {
-			t.Fatal(err)
-		}
-		if got, err := s.AuditOutputCapped(ctx, "sb_1"); err != nil || got != want {
-			t.Errorf("after event %d: capped %v, %v; want %v", i+1, got, err, want)
-		}
-	}
-	if got, err := s.AuditOutputCapped(ctx, "sb_none"); err != nil || got {
-		t.Errorf("a sandbox without a log: capped %v, %v", got, err)
-	}
-}

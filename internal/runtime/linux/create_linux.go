@@ -109,7 +109,7 @@ func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, hos
 		return nil, err
 	}
 	cfg := &sbinit.Config{
-		ID: name, Hostname: host, Lower: r.tmpl.rootfs, Binds: r.tmpl.binds,
+		ID: name, Hostname: host, Lower: r.tmpl.rootfs, Binds: r.tmpl.binds, BindFrom: r.tmpl.bindFrom,
 		Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work"), Rootfs: filepath.Join(dir, "rootfs"),
 		TmpMB: lim.TmpMB, Env: mergeEnv(defaultEnv, nil), Workdir: defaultWorkdir,
 		UID: uid, GID: gid, Rootless: r.rootless, Trace: r.cfg.Trace != nil, Build: lay.Build,

@@ -49,6 +49,11 @@ type Config struct {
 	// Trace, when set, receives the duration of each phase of create and
 	// destroy (for `airlock bench spawn -v`).
 	Trace func(phase string, d time.Duration)
+	// HostRoot is where the host's root filesystem is seen, for the base
+	// template (its /usr, /bin, /lib... and the /etc entries it copies):
+	// "" or "/" on a host; in a container, the host's / mounted
+	// read-only (the Helm chart's node DaemonSet: /host).
+	HostRoot string
 }
 
 // phase times one step for Config.Trace; it returns a func that ends it.
@@ -138,7 +143,7 @@ func New(cfg Config) (_ *Runtime, err error) {
 		// The spawner, like each init, is executed through the open file:
 		// for a memfd there is no other path.
 		spawner: &spawner{binary: fmt.Sprintf("/proc/self/fd/%d", bin.Fd())}}
-	tmpl, err := ensureBaseTemplate(cfg.StateDir)
+	tmpl, err := ensureBaseTemplate(cfg.StateDir, cfg.HostRoot)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,8 @@ const templateVersion = "base-3"
 type template struct {
 	rootfs string
 	binds  []string // absolute host paths mounted read-only at the same path
+	// bindFrom is where binds are found ("" or the host root, HostRoot).
+	bindFrom string
 }
 
 // hostSystemDirs are the host directories the base template exposes. Where
@@ -46,15 +48,18 @@ var etcNever = []string{"shadow", "gshadow", "ssh", "sudoers", "private", "machi
 // ensureBaseTemplate builds the base template under stateDir once and reuses
 // it after. It is built in a temporary directory and renamed into place so a
 // crash never leaves a half-built template that looks complete.
-func ensureBaseTemplate(stateDir string) (template, error) {
+func ensureBaseTemplate(stateDir, hostRoot string) (template, error) {
+	if hostRoot == "/" {
+		hostRoot = ""
+	}
 	dir := filepath.Join(stateDir, "templates", "base")
 	rootfs := filepath.Join(dir, "rootfs")
-	binds, err := hostBinds()
+	binds, err := hostBinds(hostRoot)
 	if err != nil {
 		return template{}, err
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "version")); err == nil && string(b) == templateVersion {
-		return template{rootfs: rootfs, binds: binds}, nil
+		return template{rootfs: rootfs, binds: binds, bindFrom: hostRoot}, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return template{}, fmt.Errorf("create templates dir: %w", err)
@@ -67,7 +72,7 @@ func ensureBaseTemplate(stateDir string) (template, error) {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return template{}, err
 	}
-	if err := buildBaseRootfs(filepath.Join(tmp, "rootfs")); err != nil {
+	if err := buildBaseRootfs(filepath.Join(tmp, "rootfs"), hostRoot); err != nil {
 		return template{}, fmt.Errorf("build base template: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "version"), []byte(templateVersion), 0o644); err != nil {
@@ -82,15 +87,15 @@ func ensureBaseTemplate(stateDir string) (template, error) {
 		return template{}, fmt.Errorf("install base template: %w", err)
 	}
 	os.RemoveAll(old)
-	return template{rootfs: rootfs, binds: binds}, nil
+	return template{rootfs: rootfs, binds: binds, bindFrom: hostRoot}, nil
 }
 
 // hostBinds lists the host system directories that are real directories
 // (bound read-only); symlinked ones are recreated as symlinks in the rootfs.
-func hostBinds() ([]string, error) {
+func hostBinds(root string) ([]string, error) {
 	var binds []string
 	for _, d := range hostSystemDirs {
-		fi, err := os.Lstat(d)
+		fi, err := os.Lstat(root + d)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -102,12 +107,12 @@ func hostBinds() ([]string, error) {
 		}
 	}
 	if len(binds) == 0 || binds[0] != "/usr" {
-		return nil, errors.New("host has no /usr directory to build the base template from")
+		return nil, fmt.Errorf("host has no %s/usr directory to build the base template from", root)
 	}
 	return binds, nil
 }
 
-func buildBaseRootfs(rootfs string) error {
+func buildBaseRootfs(rootfs, root string) error {
 	for _, d := range []string{"", "dev", "etc", "home", "home/user", "proc", "sys", "tmp", "run", "mnt", "opt", "srv", "var", "var/tmp", "var/lib", "var/cache", "var/log"} {
 		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
 			return err
@@ -122,13 +127,13 @@ func buildBaseRootfs(rootfs string) error {
 		}
 	}
 	for _, d := range hostSystemDirs {
-		fi, err := os.Lstat(d)
+		fi, err := os.Lstat(root + d)
 		if err != nil {
 			continue
 		}
 		dst := filepath.Join(rootfs, d)
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			target, err := os.Readlink(d)
+			target, err := os.Readlink(root + d)
 			if err != nil {
 				return err
 			}
@@ -143,7 +148,7 @@ func buildBaseRootfs(rootfs string) error {
 		return err
 	}
 	for _, name := range etcCopies {
-		if err := copyTree(filepath.Join("/etc", name), filepath.Join(rootfs, "etc", name)); err != nil {
+		if err := copyTree(filepath.Join(root+"/etc", name), filepath.Join(rootfs, "etc", name)); err != nil {
 			return fmt.Errorf("copy /etc/%s: %w", name, err)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 // checks what a sandbox would see in /etc.
 func TestBaseTemplateHasNoSecrets(t *testing.T) {
 	state := t.TempDir()
-	tmpl, err := ensureBaseTemplate(state)
+	tmpl, err := ensureBaseTemplate(state, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestBaseTemplateHasNoSecrets(t *testing.T) {
 		t.Errorf("binds %v, want /usr first", tmpl.binds)
 	}
 	// A second call reuses the built template.
-	again, err := ensureBaseTemplate(state)
+	again, err := ensureBaseTemplate(state, "")
 	if err != nil || again.rootfs != tmpl.rootfs {
 		t.Errorf("rebuild: %v %v", again, err)
 	}

@@ -6,7 +6,8 @@
 // skipped for anything but a feature the host lacks (testenv.Unsupported):
 // CI installs every tool and runs as root, so there such a skip is a gap
 // in .ci/run, not a reason. First it builds the sandbox init the
-// binaries under test embed (go generate ./internal/initbin).
+// binaries under test embed (go generate ./internal/initbin) and starts
+// the PostgreSQL and kube-apiserver the tests share (services.go).
 //
 //	go run ./internal/testenv/gotest -race -count=1 ./...
 package main
@@ -35,7 +36,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gotest: build the sandbox init (go generate ./internal/initbin):", err)
 		os.Exit(2)
 	}
-	os.Exit(run(os.Args[1:], os.Stdout))
+	stop := startServices()
+	code := run(os.Args[1:], os.Stdout)
+	stop()
+	os.Exit(code)
 }
 
 // run runs go test with args, writing its report to w, and returns the

@@ -45,6 +45,9 @@ type Config struct {
 	Hostname string   `json:"hostname"`
 	Lower    string   `json:"lower"`
 	Binds    []string `json:"binds"`
+	// BindFrom is where Binds are found when not at their own path: the
+	// host's root seen from a container ("" on a host).
+	BindFrom string   `json:"bind_from,omitempty"`
 	Upper    string   `json:"upper"`
 	Work     string   `json:"work"`
 	Rootfs   string   `json:"rootfs"`

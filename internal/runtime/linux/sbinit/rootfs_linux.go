@@ -57,7 +57,7 @@ func setupRootfs(c *Config) error {
 	}
 	r := func(p string) string { return filepath.Join(c.Rootfs, p) }
 	for _, b := range c.Binds {
-		if err := bindReadOnly(b, r(b)); err != nil {
+		if err := bindReadOnly(c.BindFrom+b, r(b)); err != nil {
 			return err
 		}
 	}

@@ -1,46 +1,39 @@
-package store
+package storetest
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/internal/store"
 )
 
-// TestSaveUsageMerges: a row grows and ends, and no later write (a
+// testSaveUsageMerges: a row grows and ends, and no later write (a
 // periodic flush racing with the end, a restarted daemon that lost its
 // counters) sets a total back or reopens it.
-func TestSaveUsageMerges(t *testing.T) {
-	ctx := context.Background()
-	s, path := openTest(t)
-	if _, err := s.GetUsage(ctx, "sb_1"); !errors.Is(err, ErrNotFound) {
+func testSaveUsageMerges(t *testing.T, h *harness) {
+	s := h.s
+	if _, err := s.GetUsage(ctx, "sb_1"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("usage of an unknown sandbox: %v, want ErrNotFound", err)
 	}
-	run := SandboxUsage{SandboxID: "sb_1", TenantID: "ten_1", CreatedAt: t0, UpdatedAt: t0.Add(time.Second),
+	run := store.SandboxUsage{SandboxID: "sb_1", TenantID: "ten_1", CreatedAt: t0, UpdatedAt: t0.Add(time.Second),
 		CPUSeconds: 1.5, MemoryPeakBytes: 100, EgressBytesOut: 10, EgressBytesIn: 20, ExecCount: 3}
-	save := func(u SandboxUsage) {
+	save := func(u store.SandboxUsage) {
 		t.Helper()
-		if err := s.SaveUsage(ctx, []SandboxUsage{u}); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.SaveUsage(ctx, []store.SandboxUsage{u}))
 	}
-	get := func(s *SQLite) SandboxUsage {
+	get := func(s store.Store) store.SandboxUsage {
 		t.Helper()
 		u, err := s.GetUsage(ctx, "sb_1")
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		return u
 	}
 	save(run)
-	want := run
-	want.CreatedAt, want.UpdatedAt = t0.UTC(), run.UpdatedAt.UTC()
-	if d := cmp.Diff(want, get(s)); d != "" {
+	if d := cmp.Diff(run, get(s)); d != "" {
 		t.Errorf("first save (-want +got):\n%s", d)
 	}
-
 	end := run
 	end.EndedAt, end.UpdatedAt = t0.Add(time.Minute), t0.Add(time.Minute)
 	end.CPUSeconds, end.ExecCount, end.EgressBytesIn = 2.5, 4, 25
@@ -49,104 +42,86 @@ func TestSaveUsageMerges(t *testing.T) {
 	stale := run
 	stale.CPUSeconds, stale.MemoryPeakBytes, stale.ExecCount = 0, 0, 0
 	save(stale)
-	want = end
-	want.CreatedAt, want.EndedAt, want.UpdatedAt = t0.UTC(), end.EndedAt.UTC(), end.UpdatedAt.UTC()
+	// A second end, later, does not move the first.
+	late := end
+	late.EndedAt = t0.Add(time.Hour)
+	save(late)
+	want := end
+	want.UpdatedAt = late.UpdatedAt
 	if d := cmp.Diff(want, get(s)); d != "" {
-		t.Errorf("after end and a stale write (-want +got):\n%s", d)
+		t.Errorf("after end and stale writes (-want +got):\n%s", d)
 	}
-
-	// It survives a restart of the daemon.
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
+	if got := get(s); got.CreatedAt.Location() != time.UTC {
+		t.Errorf("times in %v, want UTC", got.CreatedAt.Location())
 	}
-	s2, err := OpenSQLite(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
-	if d := cmp.Diff(want, get(s2)); d != "" {
+	s = h.restart(t)
+	if d := cmp.Diff(want, get(s)); d != "" {
 		t.Errorf("after reopening (-want +got):\n%s", d)
 	}
-	if err := s2.SaveUsage(ctx, []SandboxUsage{{SandboxID: "sb_2"}}); err == nil {
+	if err := s.SaveUsage(ctx, []store.SandboxUsage{{SandboxID: "sb_2"}}); err == nil {
 		t.Error("a row without tenant and creation time was saved")
+	}
+	if err := s.SaveUsage(ctx, []store.SandboxUsage{{SandboxID: "sb_3", TenantID: "ten_1", CreatedAt: t0}, {SandboxID: "sb_4"}}); err == nil {
+		t.Error("a batch with an invalid row was saved")
+	}
+	if _, err := s.GetUsage(ctx, "sb_3"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a refused batch wrote part of itself: %v", err)
 	}
 }
 
-func TestUsageByTenant(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openTest(t)
-	h := time.Hour
-	rows := []SandboxUsage{
+func testUsageByTenant(t *testing.T, h *harness) {
+	s := h.s
+	hr := time.Hour
+	rows := []store.SandboxUsage{
 		// Tenant a: two ended sandboxes in the first hour, one running.
 		{SandboxID: "a1", TenantID: "a", CreatedAt: t0, EndedAt: t0.Add(30 * time.Minute),
 			CPUSeconds: 10, MemoryPeakBytes: 500, EgressBytesOut: 1, EgressBytesIn: 2, ExecCount: 3},
 		{SandboxID: "a2", TenantID: "a", CreatedAt: t0.Add(10 * time.Minute), EndedAt: t0.Add(40 * time.Minute),
 			CPUSeconds: 5, MemoryPeakBytes: 900, EgressBytesOut: 10, EgressBytesIn: 20, ExecCount: 30},
-		{SandboxID: "a3", TenantID: "a", CreatedAt: t0.Add(2 * h), CPUSeconds: 1, MemoryPeakBytes: 100, ExecCount: 1},
+		{SandboxID: "a3", TenantID: "a", CreatedAt: t0.Add(2 * hr), CPUSeconds: 1, MemoryPeakBytes: 100, ExecCount: 1},
 		// Tenant b: one sandbox in the first hour.
-		{SandboxID: "b1", TenantID: "b", CreatedAt: t0.Add(59 * time.Minute), EndedAt: t0.Add(2 * h),
+		{SandboxID: "b1", TenantID: "b", CreatedAt: t0.Add(59 * time.Minute), EndedAt: t0.Add(2 * hr),
 			CPUSeconds: 7, MemoryPeakBytes: 50, EgressBytesOut: 100, EgressBytesIn: 200, ExecCount: 2},
 	}
-	if err := s.SaveUsage(ctx, rows); err != nil {
-		t.Fatal(err)
-	}
-	now := t0.Add(3 * h) // a3 has run an hour by then
+	must(t, s.SaveUsage(ctx, rows))
+	now := t0.Add(3 * hr) // a3 has run an hour by then
 	for _, tc := range []struct {
 		name string
-		f    UsageFilter
-		want []TenantUsage
+		f    store.UsageFilter
+		want []store.TenantUsage
 	}{
-		{"everything", UsageFilter{Now: now}, []TenantUsage{
+		{"everything", store.UsageFilter{Now: now}, []store.TenantUsage{
 			{TenantID: "a", Sandboxes: 3, SandboxSeconds: 3600 + 1800 + 1800, CPUSeconds: 16, MemoryPeakBytes: 900,
 				EgressBytesOut: 11, EgressBytesIn: 22, ExecCount: 34},
 			{TenantID: "b", Sandboxes: 1, SandboxSeconds: 3660, CPUSeconds: 7, MemoryPeakBytes: 50,
 				EgressBytesOut: 100, EgressBytesIn: 200, ExecCount: 2},
 		}},
-		{"first hour, half-open", UsageFilter{From: t0, To: t0.Add(h), Now: now}, []TenantUsage{
+		{"first hour, half-open", store.UsageFilter{From: t0, To: t0.Add(hr), Now: now}, []store.TenantUsage{
 			{TenantID: "a", Sandboxes: 2, SandboxSeconds: 3600, CPUSeconds: 15, MemoryPeakBytes: 900,
 				EgressBytesOut: 11, EgressBytesIn: 22, ExecCount: 33},
 			{TenantID: "b", Sandboxes: 1, SandboxSeconds: 3660, CPUSeconds: 7, MemoryPeakBytes: 50,
 				EgressBytesOut: 100, EgressBytesIn: 200, ExecCount: 2},
 		}},
-		{"from the start of a2", UsageFilter{TenantID: "a", From: t0.Add(10 * time.Minute), To: t0.Add(10 * h), Now: now}, []TenantUsage{
+		{"from the start of a2", store.UsageFilter{TenantID: "a", From: t0.Add(10 * time.Minute), To: t0.Add(10 * hr), Now: now}, []store.TenantUsage{
 			{TenantID: "a", Sandboxes: 2, SandboxSeconds: 1800 + 3600, CPUSeconds: 6, MemoryPeakBytes: 900,
 				EgressBytesOut: 10, EgressBytesIn: 20, ExecCount: 31},
 		}},
-		{"tenant b only", UsageFilter{TenantID: "b", Now: now}, []TenantUsage{
+		{"tenant b only", store.UsageFilter{TenantID: "b", Now: now}, []store.TenantUsage{
 			{TenantID: "b", Sandboxes: 1, SandboxSeconds: 3660, CPUSeconds: 7, MemoryPeakBytes: 50,
 				EgressBytesOut: 100, EgressBytesIn: 200, ExecCount: 2},
 		}},
-		{"nothing there", UsageFilter{From: t0.Add(5 * h), Now: now}, nil},
-		{"unknown tenant", UsageFilter{TenantID: "c", Now: now}, nil},
+		{"running before it started", store.UsageFilter{TenantID: "a", From: t0.Add(2 * hr), Now: t0}, []store.TenantUsage{
+			{TenantID: "a", Sandboxes: 1, CPUSeconds: 1, MemoryPeakBytes: 100, ExecCount: 1},
+		}},
+		{"nothing there", store.UsageFilter{From: t0.Add(5 * hr), Now: now}, nil},
+		{"unknown tenant", store.UsageFilter{TenantID: "c", Now: now}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := s.UsageByTenant(ctx, tc.f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Errorf("(-want +got):\n%s", d)
 			}
 		})
-	}
-}
-
-func TestCountSandboxes(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openTest(t)
-	_, _, _, sb := seed(t, s)
-	for i, state := range []string{StateRunning, StateStopped, StateStopped, StateFailed} {
-		sb.ID, sb.State = "sb_x"+string(rune('a'+i)), state
-		if err := s.CreateSandbox(ctx, sb); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := s.CountSandboxes(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// seed's own sandbox is running.
-	if d := cmp.Diff(map[string]int{StateRunning: 2, StateStopped: 2, StateFailed: 1}, got); d != "" {
-		t.Errorf("(-want +got):\n%s", d)
 	}
 }

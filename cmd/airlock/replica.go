@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"sync"
+	"time"
+)
+
+// A control plane runs as several replicas on one PostgreSQL. One of them,
+// elected, leads: it runs the whole daemon (sandbox manager, reapers,
+// webhook delivery, the task queue, node heartbeats and placement) and
+// answers every API call. The others forward each call to it, streams
+// included, and take over when it dies: the new leader starts the daemon
+// as a restarted one does, re-attaching every sandbox from the store and
+// the nodes.
+//
+// Why one leader serves everything rather than each replica a share: a
+// sandbox's live state on the control plane (its egress proxy listeners,
+// its audit chain's head, its meter) must have one owner at a time, and
+// handing ownership over between live replicas is more than this first
+// cut does. Replicas buy availability, not throughput.
+
+// leaderElector is what a replica asks about leadership
+// (internal/cluster: a Lease in Kubernetes, an advisory lock otherwise).
+type leaderElector interface {
+	// Run campaigns until ctx ends.
+	Run(ctx context.Context)
+	IsLeader() bool
+	// Leader is the identity of the replica that leads ("" if none is
+	// known): its advertised URL.
+	Leader() string
+}
+
+// forwardedHeader marks a call a replica forwarded, so that a call that
+// reaches a replica which no longer leads is refused rather than bounced
+// on.
+const forwardedHeader = "X-Airlock-Forwarded-By"
+
+// replica is one control-plane replica's HTTP face.
+type replica struct {
+	self  string // its advertised URL, also its identity in the election
+	el    leaderElector
+	start func(ctx context.Context) (*leaderTerm, error)
+	watch time.Duration // how often leadership is looked at
+
+	mu      sync.Mutex
+	term    *leaderTerm // while this replica leads and its daemon runs
+	proxies map[string]*httputil.ReverseProxy
+}
+
+// leaderTerm is the daemon a replica runs while it leads.
+type leaderTerm struct {
+	handler http.Handler
+	// end ends its streams and closes the daemon; the sandboxes run on
+	// for the next leader, as across a daemon restart.
+	end func()
+}
+
+// run follows the election until ctx ends: a replica that comes to lead
+// starts its daemon, one that stops leading ends it.
+func (rp *replica) run(ctx context.Context) {
+	go rp.el.Run(ctx)
+	t := time.NewTicker(rp.watch)
+	defer t.Stop()
+	for {
+		leads := rp.el.IsLeader()
+		rp.mu.Lock()
+		term := rp.term
+		rp.mu.Unlock()
+		switch {
+		case leads && term == nil:
+			fmt.Fprintf(os.Stderr, "airlock: replica %s leads: starting the daemon\n", rp.self)
+			term, err := rp.start(ctx)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "airlock: replica %s: start the daemon: %v\n", rp.self, err)
+				break
+			}
+			rp.mu.Lock()
+			rp.term = term
+			rp.mu.Unlock()
+			fmt.Fprintf(os.Stderr, "airlock: replica %s leads: daemon up\n", rp.self)
+		case !leads && term != nil:
+			fmt.Fprintf(os.Stderr, "airlock: replica %s no longer leads: closing the daemon\n", rp.self)
+			rp.mu.Lock()
+			rp.term = nil
+			rp.mu.Unlock()
+			term.end()
+		}
+		select {
+		case <-ctx.Done():
+			rp.mu.Lock()
+			term := rp.term
+			rp.term = nil
+			rp.mu.Unlock()
+			if term != nil {
+				term.end()
+			}
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (rp *replica) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rp.mu.Lock()
+	term := rp.term
+	rp.mu.Unlock()
+	leader := rp.el.Leader()
+	switch r.URL.Path {
+	case "/healthz":
+		writeReplicaJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		return
+	case "/readyz":
+		if term == nil && (leader == "" || leader == rp.self) {
+			replicaUnavailable(w, "no control-plane leader yet")
+			return
+		}
+		if term != nil {
+			leader = rp.self
+		}
+		writeReplicaJSON(w, http.StatusOK, map[string]string{"status": "ready", "replica": rp.self, "leader": leader})
+		return
+	}
+	if term != nil {
+		term.handler.ServeHTTP(w, r)
+		return
+	}
+	switch {
+	case leader == "" || leader == rp.self:
+		// Elected but not up yet, or no leader: the client retries.
+		replicaUnavailable(w, "the control plane is electing a leader")
+	case r.Header.Get(forwardedHeader) != "":
+		replicaUnavailable(w, "leadership moved while the call was forwarded")
+	default:
+		p, err := rp.proxy(leader)
+		if err != nil {
+			replicaUnavailable(w, err.Error())
+			return
+		}
+		p.ServeHTTP(w, r)
+	}
+}
+
+// proxy returns the reverse proxy to the leader at base.
+func (rp *replica) proxy(base string) (*httputil.ReverseProxy, error) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	if p, ok := rp.proxies[base]; ok {
+		return p, nil
+	}
+	target, err := url.Parse(base)
+	if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
+		return nil, fmt.Errorf("the leader's URL %q is not http(s)://HOST:PORT", base)
+	}
+	p := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			// Links the leader writes (E2B's hosts, the console's) are
+			// the ones the client used.
+			pr.Out.Host = pr.In.Host
+			pr.SetXForwarded()
+			pr.Out.Header.Set(forwardedHeader, rp.self)
+		},
+		// Streams (SSE, output follows) go out as they come.
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			replicaUnavailable(w, "forward to the leader: "+err.Error())
+		},
+	}
+	if rp.proxies == nil {
+		rp.proxies = map[string]*httputil.ReverseProxy{}
+	}
+	rp.proxies[base] = p
+	return p, nil
+}
+
+// replicaUnavailable answers 503 in the API's error shape, which clients
+// retry (Retry-After).
+func replicaUnavailable(w http.ResponseWriter, msg string) {
+	w.Header().Set("Retry-After", "1")
+	writeReplicaJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]string{"code": "unavailable", "message": msg}})
+}
+
+func writeReplicaJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/testenv"
+)
+
+// TestReplicasKubernetes: two control-plane replicas on one PostgreSQL
+// against a real kube-apiserver, three nodes registering with Leases (no
+// join token). The leader holds the Lease airlock-leader, each node its
+// Lease airlock-node-NAME; sandboxes spread over the nodes and answer
+// through either replica; `nodes ls` shows the nodes' names; a node
+// drained with `airlock node drain` (the DaemonSet's preStop) takes no new
+// sandbox; the leader killed -9 is replaced within 15 s.
+func TestReplicasKubernetes(t *testing.T) {
+	kc := testenv.Kubeconfig(t)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ns := testenv.NewNamespaceName("airlock-e2e")
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}) })
+
+	rs := newReplicaSet(t, "--kubeconfig", kc, "--namespace", ns)
+	a := rs.replica()
+	waitLeader(t, a, a, 30*time.Second)
+	b := rs.replica()
+	waitLeader(t, b, a, 30*time.Second)
+	viaA, viaB := a.admin(), b.admin()
+	names := []string{"kn-a", "kn-b", "kn-c"}
+	for _, name := range names {
+		np := &nodeProc{t: t, bin: rs.bin, dataDir: tornDownDataDir(t), addr: freeAddr(t)}
+		np.start("--kubeconfig", kc, "--namespace", ns, "--name", name)
+		t.Logf("node %s on %s", name, np.addr)
+		t.Cleanup(func() { np.stop(syscall.SIGTERM) })
+		rs.nodes[name] = np
+	}
+	for _, name := range names {
+		waitNode(t, viaB, name, "ready", 30*time.Second)
+	}
+	leases, err := cs.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holders := map[string]string{}
+	for _, l := range leases.Items {
+		if l.Spec.HolderIdentity != nil {
+			holders[l.Name] = *l.Spec.HolderIdentity
+		}
+	}
+	if holders["airlock-leader"] != a.url {
+		t.Errorf("Lease airlock-leader held by %q, want %s (leases: %v)", holders["airlock-leader"], a.url, holders)
+	}
+	for _, name := range names {
+		if holders["airlock-node-"+name] != name {
+			t.Errorf("no Lease airlock-node-%s held by the node (leases: %v)", name, holders)
+		}
+	}
+	if out, code := b.cli(rs.adminKey, "nodes", "ls"); code != 0 || !strings.Contains(out, "kn-a") || !strings.Contains(out, "kn-c") {
+		t.Errorf("nodes ls through B: %d\n%s", code, out)
+	}
+
+	on := map[string]int{}
+	var ids []string
+	for range 6 {
+		sb := must[client.Sandbox](t)(viaA.CreateSandbox(ctx, client.CreateRequest{Timeout: 10 * time.Minute}))
+		ids = append(ids, sb.ID)
+		on[sb.Node]++
+	}
+	if len(on) < 2 {
+		t.Errorf("6 sandboxes all on one node: %v", on)
+	}
+	for _, id := range ids {
+		if r, err := viaB.Exec(ctx, id, client.ExecRequest{Command: "hostname >/dev/null; echo ok"}); err != nil || strings.TrimSpace(r.Stdout) != "ok" {
+			t.Errorf("exec through B on %s: %+v %v", id, r, err)
+		}
+	}
+
+	// The DaemonSet's preStop: the node drains and takes no new sandbox.
+	out, err := runBin(rs.bin, "node", "drain", "--kubeconfig", kc, "--namespace", ns, "--name", "kn-a", "--wait", "1s")
+	if err != nil {
+		t.Fatalf("node drain: %v\n%s", err, out)
+	}
+	waitNode(t, viaB, "kn-a", "draining", 15*time.Second)
+	for range 4 {
+		sb := must[client.Sandbox](t)(viaB.CreateSandbox(ctx, client.CreateRequest{Timeout: 10 * time.Minute}))
+		if sb.Node == "kn-a" {
+			t.Errorf("sandbox %s placed on the drained node", sb.ID)
+		}
+	}
+
+	// Kill -9 the leader: B takes the Lease within 15 s.
+	a.cmd.Process.Signal(syscall.SIGKILL)
+	a.cmd.Wait()
+	a.cmd = nil
+	took := waitLeader(t, b, b, 30*time.Second)
+	t.Logf("B took the Lease %s after the leader was killed", took.Round(time.Millisecond))
+	if took > 15*time.Second {
+		t.Errorf("takeover took %s, want within 15 s", took)
+	}
+	for _, id := range ids {
+		if r, err := viaB.Exec(ctx, id, client.ExecRequest{Command: "true"}); err != nil || r.ExitCode != 0 {
+			t.Errorf("exec on %s after the takeover: %+v %v", id, r, err)
+		}
+	}
+}
+
+// runBin runs the airlock binary with args and returns its output.
+func runBin(bin string, args ...string) (string, error) {
+	b, err := exec.Command(bin, args...).CombinedOutput()
+	return string(b), err
+}

@@ -1,0 +1,220 @@
+package nodes_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/errdefs"
+	"github.com/airlockhq/airlock/internal/nodes"
+	"github.com/airlockhq/airlock/internal/runtime"
+)
+
+// leases is an in-memory nodes.Discovery: the Leases as cluster.NodeLeases
+// reads them, renewed by the test.
+type leases struct {
+	mu sync.Mutex
+	m  map[string]nodes.Lease
+}
+
+func (l *leases) List(context.Context) ([]nodes.Lease, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []nodes.Lease
+	for _, v := range l.m {
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func (l *leases) SetDraining(_ context.Context, name string, draining bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	v, ok := l.m[name]
+	if !ok {
+		return fmt.Errorf("%w: no lease %s", errdefs.ErrNotFound, name)
+	}
+	v.Draining = draining
+	l.m[name] = v
+	return nil
+}
+
+func (l *leases) Delete(_ context.Context, name string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, name)
+	return nil
+}
+
+func (l *leases) renew(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	v := l.m[name]
+	v.RenewedAt = time.Now()
+	l.m[name] = v
+}
+
+// TestLeaseDiscovered: a Service whose nodes register with Leases takes a
+// node as ready while its Lease is renewed (with the figures its status
+// answers over mutual TLS from the cluster's CAs), lost once the Lease is
+// not renewed for its duration (its sandboxes fail past the grace
+// period), and back when it is renewed again; drain marks the Lease;
+// tokens and joins are refused.
+func TestLeaseDiscovered(t *testing.T) {
+	now := time.Now()
+	cpCert, cpKey, err := nodes.NewCAPEM(nodes.ControlPlaneCAName, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeCert, nodeKey, err := nodes.NewCAPEM(nodes.ClusterNodeCAName, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "ip-10-0-0-1.ec2.internal"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := nodes.ClusterIdentity(nodes.NodeCAs{NodeCert: nodeCert, NodeKey: nodeKey, ControlPlaneCert: cpCert}, name, ln.Addr().String(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func(context.Context) (nodes.Status, error) {
+		return nodes.Status{Name: name, Version: "test", Protocol: nodes.Protocol, Capacity: nodes.Capacity{CPUs: 2, Sandboxes: 10}, Use: nodes.Use{Sandboxes: 2}}, nil
+	}
+	srv := &http.Server{Handler: nodes.StatusHandler(status), TLSConfig: id.ServerTLS()}
+	go srv.ServeTLS(ln, "", "")
+	t.Cleanup(func() { srv.Close() })
+
+	ls := &leases{m: map[string]nodes.Lease{name: {Name: name, Addr: ln.Addr().String(), Version: "test", Protocol: nodes.Protocol,
+		Capacity: nodes.Capacity{CPUs: 2, Sandboxes: 10}, Use: nodes.Use{Sandboxes: 1}, RenewedAt: now, Duration: time.Second, CreatedAt: now}}}
+	var renewing sync.Mutex // held while renewals are paused
+	stopRenew := make(chan struct{})
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		for {
+			renewing.Lock()
+			ls.renew(name)
+			renewing.Unlock()
+			select {
+			case <-stopRenew:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stopRenew); <-renewed })
+
+	var mu sync.Mutex
+	var back, gone []string
+	svc, err := nodes.New(context.Background(), nil, nil, nodes.Options{HeartbeatEvery: 200 * time.Millisecond, LostAfter: time.Hour, Grace: 300 * time.Millisecond,
+		Discovery: ls, ClusterCAs: &nodes.ClusterCAs{ControlPlaneCert: cpCert, ControlPlaneKey: cpKey, NodeCert: nodeCert},
+		Client: func(*http.Client, string) runtime.Runtime { return nil },
+		OnBack: func(n string) { mu.Lock(); back = append(back, n); mu.Unlock() },
+		OnGone: func(n, why string) { mu.Lock(); gone = append(gone, n+": "+why); mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Close)
+	ctx := context.Background()
+	wait := func(state string, cond func(nodes.Node) bool) nodes.Node {
+		t.Helper()
+		var n nodes.Node
+		var err error
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if n, err = svc.Get(ctx, name); err == nil && n.State == state && (cond == nil || cond(n)) {
+				return n
+			}
+		}
+		t.Fatalf("node: state %q (last error %q, err %v), want %s", n.State, n.LastError, err, state)
+		return n
+	}
+	calls := func(what string, list *[]string) []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(*list)
+	}
+
+	// Ready, as its Lease says; placed on with the figures it answered
+	// over mutual TLS (2 sandboxes, where its Lease says 1).
+	n := wait(nodes.StateReady, nil)
+	if n.Addr != ln.Addr().String() || n.Capacity.Sandboxes != 10 || n.Version != "test" {
+		t.Errorf("ready node: %+v", n)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		p, _ := svc.Placeable(ctx)
+		if len(p) == 1 && p[0].Use.Sandboxes == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			n, _ := svc.Get(ctx, name)
+			t.Fatalf("placeable: %v, want the node with its heartbeat's figures (last error %q)", p, n.LastError)
+		}
+	}
+	waitCalls(t, func() []string { return calls("back", &back) }, []string{name})
+
+	// Renewals stop: lost (the node's API still answers: liveness is the
+	// Lease's), then gone past the grace period.
+	renewing.Lock()
+	wait(nodes.StateLost, nil)
+	if why, lost := svc.Lost(name); !lost {
+		t.Errorf("Lost: %q, %v", why, lost)
+	}
+	if _, err := svc.Runtime(ctx, name); !errors.Is(err, runtime.ErrUnavailable) {
+		t.Errorf("runtime of a lost node: %v", err)
+	}
+	if p, _ := svc.Placeable(ctx); len(p) != 0 {
+		t.Errorf("placeable while lost: %v", p)
+	}
+	waitCalls(t, func() []string { return calls("gone", &gone) }, []string{name + ": node lost"})
+
+	// Renewed again: back.
+	renewing.Unlock()
+	wait(nodes.StateReady, nil)
+	waitCalls(t, func() []string { return calls("back", &back) }, []string{name, name})
+
+	if _, err := svc.Drain(ctx, name, true); err != nil {
+		t.Fatal(err)
+	}
+	wait(nodes.StateDraining, nil)
+	if l, _ := ls.List(ctx); !l[0].Draining {
+		t.Error("drain did not mark the Lease")
+	}
+	if p, _ := svc.Placeable(ctx); len(p) != 0 {
+		t.Errorf("placeable while draining: %v", p)
+	}
+	if _, err := svc.Drain(ctx, name, false); err != nil {
+		t.Fatal(err)
+	}
+	wait(nodes.StateReady, nil)
+
+	if _, err := svc.MintToken(ctx, 0); !errors.Is(err, nodes.ErrRegistersItself) {
+		t.Errorf("mint a token: %v", err)
+	}
+	if _, err := svc.Join(ctx, nodes.JoinRequest{Name: "x"}); !errors.Is(err, nodes.ErrRegistersItself) {
+		t.Errorf("join: %v", err)
+	}
+	if err := svc.Remove(ctx, name, true); !errors.Is(err, errdefs.ErrConflict) {
+		t.Errorf("remove a node that renews its Lease: %v, want a conflict", err)
+	}
+	if list, err := svc.List(ctx); err != nil || len(list) != 1 || list[0].Name != name {
+		t.Errorf("list: %v, %v", list, err)
+	}
+}
+
+func waitCalls(t *testing.T, got func() []string, want []string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if slices.Equal(got(), want) {
+			return
+		}
+	}
+	t.Errorf("calls: %v, want %v", got(), want)
+}

@@ -1,0 +1,133 @@
+package nodes
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// In a cluster there are two CAs, so that a node, which holds the key of
+// the one that signs nodes (it issues its own serving certificate), can
+// never mint the control plane's identity: the control-plane CA signs
+// only the control plane's client certificate and its key stays with the
+// control plane.
+const (
+	ControlPlaneCAName = "Airlock control-plane CA"
+	ClusterNodeCAName  = "Airlock cluster node CA"
+)
+
+// ClusterCAs is what an in-cluster control plane holds: the control-plane
+// CA, certificate and key (PEM), and the node CA's certificate, which the
+// nodes' serving certificates chain to.
+type ClusterCAs struct {
+	ControlPlaneCert, ControlPlaneKey []byte
+	NodeCert                          []byte
+}
+
+// NodeCAs is what an in-cluster node holds: the node CA, certificate and
+// key (PEM), to issue its own serving certificate, and the control-plane
+// CA's certificate, the only issuer of a caller it answers.
+type NodeCAs struct {
+	NodeCert, NodeKey []byte
+	ControlPlaneCert  []byte
+}
+
+// NewCAPEM makes a CA named commonName: its certificate and PKCS#8 key,
+// in PEM.
+func NewCAPEM(commonName string, now time.Time) (certPEM, keyPEM []byte, err error) {
+	key, der, err := selfSignedCA(commonName, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: certPEMType, Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: keyPEMType, Bytes: keyDER}), nil
+}
+
+// loadCAPEM reads a CA from PEM; keyPEM nil gives one that only verifies.
+func loadCAPEM(certPEM, keyPEM []byte) (*CA, error) {
+	cert, err := parseCert(certPEM)
+	if err != nil {
+		return nil, err
+	}
+	if !cert.IsCA {
+		return nil, errors.New("certificate is not a CA's")
+	}
+	if keyPEM == nil {
+		return &CA{cert: cert}, nil
+	}
+	block, _ := pem.Decode(keyPEM)
+	if block == nil || block.Type != keyPEMType {
+		return nil, errors.New("key is not a PEM \"PRIVATE KEY\"")
+	}
+	return loadCA(cert.Raw, block.Bytes)
+}
+
+// controlPlane makes the control plane's client identity from the
+// control-plane CA; it takes any certificate from the node CA for a
+// node's name (no serial is pinned: a node issues its own at each start).
+func (c *ClusterCAs) controlPlane(now time.Time) (*CA, *controlPlane, error) {
+	cpCA, err := loadCAPEM(c.ControlPlaneCert, c.ControlPlaneKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("control-plane CA: %w", err)
+	}
+	nodeCA, err := loadCAPEM(c.NodeCert, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("node CA: %w", err)
+	}
+	cert, err := cpCA.controlPlaneCert(now)
+	if err != nil {
+		return nil, nil, fmt.Errorf("control plane certificate: %w", err)
+	}
+	return nodeCA, &controlPlane{cert: cert, ca: nodeCA, clients: map[string]*nodeClient{}, anyCert: true}, nil
+}
+
+// ClientTLS is the control plane's TLS configuration for calling the
+// node name: its client certificate, made now, and the node CA for that
+// node's name only.
+func (c *ClusterCAs) ClientTLS(name string, now time.Time) (*tls.Config, error) {
+	_, cp, err := c.controlPlane(now)
+	if err != nil {
+		return nil, err
+	}
+	return cp.tlsConfig(Node{Name: name}), nil
+}
+
+// ClusterIdentity issues the node name its serving certificate for
+// <name>.node.airlock from the node CA, with a key made now and never
+// kept, and returns its identity: its ServerTLS answers only a client
+// certificate from the control-plane CA.
+func ClusterIdentity(cas NodeCAs, name, addr string, now time.Time) (*Identity, error) {
+	if err := CheckClusterName(name); err != nil {
+		return nil, err
+	}
+	nodeCA, err := loadCAPEM(cas.NodeCert, cas.NodeKey)
+	if err != nil {
+		return nil, fmt.Errorf("node CA: %w", err)
+	}
+	cpCA, err := loadCAPEM(cas.ControlPlaneCert, nil)
+	if err != nil {
+		return nil, fmt.Errorf("control-plane CA: %w", err)
+	}
+	keyPEM, csrPEM, err := NewKeyAndCSR(name)
+	if err != nil {
+		return nil, err
+	}
+	certPEM, _, err := nodeCA.signNode(csrPEM, name, now)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("node certificate: %w", err)
+	}
+	return &Identity{Name: name, Addr: addr, JoinedAt: now.UTC(), cert: cert, pool: cpCA.pool()}, nil
+}
+
+// TLSCertificate is the node's certificate and key.
+func (id *Identity) TLSCertificate() tls.Certificate { return id.cert }

@@ -1,0 +1,177 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/airlockhq/airlock/internal/errdefs"
+	"github.com/airlockhq/airlock/internal/nodes"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// Nodes, their join tokens and the node CA (nodes.Store). Errors wrap
+// errdefs' kinds, which the nodes package tests for.
+
+// NodeCA returns the node CA's certificate and sealed key.
+func (s *Store) NodeCA(ctx context.Context) ([]byte, []byte, error) {
+	var cert, key []byte
+	err := s.pool.QueryRow(ctx, `SELECT cert, sealed_key FROM node_ca WHERE id = 1`).Scan(&cert, &key)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, fmt.Errorf("node CA: %w", errdefs.ErrNotFound)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("node CA: %w", err)
+	}
+	return cert, key, nil
+}
+
+// PutNodeCA stores the CA unless one is stored, and returns the stored
+// one: of two control planes making one at once, the first to commit wins.
+func (s *Store) PutNodeCA(ctx context.Context, cert, sealedKey []byte) ([]byte, []byte, error) {
+	if _, err := s.exec(ctx, `INSERT INTO node_ca (id, cert, sealed_key) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING`,
+		bytesOf(cert), bytesOf(sealedKey)); err != nil {
+		return nil, nil, fmt.Errorf("node CA: %w", err)
+	}
+	return s.NodeCA(ctx)
+}
+
+// CreateJoinToken stores a join token.
+func (s *Store) CreateJoinToken(ctx context.Context, t nodes.JoinToken) error {
+	if _, err := s.exec(ctx, `INSERT INTO node_tokens (id, hash, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
+		t.ID, bytesOf(t.Hash), toNanos(t.CreatedAt), toNanos(t.ExpiresAt)); err != nil {
+		return fmt.Errorf("create join token: %w", err)
+	}
+	return nil
+}
+
+// JoinToken returns the join token with the id.
+func (s *Store) JoinToken(ctx context.Context, id string) (nodes.JoinToken, error) {
+	var t nodes.JoinToken
+	var created, expires, used pgtype.Int8
+	err := s.pool.QueryRow(ctx, `SELECT id, hash, created_at, expires_at, used_at, used_by FROM node_tokens WHERE id = $1`, id).
+		Scan(&t.ID, &t.Hash, &created, &expires, &used, &t.UsedBy)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, fmt.Errorf("join token %s: %w", id, errdefs.ErrNotFound)
+	}
+	if err != nil {
+		return t, fmt.Errorf("join token %s: %w", id, err)
+	}
+	t.CreatedAt, t.ExpiresAt = fromNanos(created), fromNanos(expires)
+	if used.Valid {
+		u := fromNanos(used)
+		t.UsedAt = &u
+	}
+	return t, nil
+}
+
+// JoinNode spends the token and adds the node, in one transaction. Two
+// joins racing for one token: the second waits for the first's row lock
+// and then finds the token used.
+func (s *Store) JoinNode(ctx context.Context, n nodes.Node, tokenID string, now time.Time) error {
+	return s.tx(ctx, "join node "+n.Name, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE node_tokens SET used_at = $1, used_by = $2
+			WHERE id = $3 AND used_at IS NULL AND expires_at > $1`, toNanos(now), n.Name, tokenID)
+		if err != nil {
+			return fmt.Errorf("join node %s: %w", n.Name, err)
+		}
+		if tag.RowsAffected() != 1 {
+			return fmt.Errorf("join node %s: token %w", n.Name, errdefs.ErrNotFound)
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO nodes (name, addr, cert_serial, cert_expires_at, joined_at) VALUES ($1, $2, $3, $4, $5)`,
+			n.Name, n.Addr, n.CertSerial, toNanos(n.CertExpiresAt), toNanos(n.JoinedAt))
+		if err = mapErr(err); errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("%w: node %s has joined already", errdefs.ErrConflict, n.Name)
+		}
+		if err != nil {
+			return fmt.Errorf("join node %s: %w", n.Name, err)
+		}
+		return nil
+	})
+}
+
+const nodeCols = `name, addr, cert_serial, cert_expires_at, joined_at, drained, version, capacity, use, last_heartbeat`
+
+func scanNode(sc scanner) (nodes.Node, error) {
+	var n nodes.Node
+	var certExp, joined, beat pgtype.Int8
+	var capacity, use string
+	if err := sc.Scan(&n.Name, &n.Addr, &n.CertSerial, &certExp, &joined, &n.Drained, &n.Version, &capacity, &use, &beat); err != nil {
+		return n, err
+	}
+	n.CertExpiresAt, n.JoinedAt = fromNanos(certExp), fromNanos(joined)
+	if beat.Valid {
+		b := fromNanos(beat)
+		n.LastHeartbeat = &b
+	}
+	if err := json.Unmarshal([]byte(capacity), &n.Capacity); err != nil {
+		return n, fmt.Errorf("node %s capacity: %w", n.Name, err)
+	}
+	if err := json.Unmarshal([]byte(use), &n.Use); err != nil {
+		return n, fmt.Errorf("node %s use: %w", n.Name, err)
+	}
+	return n, nil
+}
+
+// ListNodes returns every node by name.
+func (s *Store) ListNodes(ctx context.Context) ([]nodes.Node, error) {
+	out, err := query(ctx, s.pool, `SELECT `+nodeCols+` FROM nodes ORDER BY name`, nil, scanNode)
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	return out, nil
+}
+
+// GetNode returns the node with the name.
+func (s *Store) GetNode(ctx context.Context, name string) (nodes.Node, error) {
+	n, err := scanNode(s.pool.QueryRow(ctx, `SELECT `+nodeCols+` FROM nodes WHERE name = $1`, name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return n, fmt.Errorf("node %s: %w", name, errdefs.ErrNotFound)
+	}
+	if err != nil {
+		return n, fmt.Errorf("node %s: %w", name, err)
+	}
+	return n, nil
+}
+
+// UpdateNodeStatus records a heartbeat.
+func (s *Store) UpdateNodeStatus(ctx context.Context, name string, st nodes.Status, at time.Time) error {
+	capacity, err := json.Marshal(st.Capacity)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", name, err)
+	}
+	use, err := json.Marshal(st.Use)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", name, err)
+	}
+	n, err := s.exec(ctx, `UPDATE nodes SET version = $1, capacity = $2, use = $3, last_heartbeat = $4 WHERE name = $5`,
+		st.Version, string(capacity), string(use), toNanos(at), name)
+	return nodeChanged(name, n, err)
+}
+
+// SetNodeDrained marks the node drained or not.
+func (s *Store) SetNodeDrained(ctx context.Context, name string, drained bool) error {
+	n, err := s.exec(ctx, `UPDATE nodes SET drained = $1 WHERE name = $2`, drained, name)
+	return nodeChanged(name, n, err)
+}
+
+// DeleteNode removes the node.
+func (s *Store) DeleteNode(ctx context.Context, name string) error {
+	n, err := s.exec(ctx, `DELETE FROM nodes WHERE name = $1`, name)
+	return nodeChanged(name, n, err)
+}
+
+func nodeChanged(name string, n int64, err error) error {
+	if err != nil {
+		return fmt.Errorf("node %s: %w", name, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("node %s: %w", name, errdefs.ErrNotFound)
+	}
+	return nil
+}

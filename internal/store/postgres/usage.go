@@ -1,0 +1,101 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+const usageCols = `sandbox_id, tenant_id, created_at, ended_at, updated_at,
+	cpu_seconds, memory_peak_bytes, egress_bytes_out, egress_bytes_in, exec_count`
+
+// SaveUsage upserts rows in one transaction. The merge keeps the larger
+// of each counter and the first end: the writers (a periodic flush, the
+// end of a sandbox, a replica that took over) may race, and none of them
+// must set a total back or reopen an ended row.
+func (s *Store) SaveUsage(ctx context.Context, rows []store.SandboxUsage) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	for _, u := range rows {
+		if u.SandboxID == "" || u.TenantID == "" || u.CreatedAt.IsZero() {
+			return fmt.Errorf("save usage of %q: sandbox, tenant and creation time are required", u.SandboxID)
+		}
+	}
+	return s.tx(ctx, "save usage", func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for _, u := range rows {
+			b.Queue(`INSERT INTO sandbox_usage (`+usageCols+`)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+				ON CONFLICT (sandbox_id) DO UPDATE SET
+					ended_at = COALESCE(sandbox_usage.ended_at, excluded.ended_at),
+					updated_at = GREATEST(COALESCE(sandbox_usage.updated_at, 0), COALESCE(excluded.updated_at, 0)),
+					cpu_seconds = GREATEST(sandbox_usage.cpu_seconds, excluded.cpu_seconds),
+					memory_peak_bytes = GREATEST(sandbox_usage.memory_peak_bytes, excluded.memory_peak_bytes),
+					egress_bytes_out = GREATEST(sandbox_usage.egress_bytes_out, excluded.egress_bytes_out),
+					egress_bytes_in = GREATEST(sandbox_usage.egress_bytes_in, excluded.egress_bytes_in),
+					exec_count = GREATEST(sandbox_usage.exec_count, excluded.exec_count)`,
+				u.SandboxID, u.TenantID, toNanos(u.CreatedAt), toNanos(u.EndedAt),
+				toNanos(u.UpdatedAt), u.CPUSeconds, u.MemoryPeakBytes, u.EgressBytesOut, u.EgressBytesIn, u.ExecCount)
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("save usage: %w", mapErr(err))
+		}
+		return nil
+	})
+}
+
+// GetUsage returns one sandbox's row.
+func (s *Store) GetUsage(ctx context.Context, sandboxID string) (store.SandboxUsage, error) {
+	var u store.SandboxUsage
+	var created, ended, updated pgtype.Int8
+	err := s.pool.QueryRow(ctx, `SELECT `+usageCols+` FROM sandbox_usage WHERE sandbox_id = $1`, sandboxID).Scan(
+		&u.SandboxID, &u.TenantID, &created, &ended, &updated,
+		&u.CPUSeconds, &u.MemoryPeakBytes, &u.EgressBytesOut, &u.EgressBytesIn, &u.ExecCount)
+	if err != nil {
+		return store.SandboxUsage{}, fmt.Errorf("usage of %s: %w", sandboxID, mapErr(err))
+	}
+	u.CreatedAt, u.EndedAt, u.UpdatedAt = fromNanos(created), fromNanos(ended), fromNanos(updated)
+	return u, nil
+}
+
+// UsageByTenant sums per tenant. Wall time is summed as a float, as
+// SQLite's TOTAL does; GREATEST skips a NULL end (a running sandbox with
+// no Now), which then adds nothing, as in SQLite.
+func (s *Store) UsageByTenant(ctx context.Context, f store.UsageFilter) ([]store.TenantUsage, error) {
+	where := []string{`true`}
+	args := []any{toNanos(f.Now)}
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if f.TenantID != "" {
+		where = append(where, `tenant_id = `+arg(f.TenantID))
+	}
+	if !f.From.IsZero() {
+		where = append(where, `created_at >= `+arg(toNanos(f.From)))
+	}
+	if !f.To.IsZero() {
+		where = append(where, `created_at < `+arg(toNanos(f.To)))
+	}
+	out, err := query(ctx, s.pool, `SELECT tenant_id, COUNT(*),
+			COALESCE(SUM(GREATEST(0, COALESCE(ended_at, $1::bigint) - created_at)::float8), 0) / 1e9,
+			COALESCE(SUM(cpu_seconds), 0)::float8, COALESCE(MAX(memory_peak_bytes), 0),
+			COALESCE(SUM(egress_bytes_out), 0)::bigint, COALESCE(SUM(egress_bytes_in), 0)::bigint, COALESCE(SUM(exec_count), 0)::bigint
+		FROM sandbox_usage WHERE `+strings.Join(where, ` AND `)+`
+		GROUP BY tenant_id ORDER BY tenant_id`, args, func(r scanner) (store.TenantUsage, error) {
+		var u store.TenantUsage
+		err := r.Scan(&u.TenantID, &u.Sandboxes, &u.SandboxSeconds, &u.CPUSeconds, &u.MemoryPeakBytes,
+			&u.EgressBytesOut, &u.EgressBytesIn, &u.ExecCount)
+		return u, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("usage by tenant: %w", err)
+	}
+	return out, nil
+}
