@@ -63,8 +63,9 @@ func TestReplicasKubernetes(t *testing.T) {
 			holders[l.Name] = *l.Spec.HolderIdentity
 		}
 	}
-	if holders["airlock-leader"] != a.url {
-		t.Errorf("Lease airlock-leader held by %q, want %s (leases: %v)", holders["airlock-leader"], a.url, holders)
+	// The holder is A's URL, signed (a follower forwards only to that).
+	if !strings.HasPrefix(holders["airlock-leader"], a.url+"#") {
+		t.Errorf("Lease airlock-leader held by %q, want %s signed (leases: %v)", holders["airlock-leader"], a.url, holders)
 	}
 	for _, name := range names {
 		if holders["airlock-node-"+name] != name {

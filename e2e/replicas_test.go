@@ -141,6 +141,14 @@ func TestReplicas(t *testing.T) {
 		t.Errorf("read through B: %q %v", buf.String(), err)
 	}
 
+	// A terminal opened through A and attached through B (a WebSocket
+	// through the forwarding replica).
+	ses := must[client.Session](t)(viaA.CreateSession(ctx, ids[2], client.SessionRequest{Mode: "interactive"}))
+	term := must[*client.Terminal](t)(viaB.AttachSession(ctx, ids[2], ses.ID))
+	term.Write(ctx, []byte("echo through-$((40+2))\r"))
+	readUntil(t, term, "through-42")
+	term.Close()
+
 	// A key deleted through A is refused through B within a second.
 	must[client.Tenant](t)(viaA.CreateTenant(ctx, client.TenantRequest{Name: "rep"}))
 	k := must[client.NewKey](t)(viaA.CreateKey(ctx, "rep", "k"))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,8 +46,10 @@ const forwardedHeader = "X-Airlock-Forwarded-By"
 
 // replica is one control-plane replica's HTTP face.
 type replica struct {
-	self  string // its advertised URL, also its identity in the election
-	el    leaderElector
+	self  string        // its advertised URL
+	el    leaderElector // its identity there: self, signed (replica_identity.go)
+	pub   ed25519.PublicKey
+	badID sync.Map // leader identities whose signature failed, logged once
 	start func(ctx context.Context) (*leaderTerm, error)
 	watch time.Duration // how often leadership is looked at
 
@@ -112,7 +115,7 @@ func (rp *replica) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rp.mu.Lock()
 	term := rp.term
 	rp.mu.Unlock()
-	leader := rp.el.Leader()
+	leader := rp.leader()
 	switch r.URL.Path {
 	case "/healthz":
 		writeReplicaJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -146,6 +149,23 @@ func (rp *replica) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		p.ServeHTTP(w, r)
 	}
+}
+
+// leader is the URL of the replica that leads, "" when none is known or
+// its identity's signature does not check.
+func (rp *replica) leader() string {
+	id := rp.el.Leader()
+	if id == "" {
+		return ""
+	}
+	url, ok := identityURL(rp.pub, id)
+	if !ok {
+		if _, seen := rp.badID.LoadOrStore(id, true); !seen {
+			fmt.Fprintf(os.Stderr, "airlock: replica %s: the leader's identity %q is not signed with this control plane's key: not forwarding to it\n", rp.self, id)
+		}
+		return ""
+	}
+	return url
 }
 
 // proxy returns the reverse proxy to the leader at base.

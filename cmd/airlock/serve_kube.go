@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/airlockhq/airlock/internal/cluster"
 	"github.com/airlockhq/airlock/internal/nodes"
 )
@@ -26,7 +24,7 @@ type kubeConfig struct {
 	namespace  string
 
 	once sync.Once
-	cs   kubernetes.Interface
+	cs   *cluster.Kube
 	err  error
 }
 
@@ -43,7 +41,7 @@ func kubeFlags(fs *flag.FlagSet) *kubeConfig {
 func (k *kubeConfig) enabled() bool { return k != nil && (k.inCluster || k.kubeconfig != "") }
 
 // client connects once.
-func (k *kubeConfig) client() (kubernetes.Interface, error) {
+func (k *kubeConfig) client() (*cluster.Kube, error) {
 	k.once.Do(func() {
 		if k.inCluster && k.kubeconfig != "" {
 			k.err = fmt.Errorf("give --kubernetes (in a pod) or --kubeconfig PATH, not both")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
 	"net"
 	"net/http"
@@ -62,11 +63,16 @@ func serveReplica(ctx context.Context, c replicaConfig) error {
 		return fmt.Errorf("store: %w", err)
 	}
 	defer st.Close()
-	el, how, err := c.elector(ctx, self)
+	box, err := secrets.LoadBox(c.dataDir)
+	if err != nil {
+		return fmt.Errorf("master key: %w", err)
+	}
+	signer := box.Signer()
+	el, how, err := c.elector(ctx, signIdentity(signer, self))
 	if err != nil {
 		return err
 	}
-	rp := &replica{self: self, el: el, watch: 200 * time.Millisecond, start: func(ctx context.Context) (*leaderTerm, error) {
+	rp := &replica{self: self, el: el, pub: signer.Public().(ed25519.PublicKey), watch: 200 * time.Millisecond, start: func(ctx context.Context) (*leaderTerm, error) {
 		t := c.tune
 		t.store = st
 		t.kube = c.kube

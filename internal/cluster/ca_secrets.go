@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/airlockhq/airlock/internal/nodes"
 )
@@ -31,9 +29,9 @@ const (
 // EnsureCAs returns the control plane's CAs, making each Secret that is
 // not there yet. Replicas that start together race to create them; the
 // first create wins and the others read what it wrote.
-func EnsureCAs(ctx context.Context, cs kubernetes.Interface, namespace string) (*nodes.ClusterCAs, error) {
+func EnsureCAs(ctx context.Context, k *Kube, namespace string) (*nodes.ClusterCAs, error) {
 	now := time.Now()
-	cp, err := ensureSecret(ctx, cs, namespace, ControlPlaneCASecret, func() (map[string][]byte, error) {
+	cp, err := ensureSecret(ctx, k, namespace, ControlPlaneCASecret, func() (map[string][]byte, error) {
 		cert, key, err := nodes.NewCAPEM(nodes.ControlPlaneCAName, now)
 		return map[string][]byte{keyCACert: cert, keyCAKey: key}, err
 	})
@@ -43,7 +41,7 @@ func EnsureCAs(ctx context.Context, cs kubernetes.Interface, namespace string) (
 	if err := hasKeys(cp, ControlPlaneCASecret, keyCACert, keyCAKey); err != nil {
 		return nil, err
 	}
-	node, err := ensureSecret(ctx, cs, namespace, NodeCASecret, func() (map[string][]byte, error) {
+	node, err := ensureSecret(ctx, k, namespace, NodeCASecret, func() (map[string][]byte, error) {
 		cert, key, err := nodes.NewCAPEM(nodes.ClusterNodeCAName, now)
 		return map[string][]byte{keyCACert: cert, keyCAKey: key, keyCPCACert: cp.Data[keyCACert]}, err
 	})
@@ -62,9 +60,8 @@ func EnsureCAs(ctx context.Context, cs kubernetes.Interface, namespace string) (
 	return &nodes.ClusterCAs{ControlPlaneCert: cp.Data[keyCACert], ControlPlaneKey: cp.Data[keyCAKey], NodeCert: node.Data[keyCACert]}, nil
 }
 
-func ensureSecret(ctx context.Context, cs kubernetes.Interface, namespace, name string, gen func() (map[string][]byte, error)) (*corev1.Secret, error) {
-	secrets := cs.CoreV1().Secrets(namespace)
-	s, err := secrets.Get(ctx, name, metav1.GetOptions{})
+func ensureSecret(ctx context.Context, k *Kube, namespace, name string, gen func() (map[string][]byte, error)) (*secret, error) {
+	s, err := k.getSecret(ctx, namespace, name)
 	if err == nil {
 		return s, nil
 	}
@@ -75,15 +72,15 @@ func ensureSecret(ctx context.Context, cs kubernetes.Interface, namespace, name 
 	if err != nil {
 		return nil, fmt.Errorf("secret %s/%s: %w", namespace, name, err)
 	}
-	s = &corev1.Secret{
+	s = &secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{partOfLabel: partOf, componentLabel: "airlock-ca"}},
-		Type:       corev1.SecretTypeOpaque,
+		Type:       "Opaque",
 		Data:       data,
 	}
-	created, err := secrets.Create(ctx, s, metav1.CreateOptions{})
+	created, err := k.createSecret(ctx, namespace, s)
 	if apierrors.IsAlreadyExists(err) {
 		// Another replica's create won: take its CA, never ours.
-		created, err = secrets.Get(ctx, name, metav1.GetOptions{})
+		created, err = k.getSecret(ctx, namespace, name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("secret %s/%s: %w", namespace, name, err)
@@ -91,7 +88,7 @@ func ensureSecret(ctx context.Context, cs kubernetes.Interface, namespace, name 
 	return created, nil
 }
 
-func hasKeys(s *corev1.Secret, name string, keys ...string) error {
+func hasKeys(s *secret, name string, keys ...string) error {
 	for _, k := range keys {
 		if len(s.Data[k]) == 0 {
 			return fmt.Errorf("secret %s/%s has no %s", s.Namespace, name, k)
@@ -102,8 +99,8 @@ func hasKeys(s *corev1.Secret, name string, keys ...string) error {
 
 // NodeCAs reads what a node needs from NodeCASecret; WaitNodeCAs waits
 // for it.
-func NodeCAs(ctx context.Context, cs kubernetes.Interface, namespace string) (*nodes.NodeCAs, error) {
-	s, err := cs.CoreV1().Secrets(namespace).Get(ctx, NodeCASecret, metav1.GetOptions{})
+func NodeCAs(ctx context.Context, k *Kube, namespace string) (*nodes.NodeCAs, error) {
+	s, err := k.getSecret(ctx, namespace, NodeCASecret)
 	if err != nil {
 		return nil, fmt.Errorf("secret %s/%s: %w", namespace, NodeCASecret, err)
 	}
@@ -116,9 +113,9 @@ func NodeCAs(ctx context.Context, cs kubernetes.Interface, namespace string) (*n
 // WaitNodeCAs reads NodeCASecret, trying again every every while it is
 // not there (the control plane makes it at its first start) or cannot be
 // read, until ctx ends; waiting says why, on each failed try.
-func WaitNodeCAs(ctx context.Context, cs kubernetes.Interface, namespace string, every time.Duration, waiting func(error)) (*nodes.NodeCAs, error) {
+func WaitNodeCAs(ctx context.Context, k *Kube, namespace string, every time.Duration, waiting func(error)) (*nodes.NodeCAs, error) {
 	for {
-		cas, err := NodeCAs(ctx, cs, namespace)
+		cas, err := NodeCAs(ctx, k, namespace)
 		if err == nil {
 			return cas, nil
 		}

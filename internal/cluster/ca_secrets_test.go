@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/airlockhq/airlock/internal/nodes"
 )
@@ -54,7 +53,7 @@ func TestCASecrets(t *testing.T) {
 	if string(nodeCAs.ControlPlaneCert) != string(got[0].ControlPlaneCert) || string(nodeCAs.NodeCert) != string(got[0].NodeCert) {
 		t.Error("the node's Secret does not match the control plane's CAs")
 	}
-	s, err := cs.CoreV1().Secrets(ns).Get(ctx, NodeCASecret, metav1.GetOptions{})
+	s, err := cs.getSecret(ctx, ns, NodeCASecret)
 	if err != nil {
 		t.Fatal(err)
 	}

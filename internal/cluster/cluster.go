@@ -15,14 +15,13 @@ import (
 	"os"
 	"strings"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Connect makes a Kubernetes client from the kubeconfig at path, or from
 // the pod's service account when path is "" (in the cluster).
-func Connect(kubeconfig string) (kubernetes.Interface, *rest.Config, error) {
+func Connect(kubeconfig string) (*Kube, *rest.Config, error) {
 	var conf *rest.Config
 	var err error
 	if kubeconfig == "" {
@@ -37,11 +36,11 @@ func Connect(kubeconfig string) (kubernetes.Interface, *rest.Config, error) {
 	// client-go's default (5 per second, bursts of 10) is for tools; a
 	// control plane renews Leases, lists nodes and elects on one client.
 	conf.QPS, conf.Burst = 50, 100
-	cs, err := kubernetes.NewForConfig(conf)
+	k, err := NewKube(conf)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubernetes client: %w", err)
+		return nil, nil, err
 	}
-	return cs, conf, nil
+	return k, conf, nil
 }
 
 // serviceAccountNamespace is where a pod finds its own namespace.

@@ -34,9 +34,20 @@ func TestLeaseElector(t *testing.T) {
 		t.Errorf("the stopped leader's changes (-want +got):\n%s", diff)
 	}
 	rest := slices.DeleteFunc(slices.Clone(rs), func(r *running) bool { return r == leader })
+	// Released, the Lease is taken at a follower's next try, well before
+	// it would have expired.
 	start := time.Now()
-	next := checkOneLeader(t, rest, DefaultLeaseDuration)
-	t.Logf("%s took over from %s in %s", next.id, leader.id, time.Since(start)-2*time.Second)
+	waitFor(t, 2*DefaultRetryPeriod+time.Second, "a follower leads after the leader released the Lease", func() bool { return len(leaders(rest)) > 0 })
+	t.Logf("took over from %s in %s", leader.id, time.Since(start).Round(time.Millisecond))
+	next := checkOneLeader(t, rest, time.Second)
+	lease, err := cs.getLease(context.Background(), ns, "airlock-leader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if holder(lease) != next.id || *lease.Spec.LeaseDurationSeconds != 15 || *lease.Spec.LeaseTransitions != 1 ||
+		lease.Spec.AcquireTime == nil || lease.Spec.RenewTime == nil || lease.Spec.RenewTime.Before(lease.Spec.AcquireTime) {
+		t.Errorf("the Lease after one takeover: %+v", lease.Spec)
+	}
 
 	if _, err := NewLeaseElector(cs, ns, "x", "id", ElectorOptions{LeaseDuration: time.Second, RenewDeadline: 2 * time.Second}); err == nil {
 		t.Error("an elector whose lease is shorter than its renew deadline was made")

@@ -15,10 +15,15 @@ import (
 )
 
 // kubeNamespace connects to the suite's kube-apiserver and makes a
-// namespace of t's own, deleted when t ends.
-func kubeNamespace(t *testing.T) (kubernetes.Interface, string) {
+// namespace of t's own, deleted when t ends. The namespace is made with
+// client-go's clientset, which the tests may use and the binary not.
+func kubeNamespace(t *testing.T) (*Kube, string) {
 	t.Helper()
-	cs, _, err := Connect(testenv.Kubeconfig(t))
+	k, conf, err := Connect(testenv.Kubeconfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(conf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +37,7 @@ func kubeNamespace(t *testing.T) (kubernetes.Interface, string) {
 			t.Logf("delete namespace %s: %v", ns, err)
 		}
 	})
-	return cs, ns
+	return k, ns
 }
 
 // waitFor polls cond every 50 ms until it holds, or fails t after

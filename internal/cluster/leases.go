@@ -9,8 +9,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	coordclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 )
 
 // leaseWrite is what a holder writes to its Lease: labels, annotations
@@ -29,7 +27,7 @@ type leaseWrite struct {
 // Lease (a node's draining mark) stays as it is, and creates the Lease
 // when there is none (and only then: create is not tried for a write
 // that does not renew).
-func putLease(ctx context.Context, c coordclient.LeaseInterface, w leaseWrite) error {
+func putLease(ctx context.Context, k *Kube, namespace string, w leaseWrite) error {
 	now := metav1.NewMicroTime(time.Now())
 	secs := int32(max(1, (w.duration+time.Second-1)/time.Second))
 	meta := map[string]any{}
@@ -48,7 +46,7 @@ func putLease(ctx context.Context, c coordclient.LeaseInterface, w leaseWrite) e
 		return err
 	}
 	for try := 0; ; try++ {
-		_, err = c.Patch(ctx, w.name, types.MergePatchType, body, metav1.PatchOptions{})
+		err = k.mergePatchLease(ctx, namespace, w.name, body)
 		if !apierrors.IsNotFound(err) || !w.renew || try > 0 {
 			break
 		}
@@ -61,7 +59,7 @@ func putLease(ctx context.Context, c coordclient.LeaseInterface, w leaseWrite) e
 				l.Annotations[k] = *v
 			}
 		}
-		if _, err = c.Create(ctx, l, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+		if _, err = k.createLease(ctx, namespace, l); !apierrors.IsAlreadyExists(err) {
 			break
 		}
 		// Created meanwhile (another process of the same holder): patch.

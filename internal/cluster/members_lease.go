@@ -8,8 +8,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // LeaseMembers keeps each member as a Lease airlock-replica-<id>: the id
@@ -19,15 +17,15 @@ import (
 // the replicas' clocks must agree to well within a renewal (as NTP
 // keeps them).
 type LeaseMembers struct {
-	cs        kubernetes.Interface
+	k         *Kube
 	namespace string
 	opts      MembersOptions
 }
 
 // NewLeaseMembers keeps members as Leases in namespace.
-func NewLeaseMembers(cs kubernetes.Interface, namespace string, opts MembersOptions) *LeaseMembers {
+func NewLeaseMembers(k *Kube, namespace string, opts MembersOptions) *LeaseMembers {
 	opts.defaults()
-	return &LeaseMembers{cs: cs, namespace: namespace, opts: opts}
+	return &LeaseMembers{k: k, namespace: namespace, opts: opts}
 }
 
 // Join renews self's Lease every RenewEvery until ctx ends, then deletes
@@ -36,12 +34,11 @@ func (m *LeaseMembers) Join(ctx context.Context, self Member) error {
 	if err := checkMemberID(self.ID); err != nil {
 		return err
 	}
-	leases := m.cs.CoordinationV1().Leases(m.namespace)
 	name := replicaLeasePrefix + self.ID
 	defer func() {
 		lctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
 		defer cancel()
-		if err := leases.Delete(lctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := m.k.deleteLease(lctx, m.namespace, name); err != nil && !apierrors.IsNotFound(err) {
 			m.opts.Logger.Warn("leave cluster members", "id", self.ID, "err", err)
 		}
 	}()
@@ -52,7 +49,7 @@ func (m *LeaseMembers) Join(ctx context.Context, self Member) error {
 }
 
 func (m *LeaseMembers) renew(ctx context.Context, self Member) error {
-	return putLease(ctx, m.cs.CoordinationV1().Leases(m.namespace), leaseWrite{
+	return putLease(ctx, m.k, m.namespace, leaseWrite{
 		name:        replicaLeasePrefix + self.ID,
 		labels:      map[string]string{componentLabel: replicaComponent, partOfLabel: partOf},
 		annotations: map[string]*string{annotationURL: ptr(self.URL)},
@@ -62,14 +59,14 @@ func (m *LeaseMembers) renew(ctx context.Context, self Member) error {
 
 // List returns the members whose Lease is live now, by id.
 func (m *LeaseMembers) List(ctx context.Context) ([]Member, error) {
-	list, err := m.cs.CoordinationV1().Leases(m.namespace).List(ctx, metav1.ListOptions{LabelSelector: componentLabel + "=" + replicaComponent})
+	leases, err := m.k.listLeases(ctx, m.namespace, componentLabel+"="+replicaComponent)
 	if err != nil {
 		return nil, fmt.Errorf("list replica leases: %w", err)
 	}
 	now := time.Now()
 	var out []Member
-	for i := range list.Items {
-		l := &list.Items[i]
+	for i := range leases {
+		l := &leases[i]
 		renewed, d := leaseTimes(l)
 		if renewed.IsZero() || !now.Before(renewed.Add(d)) {
 			continue

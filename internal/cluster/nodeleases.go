@@ -12,9 +12,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/airlockhq/airlock/internal/errdefs"
 	"github.com/airlockhq/airlock/internal/nodes"
@@ -30,7 +27,7 @@ type NodeLease = nodes.Lease
 // renewal; the control plane and `airlock node drain` write only that.
 // They implement nodes.Discovery.
 type NodeLeases struct {
-	cs        kubernetes.Interface
+	k         *Kube
 	namespace string
 	// RenewEvery is how often Run renews (default 5 s); Duration how long
 	// a renewal lasts, whole seconds (default 15 s).
@@ -42,8 +39,8 @@ type NodeLeases struct {
 var _ nodes.Discovery = (*NodeLeases)(nil)
 
 // NewNodeLeases works on the node Leases in namespace.
-func NewNodeLeases(cs kubernetes.Interface, namespace string) *NodeLeases {
-	return &NodeLeases{cs: cs, namespace: namespace, RenewEvery: DefaultRenewEvery, Duration: DefaultLeaseFor, Logger: slog.Default()}
+func NewNodeLeases(k *Kube, namespace string) *NodeLeases {
+	return &NodeLeases{k: k, namespace: namespace, RenewEvery: DefaultRenewEvery, Duration: DefaultLeaseFor, Logger: slog.Default()}
 }
 
 func nodeLeaseName(name string) string { return nodeLeasePrefix + name }
@@ -87,7 +84,7 @@ func (l *NodeLeases) write(ctx context.Context, n NodeLease, draining bool) erro
 	if d <= 0 {
 		d = l.Duration
 	}
-	return putLease(ctx, l.cs.CoordinationV1().Leases(l.namespace), leaseWrite{
+	return putLease(ctx, l.k, l.namespace, leaseWrite{
 		name:        nodeLeaseName(n.Name),
 		labels:      map[string]string{componentLabel: nodeComponent, partOfLabel: partOf},
 		annotations: ann,
@@ -132,7 +129,7 @@ func (l *NodeLeases) SetDraining(ctx context.Context, name string, draining bool
 		return err
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]*string{annotationDraining: drainingValue(draining)}}})
-	_, err := l.cs.CoordinationV1().Leases(l.namespace).Patch(ctx, nodeLeaseName(name), types.MergePatchType, patch, metav1.PatchOptions{})
+	err := l.k.mergePatchLease(ctx, l.namespace, nodeLeaseName(name), patch)
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("%w: node %s has no Lease in namespace %s", errdefs.ErrNotFound, name, l.namespace)
 	}
@@ -144,7 +141,7 @@ func (l *NodeLeases) SetDraining(ctx context.Context, name string, draining bool
 
 // Delete takes the node's Lease away (a node gone for good).
 func (l *NodeLeases) Delete(ctx context.Context, name string) error {
-	err := l.cs.CoordinationV1().Leases(l.namespace).Delete(ctx, nodeLeaseName(name), metav1.DeleteOptions{})
+	err := l.k.deleteLease(ctx, l.namespace, nodeLeaseName(name))
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("%w: node %s has no Lease in namespace %s", errdefs.ErrNotFound, name, l.namespace)
 	}
@@ -159,7 +156,7 @@ func (l *NodeLeases) Get(ctx context.Context, name string) (NodeLease, error) {
 	if err := nodes.CheckClusterName(name); err != nil {
 		return NodeLease{}, err
 	}
-	lease, err := l.cs.CoordinationV1().Leases(l.namespace).Get(ctx, nodeLeaseName(name), metav1.GetOptions{})
+	lease, err := l.k.getLease(ctx, l.namespace, nodeLeaseName(name))
 	if apierrors.IsNotFound(err) {
 		return NodeLease{}, fmt.Errorf("%w: node %s has no Lease in namespace %s", errdefs.ErrNotFound, name, l.namespace)
 	}
@@ -171,16 +168,16 @@ func (l *NodeLeases) Get(ctx context.Context, name string) (NodeLease, error) {
 
 // List returns every node Lease, live or not, by name.
 func (l *NodeLeases) List(ctx context.Context) ([]NodeLease, error) {
-	list, err := l.cs.CoordinationV1().Leases(l.namespace).List(ctx, metav1.ListOptions{LabelSelector: componentLabel + "=" + nodeComponent})
+	leases, err := l.k.listLeases(ctx, l.namespace, componentLabel+"="+nodeComponent)
 	if err != nil {
 		return nil, fmt.Errorf("list node leases: %w", err)
 	}
-	out := make([]NodeLease, 0, len(list.Items))
-	for i := range list.Items {
-		if !strings.HasPrefix(list.Items[i].Name, nodeLeasePrefix) {
+	out := make([]NodeLease, 0, len(leases))
+	for i := range leases {
+		if !strings.HasPrefix(leases[i].Name, nodeLeasePrefix) {
 			continue
 		}
-		out = append(out, parseNodeLease(&list.Items[i]))
+		out = append(out, parseNodeLease(&leases[i]))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

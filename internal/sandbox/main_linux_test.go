@@ -20,7 +20,7 @@ import (
 // its store does not know, all Services must share the store.
 var (
 	fx      *sandboxtest.Shared
-	shared  *store.SQLite
+	shared  store.Store
 	tenantN atomic.Int64
 )
 

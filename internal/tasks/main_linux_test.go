@@ -19,7 +19,7 @@ import (
 // sandbox Service reclaims every runtime sandbox its store does not know.
 var (
 	fx      *sandboxtest.Shared
-	shared  *store.SQLite
+	shared  store.Store
 	tenantN atomic.Int64
 )
 

@@ -20,8 +20,11 @@ import (
 // Shared is a package's runtime (made on first use, by a test that may run
 // one) and store (open from the start).
 type Shared struct {
-	// Store is the package's store.
-	Store *store.SQLite
+	// Store is the package's store: SQLite, or PostgreSQL when
+	// $AIRLOCK_TEST_STORE is postgres (a database of its own on the
+	// suite's server), so the store-backed packages' tests run on both.
+	Store  store.Store
+	dropDB func() error
 
 	name     string
 	dbDir    string
@@ -37,6 +40,14 @@ func Open(name string) (*Shared, error) {
 	dbDir, err := os.MkdirTemp("", "airlock-"+name+"-test-db-")
 	if err != nil {
 		return nil, fmt.Errorf("test store: %w", err)
+	}
+	if os.Getenv(StoreEnv) == "postgres" {
+		st, drop, err := openPostgres(name)
+		if err != nil {
+			os.RemoveAll(dbDir)
+			return nil, fmt.Errorf("test store: %w", err)
+		}
+		return &Shared{Store: st, dropDB: drop, name: name, dbDir: dbDir}, nil
 	}
 	st, err := store.OpenSQLite(filepath.Join(dbDir, "airlock.db"))
 	if err != nil {
@@ -73,6 +84,9 @@ func (s *Shared) StateDir() string { return s.stateDir }
 // and removes the temporary dirs.
 func (s *Shared) Close() error {
 	err := s.Store.Close()
+	if s.dropDB != nil {
+		err = errors.Join(err, s.dropDB())
+	}
 	os.RemoveAll(s.dbDir)
 	if s.rt != nil {
 		if terr := s.rt.Teardown(); terr != nil {

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// fakeElector leads when leads is set and names leader.
+type fakeElector struct {
+	leads  atomic.Bool
+	leader atomic.Value
+}
+
+func (f *fakeElector) Run(ctx context.Context) { <-ctx.Done() }
+func (f *fakeElector) IsLeader() bool          { return f.leads.Load() }
+func (f *fakeElector) Leader() string          { s, _ := f.leader.Load().(string); return s }
+
+// TestReplicaForwards: a follower forwards calls to the leader whose
+// signed identity checks, marking them; it refuses (503, nothing sent)
+// a leader identity not signed with the control plane's key, and a call
+// another replica forwarded already.
+func TestReplicaForwards(t *testing.T) {
+	pub, key, _ := ed25519.GenerateKey(rand.Reader)
+	_, otherKey, _ := ed25519.GenerateKey(rand.Reader)
+	var got atomic.Value
+	leader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Method + " " + r.URL.RequestURI() + " by " + r.Header.Get(forwardedHeader) + " auth " + r.Header.Get("Authorization"))
+		io.WriteString(w, "from the leader")
+	}))
+	defer leader.Close()
+	el := &fakeElector{}
+	rp := &replica{self: "http://127.0.0.1:1", el: el, pub: pub}
+	call := func(path string, hdr map[string]string) (int, string) {
+		req := httptest.NewRequest("GET", path, nil)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		rp.ServeHTTP(w, req)
+		return w.Code, w.Body.String()
+	}
+
+	if code, body := call("/readyz", nil); code != 503 || !strings.Contains(body, "unavailable") {
+		t.Errorf("readyz with no leader: %d %s", code, body)
+	}
+	if code, _ := call("/v1/sandboxes", nil); code != 503 {
+		t.Errorf("a call with no leader: %d, want 503", code)
+	}
+
+	el.leader.Store(signIdentity(otherKey, leader.URL))
+	if code, _ := call("/v1/sandboxes", map[string]string{"Authorization": "Bearer alk_secret"}); code != 503 || got.Load() != nil {
+		t.Errorf("a leader signed with another key: %d, forwarded %v", code, got.Load())
+	}
+	el.leader.Store(leader.URL)
+	if code, _ := call("/v1/sandboxes", nil); code != 503 || got.Load() != nil {
+		t.Errorf("an unsigned leader: %d, forwarded %v", code, got.Load())
+	}
+
+	el.leader.Store(signIdentity(key, leader.URL))
+	code, body := call("/v1/sandboxes?state=running", map[string]string{"Authorization": "Bearer alk_secret"})
+	if code != 200 || body != "from the leader" || got.Load() != "GET /v1/sandboxes?state=running by http://127.0.0.1:1 auth Bearer alk_secret" {
+		t.Errorf("forwarded: %d %q, leader saw %v", code, body, got.Load())
+	}
+	if code, body := call("/readyz", nil); code != 200 || !strings.Contains(body, leader.URL) {
+		t.Errorf("readyz with a leader: %d %s", code, body)
+	}
+	got = atomic.Value{}
+	if code, _ := call("/v1/sandboxes", map[string]string{forwardedHeader: "http://127.0.0.1:2"}); code != 503 || got.Load() != nil {
+		t.Errorf("a call forwarded twice: %d, forwarded %v", code, got.Load())
+	}
+}
