@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -309,3 +311,34 @@ func waitExpired(t *testing.T, c *client.Client, id string) {
 type countingWriter struct{ lockedBuffer }
 
 func (w *countingWriter) n() int64 { return int64(len(w.String())) }
+
+// TestReplicaBadFlags: serve refuses, with exit 2 and a message naming
+// what to do, a store URL it cannot use, a replica with a runtime of its
+// own, a replica without the shared master key, an advertise URL that is
+// not one, and an admin key that is not an API key; nothing starts.
+func TestReplicaBadFlags(t *testing.T) {
+	bin, _ := linuxtest.Build(t)
+	pg := "postgres://nobody:x@127.0.0.1:1/none"
+	key := "AIRLOCK_MASTER_KEY=" + strings.Repeat("ab", 32)
+	for _, c := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{nil, []string{"--store", "mysql://db/airlock"}, "want a postgres:// or postgresql:// URL"},
+		{[]string{key}, []string{"--store", pg}, "add --no-local-node"},
+		{nil, []string{"--store", pg, "--no-local-node"}, "set $AIRLOCK_MASTER_KEY"},
+		{[]string{key}, []string{"--store", pg, "--no-local-node", "--addr", "0.0.0.0:0"}, "--advertise-url"},
+		{[]string{key}, []string{"--store", pg, "--no-local-node", "--addr", "127.0.0.1:0", "--advertise-url", "ftp://x"}, "want http(s)://HOST:PORT"},
+		{[]string{key, "AIRLOCK_ADMIN_KEY=hunter2"}, []string{"--store", pg, "--no-local-node"}, "$AIRLOCK_ADMIN_KEY: want an API key"},
+		{[]string{"AIRLOCK_ADMIN_KEY=alk_short"}, nil, "$AIRLOCK_ADMIN_KEY: want an API key"},
+	} {
+		cmd := exec.Command(bin, append([]string{"serve", "--data-dir", t.TempDir()}, c.args...)...)
+		cmd.Env = append(os.Environ(), c.env...)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), c.want) {
+			t.Errorf("serve %v: %v: %s (want exit 2 and %q)", c.args, err, out, c.want)
+		}
+	}
+}

@@ -79,6 +79,12 @@ func serveCmd(args []string) error {
 	if err != nil {
 		return err
 	}
+	if v, ok := os.LookupEnv(adminKeyEnv); ok {
+		if err := checkAdminKey(v); err != nil {
+			fmt.Fprintf(os.Stderr, "airlock serve: %v\n", err)
+			return exitError(2)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if isPostgresURL(*storeURL) {

@@ -20,8 +20,8 @@ const adminKeyEnv = "AIRLOCK_ADMIN_KEY"
 // loser finds the winner's.
 func ensureEnvAdminKey(ctx context.Context, st store.Store, key string) error {
 	key = strings.TrimSpace(key)
-	if !strings.HasPrefix(key, api.KeyPrefix) || len(key) < len(api.KeyPrefix)+32 {
-		return fmt.Errorf("$%s: want an API key, %s followed by at least 32 characters (make one with: airlock keys create, or openssl rand -hex 24 with the prefix)", adminKeyEnv, api.KeyPrefix)
+	if err := checkAdminKey(key); err != nil {
+		return err
 	}
 	hash := api.HashCredential(key)
 	if k, err := st.KeyByHash(ctx, hash); err == nil {
@@ -48,4 +48,13 @@ func ensureEnvAdminKey(ctx context.Context, st store.Store, key string) error {
 		return nil
 	}
 	return err
+}
+
+// checkAdminKey refuses a $AIRLOCK_ADMIN_KEY that is not an API key, at
+// start, before anything is opened.
+func checkAdminKey(key string) error {
+	if key = strings.TrimSpace(key); !strings.HasPrefix(key, api.KeyPrefix) || len(key) < len(api.KeyPrefix)+32 {
+		return fmt.Errorf("$%s: want an API key, %s followed by at least 32 characters (make one with: echo %s$(openssl rand -hex 24))", adminKeyEnv, api.KeyPrefix, api.KeyPrefix)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 const maxTokenTTL = 86400
@@ -29,12 +30,8 @@ func (s *server) createToken(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	plain, hash := NewToken()
-	t := store.Token{
-		ID: newID("tok_"), SandboxID: sb.ID, TenantID: sb.TenantID, Hash: hash,
-		ExpiresAt: s.now().Add(time.Duration(req.TTLS) * time.Second).UTC().Truncate(time.Second),
-	}
-	if err := s.store.CreateToken(r.Context(), t); err != nil {
+	plain, t, err := s.tenancy.MintToken(r.Context(), sb.ID, sb.TenantID, time.Duration(req.TTLS)*time.Second)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -91,11 +88,9 @@ func (s *server) createTenant(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	t := store.Tenant{
-		ID: newID("ten_"), Name: req.Name, MaxSandboxes: req.MaxSandboxes,
-		MaxMemoryMB: req.MaxMemoryMB, MaxStorageMB: *req.MaxStorageMB, CreatedAt: s.now().UTC().Truncate(time.Second),
-	}
-	if err := s.store.CreateTenant(r.Context(), t); err != nil {
+	t, err := s.tenancy.CreateTenant(r.Context(), store.Tenant{Name: req.Name, MaxSandboxes: req.MaxSandboxes,
+		MaxMemoryMB: req.MaxMemoryMB, MaxStorageMB: *req.MaxStorageMB})
+	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			err = errf(http.StatusConflict, codeConflict, "tenant %q already exists", req.Name)
 		}
@@ -127,24 +122,12 @@ func (s *server) updateTenant(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("name")
-	t, err := s.store.TenantByName(r.Context(), name)
-	if errors.Is(err, store.ErrNotFound) {
+	t, err := s.tenancy.UpdateTenantQuota(r.Context(), name, tenancy.Quotas{
+		MaxSandboxes: req.MaxSandboxes, MaxMemoryMB: req.MaxMemoryMB, MaxStorageMB: req.MaxStorageMB})
+	if errors.Is(err, tenancy.ErrTenantNotFound) {
 		err = errf(http.StatusNotFound, codeNotFound, "tenant %q not found", name)
 	}
 	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if req.MaxSandboxes != nil {
-		t.MaxSandboxes = *req.MaxSandboxes
-	}
-	if req.MaxMemoryMB != nil {
-		t.MaxMemoryMB = *req.MaxMemoryMB
-	}
-	if req.MaxStorageMB != nil {
-		t.MaxStorageMB = *req.MaxStorageMB
-	}
-	if t, err = s.store.UpdateTenantQuota(r.Context(), t); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -172,7 +155,7 @@ func checkQuotas(maxSandboxes *int, maxMemoryMB, maxStorageMB *int64) error {
 const maxStorageQuotaMB = 1 << 40
 
 func (s *server) listTenants(w http.ResponseWriter, r *http.Request) {
-	ts, err := s.store.ListTenants(r.Context())
+	ts, err := s.tenancy.ListTenants(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -211,18 +194,11 @@ func (s *server) createKey(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, invalidf("field \"name\" %q: want 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", req.Name))
 		return
 	}
-	t, err := s.store.TenantByName(r.Context(), req.Tenant)
+	k, err := s.tenancy.CreateKey(r.Context(), req.Tenant, req.Name)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, tenancy.ErrTenantNotFound) {
 			err = errf(http.StatusNotFound, codeNotFound, "tenant %q not found", req.Tenant)
 		}
-		s.fail(w, r, err)
-		return
-	}
-	plain, hash := NewKey()
-	k := store.Key{ID: newID("key_"), TenantID: t.ID, Name: req.Name, Hash: hash,
-		CreatedAt: s.now().UTC().Truncate(time.Second)}
-	if err := s.store.CreateKey(r.Context(), k); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -232,7 +208,7 @@ func (s *server) createKey(w http.ResponseWriter, r *http.Request) {
 		Key    string `json:"key"`
 		Tenant string `json:"tenant"`
 		Name   string `json:"name"`
-	}{k.ID, plain, t.Name, k.Name})
+	}{k.Key.ID, k.Plaintext, k.Tenant.Name, k.Key.Name})
 }
 
 func (s *server) listKeys(w http.ResponseWriter, r *http.Request) {
@@ -241,36 +217,24 @@ func (s *server) listKeys(w http.ResponseWriter, r *http.Request) {
 	if c.Admin {
 		tenantID = ""
 	}
-	keys, err := s.store.ListKeys(r.Context(), tenantID)
+	keys, err := s.tenancy.ListKeys(r.Context(), tenantID)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	names := map[string]string{}
 	out := struct {
 		Keys []keyJSON `json:"keys"`
 	}{make([]keyJSON, 0, len(keys))}
 	for _, k := range keys {
-		name, ok := names[k.TenantID]
-		if !ok {
-			t, err := s.store.GetTenant(r.Context(), k.TenantID)
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				s.fail(w, r, err)
-				return
-			}
-			name, names[k.TenantID] = t.Name, t.Name
-		}
-		out.Keys = append(out.Keys, keyJSON{k.ID, name, k.Name, k.Admin, k.CreatedAt.UTC()})
+		out.Keys = append(out.Keys, keyJSON(k))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *server) deleteKey(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	err := s.store.DeleteKey(r.Context(), id)
-	// Dropped even on failure: the delete may have happened all the same.
-	s.keys.drop(id)
-	if err != nil {
+	// The key stops working here at once: tenancy drops it from its cache.
+	if err := s.tenancy.DeleteKey(r.Context(), id); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			err = errf(http.StatusNotFound, codeNotFound, "key %q not found", id)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/tasks"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // Options tunes the API. Zero fields take defaults.
@@ -54,11 +55,10 @@ type Options struct {
 type server struct {
 	signer  ed25519.PrivateKey // audit exports; nil: unsigned
 	m       Manager
-	store   store.Store
+	tenancy *tenancy.Service // who calls; tenants, keys, tokens, console sessions
 	maxJSON int64
 	now     func() time.Time
 	log     *slog.Logger
-	keys    keyCache
 	// keepAlive: see Options.KeepAlive.
 	keepAlive time.Duration
 	// metricsHandler serves GET /metrics; nil without metrics.
@@ -186,7 +186,7 @@ var routes = []route{
 
 // New returns the HTTP handler of the API.
 func New(m Manager, st store.Store, opts Options) http.Handler {
-	s := &server{m: m, store: st, maxJSON: opts.MaxJSONBody, now: opts.Now, log: opts.Logger, keepAlive: opts.KeepAlive, signer: opts.AuditSigner}
+	s := &server{m: m, maxJSON: opts.MaxJSONBody, now: opts.Now, log: opts.Logger, keepAlive: opts.KeepAlive, signer: opts.AuditSigner}
 	if opts.Metrics != nil {
 		s.metricsHandler = opts.Metrics.Handler()
 	}
@@ -204,6 +204,7 @@ func New(m Manager, st store.Store, opts Options) http.Handler {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.tenancy = tenancy.New(st, tenancy.Options{Now: s.now})
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -3,10 +3,6 @@ package api
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"net"
 	"net/http"
@@ -14,42 +10,26 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // Credential prefixes: an API key of a tenant, a token of one sandbox.
+// They and the functions below are tenancy's, kept here for the callers
+// that know them by these names (cmd/airlock, tests of other packages).
 const (
-	KeyPrefix   = "alk_"
-	TokenPrefix = "alt_"
+	KeyPrefix   = tenancy.KeyPrefix
+	TokenPrefix = tenancy.TokenPrefix
 )
 
 // NewKey returns a new API key and the hash to store for it.
-func NewKey() (plaintext string, hash []byte) { return newCredential(KeyPrefix) }
+func NewKey() (plaintext string, hash []byte) { return tenancy.NewKey() }
 
 // NewToken returns a new sandbox token and the hash to store for it.
-func NewToken() (plaintext string, hash []byte) { return newCredential(TokenPrefix) }
+func NewToken() (plaintext string, hash []byte) { return tenancy.NewToken() }
 
-func newCredential(prefix string) (string, []byte) {
-	s := prefix + base64.RawURLEncoding.EncodeToString(randomBytes(32))
-	return s, HashCredential(s)
-}
-
-// HashCredential is the SHA-256 under which a key or token is stored and
-// looked up. The credentials carry 256 random bits, so a fast unsalted hash
-// is enough: there is nothing to brute-force.
-func HashCredential(s string) []byte {
-	h := sha256.Sum256([]byte(s))
-	return h[:]
-}
-
-func randomBytes(n int) []byte {
-	b := make([]byte, n)
-	rand.Read(b) // never fails: crypto/rand crashes the program instead
-	return b
-}
-
-// newID returns a record id such as "ten_3f9a...".
-func newID(prefix string) string { return prefix + hex.EncodeToString(randomBytes(12)) }
+// HashCredential is the hash under which a key or token is stored and
+// looked up: see tenancy.HashCredential.
+func HashCredential(s string) []byte { return tenancy.HashCredential(s) }
 
 // access says who may call a route.
 type access int
@@ -187,8 +167,8 @@ var errNoCredential = errf(http.StatusUnauthorized, codeUnauthenticated,
 var errBadCredential = errf(http.StatusUnauthorized, codeUnauthenticated,
 	"unknown, deleted or expired credential")
 
-// authenticate finds the caller by the hash of its credential. No
-// credential is ever compared as a string: the store looks the hash up.
+// authenticate finds the caller of r by its credential: a bearer key or
+// token, else a console session cookie.
 func (s *server) authenticate(r *http.Request) (sandbox.Caller, error) {
 	h := r.Header.Get("Authorization")
 	scheme, cred, ok := strings.Cut(h, " ")
@@ -201,35 +181,25 @@ func (s *server) authenticate(r *http.Request) (sandbox.Caller, error) {
 		return sandbox.Caller{}, errf(http.StatusUnauthorized, codeUnauthenticated,
 			"malformed Authorization header: want Bearer <credential>")
 	}
-	ctx := r.Context()
-	switch {
-	case strings.HasPrefix(cred, KeyPrefix):
-		hash := HashCredential(cred)
-		k, ok, gen := s.keys.get(hash, s.now())
-		if !ok {
-			var err error
-			if k, err = s.store.KeyByHash(ctx, hash); err != nil {
-				return sandbox.Caller{}, lookupError(err)
-			}
-			s.keys.put(k, gen, s.now())
-		}
-		return sandbox.Caller{TenantID: k.TenantID, KeyID: k.ID, Admin: k.Admin}, nil
-	case strings.HasPrefix(cred, TokenPrefix):
-		t, err := s.store.TokenByHash(ctx, HashCredential(cred))
-		if err != nil {
-			return sandbox.Caller{}, lookupError(err)
-		}
-		if !s.now().Before(t.ExpiresAt) {
-			return sandbox.Caller{}, errBadCredential
-		}
-		return sandbox.Caller{TenantID: t.TenantID, SandboxID: t.SandboxID}, nil
+	p, err := s.tenancy.Authenticate(r.Context(), cred)
+	if err != nil {
+		return sandbox.Caller{}, credentialError(err)
 	}
-	return sandbox.Caller{}, errBadCredential
+	return callerOfPrincipal(p), nil
 }
 
-func lookupError(err error) error {
-	if errors.Is(err, store.ErrNotFound) {
+func callerOfPrincipal(p tenancy.Principal) sandbox.Caller {
+	return sandbox.Caller{TenantID: p.TenantID, KeyID: p.KeyID, Admin: p.Admin, SandboxID: p.SandboxID}
+}
+
+// credentialError maps tenancy's credential errors to their 401 answers;
+// any other error (the store's) passes on.
+func credentialError(err error) error {
+	switch {
+	case errors.Is(err, tenancy.ErrBadCredential):
 		return errBadCredential
+	case errors.Is(err, tenancy.ErrBadSession):
+		return errBadSession
 	}
 	return err
 }

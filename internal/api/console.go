@@ -1,14 +1,13 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // The browser console signs in with an API key once and then holds only a
@@ -19,13 +18,13 @@ const (
 	// SessionCookie is the console session cookie's name.
 	SessionCookie = "airlock_session"
 	// SessionPrefix starts a console session's cookie value.
-	SessionPrefix = "als_"
+	SessionPrefix = tenancy.SessionPrefix
 	// CSRFHeader must be on every cookie-authenticated request that is not
 	// a GET or HEAD. A page of another origin cannot add it without a CORS
 	// preflight, which this server never grants.
 	CSRFHeader = "X-Airlock-CSRF"
 	// consoleSessionTTL is how long a sign-in lasts.
-	consoleSessionTTL = 12 * time.Hour
+	consoleSessionTTL = tenancy.ConsoleSessionTTL
 )
 
 // consoleSession is the answer of the session routes.
@@ -58,23 +57,13 @@ func (s *server) createConsoleSession(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(key, TokenPrefix):
 		s.fail(w, r, invalidf("a sandbox token cannot sign in to the console: use an API key (alk_...)"))
 		return
-	case !strings.HasPrefix(key, KeyPrefix):
-		s.fail(w, r, errBadCredential)
-		return
 	}
-	k, err := s.store.KeyByHash(r.Context(), HashCredential(key))
+	plain, cs, err := s.tenancy.CreateConsoleSession(r.Context(), key)
 	if err != nil {
-		s.fail(w, r, lookupError(err))
+		s.fail(w, r, credentialError(err))
 		return
 	}
-	plain, hash := newCredential(SessionPrefix)
-	now := s.now().UTC()
-	cs := store.ConsoleSession{Hash: hash, KeyID: k.ID, CreatedAt: now, ExpiresAt: now.Add(consoleSessionTTL).Truncate(time.Second)}
-	if err := s.store.CreateConsoleSession(r.Context(), cs); err != nil {
-		s.fail(w, r, lookupError(err))
-		return
-	}
-	out, err := s.sessionInfo(r, k, cs)
+	out, err := s.sessionInfo(r, cs)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -90,15 +79,15 @@ func (s *server) getConsoleSession(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	cs, k, err := s.consoleSession(r)
-	if err == nil && cs.Hash == nil {
+	cs, ok, err := s.consoleSession(r)
+	if err == nil && !ok {
 		err = errf(http.StatusUnauthorized, codeUnauthenticated, "not signed in")
 	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	out, err := s.sessionInfo(r, k, cs)
+	out, err := s.sessionInfo(r, cs)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -114,7 +103,7 @@ func (s *server) deleteConsoleSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
-		if err := s.store.DeleteConsoleSession(r.Context(), HashCredential(c.Value)); err != nil {
+		if err := s.tenancy.DeleteConsoleSession(r.Context(), c.Value); err != nil {
 			s.fail(w, r, err)
 			return
 		}
@@ -124,35 +113,26 @@ func (s *server) deleteConsoleSession(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (s *server) sessionInfo(r *http.Request, k store.Key, cs store.ConsoleSession) (consoleSession, error) {
-	t, err := s.store.GetTenant(r.Context(), k.TenantID)
+func (s *server) sessionInfo(r *http.Request, cs tenancy.Session) (consoleSession, error) {
+	p := cs.Principal
+	t, err := s.tenancy.GetTenant(r.Context(), p.TenantID)
 	if err != nil {
 		return consoleSession{}, err
 	}
-	return consoleSession{TenantID: k.TenantID, Tenant: t.Name, KeyID: k.ID, Admin: k.Admin, ExpiresAt: cs.ExpiresAt}, nil
+	return consoleSession{TenantID: p.TenantID, Tenant: t.Name, KeyID: p.KeyID, Admin: p.Admin, ExpiresAt: cs.ExpiresAt}, nil
 }
 
 // consoleSession returns the live session of the request's cookie; a
-// request without the cookie gets a zero session and no error.
-func (s *server) consoleSession(r *http.Request) (store.ConsoleSession, store.Key, error) {
+// request without the cookie gets ok false and no error.
+func (s *server) consoleSession(r *http.Request) (cs tenancy.Session, ok bool, err error) {
 	c, err := r.Cookie(SessionCookie)
 	if err != nil || c.Value == "" {
-		return store.ConsoleSession{}, store.Key{}, nil
+		return tenancy.Session{}, false, nil
 	}
-	if !strings.HasPrefix(c.Value, SessionPrefix) {
-		return store.ConsoleSession{}, store.Key{}, errBadSession
+	if cs, err = s.tenancy.ConsoleSession(r.Context(), c.Value); err != nil {
+		return tenancy.Session{}, false, credentialError(err)
 	}
-	cs, k, err := s.store.ConsoleSessionByHash(r.Context(), HashCredential(c.Value))
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			err = errBadSession
-		}
-		return store.ConsoleSession{}, store.Key{}, err
-	}
-	if !s.now().Before(cs.ExpiresAt) {
-		return store.ConsoleSession{}, store.Key{}, errBadSession
-	}
-	return cs, k, nil
+	return cs, true, nil
 }
 
 var errBadSession = errf(http.StatusUnauthorized, codeUnauthenticated,
@@ -160,17 +140,17 @@ var errBadSession = errf(http.StatusUnauthorized, codeUnauthenticated,
 
 // cookieCaller authenticates a request by its console session cookie.
 func (s *server) cookieCaller(r *http.Request) (sandbox.Caller, error) {
-	cs, k, err := s.consoleSession(r)
+	cs, ok, err := s.consoleSession(r)
 	if err != nil {
 		return sandbox.Caller{}, err
 	}
-	if cs.Hash == nil {
+	if !ok {
 		return sandbox.Caller{}, errNoCredential
 	}
 	if err := checkBrowserRequest(r); err != nil {
 		return sandbox.Caller{}, err
 	}
-	return sandbox.Caller{TenantID: k.TenantID, KeyID: k.ID, Admin: k.Admin}, nil
+	return callerOfPrincipal(cs.Principal), nil
 }
 
 // checkBrowserRequest refuses what a page of another origin could make a

@@ -1,4 +1,4 @@
-package api
+package tenancy
 
 import (
 	"sync"
@@ -9,7 +9,7 @@ import (
 
 // keyCacheTTL bounds how long a key deleted by another daemon sharing the
 // store keeps working here. A key deleted through this daemon stops at
-// once: deleteKey drops it.
+// once: DeleteKey drops it.
 const keyCacheTTL = 5 * time.Second
 
 // keyCacheMax bounds the cache; past it the cache starts over.

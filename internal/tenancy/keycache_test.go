@@ -1,4 +1,4 @@
-package api
+package tenancy
 
 import (
 	"testing"
@@ -53,3 +53,5 @@ func TestKeyCacheBounded(t *testing.T) {
 		t.Errorf("cache holds %d keys, max %d", len(c.m), keyCacheMax)
 	}
 }
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
