@@ -263,17 +263,12 @@ func TestReplicas(t *testing.T) {
 	a.start()
 	waitLeader(t, a, b, 30*time.Second)
 	rs.pg.Restart(t, true)
-	for _, s := range []*server{a, b} {
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-			_, err := s.admin().ListSandboxes(ctx, client.ListOptions{})
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s after PostgreSQL restarted: %v", s.url, err)
-			}
-		}
-	}
+	// The leader's session, and with it its lock, died with the server:
+	// it steps down (within the elector's 2 s ping) and one replica leads
+	// again, starting the daemon anew. Calls meanwhile answer 503, which
+	// clients retry; wait until both replicas have answered for 5 s in a
+	// row.
+	waitStable(t, 5*time.Second, 60*time.Second, a, b)
 	for _, id := range ids {
 		sb := must[client.Sandbox](t)(viaA.GetSandbox(ctx, id))
 		if sb.State != "running" {
@@ -286,6 +281,31 @@ func TestReplicas(t *testing.T) {
 	if _, err := viaA.Exec(ctx, ids[0], client.ExecRequest{Command: "cat note.txt"}); err != nil {
 		t.Errorf("exec after PostgreSQL restarted: %v", err)
 	}
+}
+
+// waitStable waits up to within until every replica has answered a
+// sandbox list for stable without a failure.
+func waitStable(t *testing.T, stable, within time.Duration, replicas ...*server) {
+	t.Helper()
+	var since time.Time
+	var err error
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		err = nil
+		for _, s := range replicas {
+			if _, e := s.admin().ListSandboxes(ctx, client.ListOptions{}); e != nil {
+				err = e
+			}
+		}
+		switch {
+		case err != nil:
+			since = time.Time{}
+		case since.IsZero():
+			since = time.Now()
+		case time.Since(since) >= stable:
+			return
+		}
+	}
+	t.Fatalf("replicas did not answer steadily for %s within %s: %v", stable, within, err)
 }
 
 // waitExpired waits for the sandbox to expire and checks its audit log
