@@ -76,21 +76,7 @@ func TestReplicasKubernetes(t *testing.T) {
 		t.Errorf("nodes ls through B: %d\n%s", code, out)
 	}
 
-	on := map[string]int{}
-	var ids []string
-	for range 6 {
-		sb := must[client.Sandbox](t)(viaA.CreateSandbox(ctx, client.CreateRequest{Timeout: 10 * time.Minute}))
-		ids = append(ids, sb.ID)
-		on[sb.Node]++
-	}
-	if len(on) < 2 {
-		t.Errorf("6 sandboxes all on one node: %v", on)
-	}
-	for _, id := range ids {
-		if r, err := viaB.Exec(ctx, id, client.ExecRequest{Command: "hostname >/dev/null; echo ok"}); err != nil || strings.TrimSpace(r.Stdout) != "ok" {
-			t.Errorf("exec through B on %s: %+v %v", id, r, err)
-		}
-	}
+	ids := spreadSandboxes(t, viaA, viaB)
 
 	// The DaemonSet's preStop: the node drains and takes no new sandbox.
 	out, err := runBin(rs.bin, "node", "drain", "--kubeconfig", kc, "--namespace", ns, "--name", "kn-a", "--wait", "1s")

@@ -121,22 +121,7 @@ func TestReplicas(t *testing.T) {
 	}
 
 	// Sandboxes made through A spread over the nodes and answer through B.
-	var ids []string
-	on := map[string]int{}
-	for range 6 {
-		sb := must[client.Sandbox](t)(viaA.CreateSandbox(ctx, client.CreateRequest{Timeout: 10 * time.Minute}))
-		ids = append(ids, sb.ID)
-		on[sb.Node]++
-	}
-	if len(on) < 2 {
-		t.Errorf("6 sandboxes all on one node: %v", on)
-	}
-	for _, id := range ids {
-		r := must[client.ExecResult](t)(viaB.Exec(ctx, id, client.ExecRequest{Command: "echo $((6*7))"}))
-		if r.ExitCode != 0 || strings.TrimSpace(r.Stdout) != "42" {
-			t.Errorf("exec through B on %s: %+v", id, r)
-		}
-	}
+	ids := spreadSandboxes(t, viaA, viaB)
 	must[int64](t)(viaA.WriteFile(ctx, ids[0], "note.txt", strings.NewReader("written through A\n"), 0o644))
 	var buf bytes.Buffer
 	if _, err := viaB.ReadFile(ctx, ids[0], "note.txt", &buf); err != nil || buf.String() != "written through A\n" {
@@ -281,6 +266,30 @@ func TestReplicas(t *testing.T) {
 	if _, err := viaA.Exec(ctx, ids[0], client.ExecRequest{Command: "cat note.txt"}); err != nil {
 		t.Errorf("exec after PostgreSQL restarted: %v", err)
 	}
+}
+
+// spreadSandboxes creates six sandboxes through one replica, checks they
+// landed on more than one node, and that each answers an exec through the
+// other replica; it returns their ids.
+func spreadSandboxes(t *testing.T, via, other *client.Client) []string {
+	t.Helper()
+	var ids []string
+	on := map[string]int{}
+	for range 6 {
+		sb := must[client.Sandbox](t)(via.CreateSandbox(ctx, client.CreateRequest{Timeout: 10 * time.Minute}))
+		ids = append(ids, sb.ID)
+		on[sb.Node]++
+	}
+	if len(on) < 2 {
+		t.Errorf("6 sandboxes all on one node: %v", on)
+	}
+	for _, id := range ids {
+		r, err := other.Exec(ctx, id, client.ExecRequest{Command: "echo $((6*7))"})
+		if err != nil || r.ExitCode != 0 || strings.TrimSpace(r.Stdout) != "42" {
+			t.Errorf("exec through the other replica on %s: %+v %v", id, r, err)
+		}
+	}
+	return ids
 }
 
 // waitStable waits up to within until every replica has answered a

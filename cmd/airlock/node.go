@@ -122,18 +122,11 @@ func nodeCmd(args []string) error {
 			return badInput("node", "this node joined with --addr %s, where the control plane calls it: remove it there (airlock nodes rm %s) and join again to move it", id.Addr, id.Name)
 		}
 	}
-	rt, err := linux.New(linux.Config{StateDir: *dataDir, PoolSize: *pool, SweepEvery: 15 * time.Second, HostRoot: *hostRoot})
+	rt, closeRT, err := openNodeRuntime(*dataDir, *pool, *hostRoot)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		rt.Close()
-		if released, err := rt.ReleaseDiskPool(); err != nil {
-			fmt.Fprintf(os.Stderr, "airlock: release disk pool: %v\n", err)
-		} else if released {
-			fmt.Println("airlock: disk pool unmounted")
-		}
-	}()
+	defer closeRT()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
@@ -217,4 +210,23 @@ func nodeStatus(name string, rt *linux.Runtime, dataDir string, maxSandboxes int
 		use.Sandboxes = len(ids)
 		return nodes.Status{Name: name, Version: version.String(), Protocol: nodes.Protocol, Capacity: capacity, Use: use}, nil
 	}
+}
+
+// openNodeRuntime opens a node's Linux runtime on its data dir, and what
+// closes it as the node stops: its warm pool destroyed and, when no user
+// sandbox is left, its disk pool unmounted; user sandboxes run on for the
+// node's next process.
+func openNodeRuntime(dataDir string, pool int, hostRoot string) (*linux.Runtime, func(), error) {
+	rt, err := linux.New(linux.Config{StateDir: dataDir, PoolSize: pool, SweepEvery: 15 * time.Second, HostRoot: hostRoot})
+	if err != nil {
+		return nil, nil, err
+	}
+	return rt, func() {
+		rt.Close()
+		if released, err := rt.ReleaseDiskPool(); err != nil {
+			fmt.Fprintf(os.Stderr, "airlock: release disk pool: %v\n", err)
+		} else if released {
+			fmt.Println("airlock: disk pool unmounted")
+		}
+	}, nil
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/airlockhq/airlock/internal/cluster"
 	"github.com/airlockhq/airlock/internal/nodes"
-	"github.com/airlockhq/airlock/internal/runtime/linux"
 )
 
 // nodeKubeConfig is what airlock node --kubernetes runs with.
@@ -55,18 +54,11 @@ func nodeKube(ctx context.Context, k *kubeConfig, c nodeKubeConfig) error {
 	if err != nil {
 		return err
 	}
-	rt, err := linux.New(linux.Config{StateDir: c.dataDir, PoolSize: c.pool, SweepEvery: 15 * time.Second, HostRoot: c.hostRoot})
+	rt, closeRT, err := openNodeRuntime(c.dataDir, c.pool, c.hostRoot)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		rt.Close()
-		if released, err := rt.ReleaseDiskPool(); err != nil {
-			fmt.Fprintf(os.Stderr, "airlock: release disk pool: %v\n", err)
-		} else if released {
-			fmt.Println("airlock: disk pool unmounted")
-		}
-	}()
+	defer closeRT()
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -50,8 +51,11 @@ type replica struct {
 	el    leaderElector // its identity there: self, signed (replica_identity.go)
 	pub   ed25519.PublicKey
 	badID sync.Map // leader identities whose signature failed, logged once
-	start func(ctx context.Context) (*leaderTerm, error)
-	watch time.Duration // how often leadership is looked at
+	// checked is the latest leader identity whose signature checked, and
+	// its URL: every forwarded call asks, and the leader rarely changes.
+	checked atomic.Pointer[[2]string]
+	start   func(ctx context.Context) (*leaderTerm, error)
+	watch   time.Duration // how often leadership is looked at
 
 	mu      sync.Mutex
 	term    *leaderTerm // while this replica leads and its daemon runs
@@ -158,6 +162,9 @@ func (rp *replica) leader() string {
 	if id == "" {
 		return ""
 	}
+	if c := rp.checked.Load(); c != nil && c[0] == id {
+		return c[1]
+	}
 	url, ok := identityURL(rp.pub, id)
 	if !ok {
 		if _, seen := rp.badID.LoadOrStore(id, true); !seen {
@@ -165,6 +172,7 @@ func (rp *replica) leader() string {
 		}
 		return ""
 	}
+	rp.checked.Store(&[2]string{id, url})
 	return url
 }
 

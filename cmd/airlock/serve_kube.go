@@ -88,12 +88,3 @@ func (k *kubeConfig) elector(identity string) (cluster.Elector, error) {
 	// for RenewDeadline steps down first.
 	return cluster.NewLeaseElector(cs, k.ns(), leaderLease, identity, cluster.ElectorOptions{LeaseDuration: 10 * time.Second, RenewDeadline: 6 * time.Second, RetryPeriod: time.Second})
 }
-
-// members keeps the replicas as Leases airlock-replica-<id>.
-func (k *kubeConfig) members() (cluster.Members, error) {
-	cs, err := k.client()
-	if err != nil {
-		return nil, err
-	}
-	return cluster.NewLeaseMembers(cs, k.ns(), cluster.MembersOptions{}), nil
-}

@@ -190,7 +190,7 @@ func (s *SQLite) execThen(ctx context.Context, then func(n int64, err error), qu
 
 // queryRow runs a fixed single-row query, without the caller's
 // cancellation (see pointCtx).
-func (s *SQLite) queryRow(ctx context.Context, query string, args ...any) scanner {
+func (s *SQLite) queryRow(ctx context.Context, query string, args ...any) Scanner {
 	ctx = pointCtx(ctx)
 	st, err := s.prepared(ctx, query)
 	if err != nil {
@@ -241,26 +241,10 @@ func mapErr(err error) error {
 	return err
 }
 
-// Times are stored as UTC unix nanoseconds; the zero time as NULL, so it
-// round-trips (its UnixNano is out of range).
-func toNanos(t time.Time) sql.NullInt64 {
-	if t.IsZero() {
-		return sql.NullInt64{}
-	}
-	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}
-}
-
-func fromNanos(n sql.NullInt64) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return time.Unix(0, n.Int64).UTC()
-}
-
 // listPage runs the SELECT of cols from table with the conditions in where
 // (joined by AND) and their args, ordered by id, at most limit rows (0: no
 // limit), scanned by scan; what names the list in errors.
-func listPage[T any](ctx context.Context, s *SQLite, what, cols, table string, where []string, args []any, limit int, scan func(scanner) (T, error)) ([]T, error) {
+func listPage[T any](ctx context.Context, s *SQLite, what, cols, table string, where []string, args []any, limit int, scan func(Scanner) (T, error)) ([]T, error) {
 	q := `SELECT ` + cols + ` FROM ` + table
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, ` AND `)

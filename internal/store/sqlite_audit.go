@@ -58,7 +58,7 @@ func (s *SQLite) AppendAudit(ctx context.Context, events []audit.Event) error {
 		last := map[string]audit.Event{}
 		capped := map[string]bool{}
 		for _, e := range events {
-			if _, err := insTx.ExecContext(ctx, e.Sandbox, e.Seq, toNanos(e.Time), e.Tenant, e.Actor, e.Type, string(e.Data), e.Prev, e.Hash); err != nil {
+			if _, err := insTx.ExecContext(ctx, e.Sandbox, e.Seq, ToNanos(e.Time), e.Tenant, e.Actor, e.Type, string(e.Data), e.Prev, e.Hash); err != nil {
 				if strings.Contains(err.Error(), "UNIQUE") {
 					return fmt.Errorf("append audit event %d of %s: %w", e.Seq, e.Sandbox, ErrConflict)
 				}
@@ -69,7 +69,7 @@ func (s *SQLite) AppendAudit(ctx context.Context, events []audit.Event) error {
 			d.add(e.Tenant, AuditEventBytes(e))
 		}
 		for _, e := range last {
-			if _, err := headTx.ExecContext(ctx, e.Sandbox, e.Tenant, e.Seq, e.Hash, toNanos(e.Time), capped[e.Sandbox]); err != nil {
+			if _, err := headTx.ExecContext(ctx, e.Sandbox, e.Tenant, e.Seq, e.Hash, ToNanos(e.Time), capped[e.Sandbox]); err != nil {
 				return fmt.Errorf("move audit head of %s: %w", e.Sandbox, err)
 			}
 		}
@@ -119,11 +119,11 @@ func (s *SQLite) AuditEvents(ctx context.Context, sandboxID string, f AuditFilte
 	}
 	if !f.From.IsZero() {
 		q += ` AND time >= ?`
-		args = append(args, toNanos(f.From))
+		args = append(args, ToNanos(f.From))
 	}
 	if !f.To.IsZero() {
 		q += ` AND time < ?`
-		args = append(args, toNanos(f.To))
+		args = append(args, ToNanos(f.To))
 	}
 	q += ` ORDER BY seq`
 	if f.Limit > 0 {
@@ -134,14 +134,14 @@ func (s *SQLite) AuditEvents(ctx context.Context, sandboxID string, f AuditFilte
 	if err != nil {
 		return nil, fmt.Errorf("audit events of %s: %w", sandboxID, err)
 	}
-	out, err := scanAll(rows, func(r scanner) (audit.Event, error) {
+	out, err := scanAll(rows, func(r Scanner) (audit.Event, error) {
 		var e audit.Event
 		var t sql.NullInt64
 		var data string
 		if err := r.Scan(&e.Sandbox, &e.Seq, &t, &e.Tenant, &e.Actor, &e.Type, &data, &e.Prev, &e.Hash); err != nil {
 			return e, err
 		}
-		e.Time, e.Data = fromNanos(t), []byte(data)
+		e.Time, e.Data = FromNanos(t), []byte(data)
 		return e, nil
 	})
 	if err != nil {
@@ -155,7 +155,7 @@ func (s *SQLite) AuditEvents(ctx context.Context, sandboxID string, f AuditFilte
 func (s *SQLite) PruneAudit(ctx context.Context, before time.Time) (int, error) {
 	var n int64
 	err := s.storageTx(ctx, "prune audit", func(tx *sql.Tx, d storageDelta) error {
-		cut := toNanos(before)
+		cut := ToNanos(before)
 		const old = `sandbox_id IN (SELECT sandbox_id FROM audit_heads WHERE time < ?)`
 		for _, q := range []string{
 			fmt.Sprintf(`SELECT tenant_id, SUM(octet_length(data)) + COUNT(*) * %d FROM audit_events WHERE %s GROUP BY tenant_id`, auditRowBytes, old),

@@ -3,16 +3,16 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 )
 
-const tenantCols = `id, name, max_sandboxes, max_memory_mb, max_storage_mb, created_at`
+// TenantCols are the columns ScanTenant reads, in its order.
+const TenantCols = `id, name, max_sandboxes, max_memory_mb, max_storage_mb, created_at`
 
 // CreateTenant inserts t; an existing id or name is ErrConflict.
 func (s *SQLite) CreateTenant(ctx context.Context, t Tenant) error {
-	_, err := s.exec(ctx, `INSERT INTO tenants (`+tenantCols+`) VALUES (?, ?, ?, ?, ?, ?)`,
-		t.ID, t.Name, t.MaxSandboxes, t.MaxMemoryMB, t.MaxStorageMB, toNanos(t.CreatedAt))
+	_, err := s.exec(ctx, `INSERT INTO tenants (`+TenantCols+`) VALUES (?, ?, ?, ?, ?, ?)`,
+		t.ID, t.Name, t.MaxSandboxes, t.MaxMemoryMB, t.MaxStorageMB, ToNanos(t.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("create tenant %s: %w", t.ID, err)
 	}
@@ -34,7 +34,7 @@ func (s *SQLite) UpdateTenantQuota(ctx context.Context, t Tenant) (Tenant, error
 
 // GetTenant returns the tenant with the id.
 func (s *SQLite) GetTenant(ctx context.Context, id string) (Tenant, error) {
-	t, err := scanTenant(s.queryRow(ctx, `SELECT `+tenantCols+` FROM tenants WHERE id = ?`, id))
+	t, err := ScanTenant(s.queryRow(ctx, `SELECT `+TenantCols+` FROM tenants WHERE id = ?`, id))
 	if err != nil {
 		return Tenant{}, fmt.Errorf("get tenant %s: %w", id, err)
 	}
@@ -43,7 +43,7 @@ func (s *SQLite) GetTenant(ctx context.Context, id string) (Tenant, error) {
 
 // TenantByName returns the tenant with the name.
 func (s *SQLite) TenantByName(ctx context.Context, name string) (Tenant, error) {
-	t, err := scanTenant(s.queryRow(ctx, `SELECT `+tenantCols+` FROM tenants WHERE name = ?`, name))
+	t, err := ScanTenant(s.queryRow(ctx, `SELECT `+TenantCols+` FROM tenants WHERE name = ?`, name))
 	if err != nil {
 		return Tenant{}, fmt.Errorf("get tenant named %q: %w", name, err)
 	}
@@ -52,34 +52,36 @@ func (s *SQLite) TenantByName(ctx context.Context, name string) (Tenant, error) 
 
 // ListTenants returns every tenant, ordered by name.
 func (s *SQLite) ListTenants(ctx context.Context) ([]Tenant, error) {
-	rows, err := s.query(ctx, `SELECT `+tenantCols+` FROM tenants ORDER BY name`)
+	rows, err := s.query(ctx, `SELECT `+TenantCols+` FROM tenants ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list tenants: %w", err)
 	}
-	out, err := scanAll(rows, scanTenant)
+	out, err := scanAll(rows, ScanTenant)
 	if err != nil {
 		return nil, fmt.Errorf("list tenants: %w", err)
 	}
 	return out, nil
 }
 
-func scanTenant(r scanner) (Tenant, error) {
+// ScanTenant reads a row of the tenant columns (TenantCols).
+func ScanTenant(r Scanner) (Tenant, error) {
 	var t Tenant
 	var created sql.NullInt64
 	if err := r.Scan(&t.ID, &t.Name, &t.MaxSandboxes, &t.MaxMemoryMB, &t.MaxStorageMB, &created); err != nil {
 		return Tenant{}, notFound(err)
 	}
-	t.CreatedAt = fromNanos(created)
+	t.CreatedAt = FromNanos(created)
 	return t, nil
 }
 
-const keyCols = `id, tenant_id, name, hash, admin, created_at`
+// KeyCols are the columns ScanKey reads.
+const KeyCols = `id, tenant_id, name, hash, admin, created_at`
 
 // CreateKey inserts k; an existing id or hash is ErrConflict, a missing
 // tenant ErrNotFound.
 func (s *SQLite) CreateKey(ctx context.Context, k Key) error {
-	_, err := s.exec(ctx, `INSERT INTO keys (`+keyCols+`) VALUES (?, ?, ?, ?, ?, ?)`,
-		k.ID, k.TenantID, k.Name, k.Hash, k.Admin, toNanos(k.CreatedAt))
+	_, err := s.exec(ctx, `INSERT INTO keys (`+KeyCols+`) VALUES (?, ?, ?, ?, ?, ?)`,
+		k.ID, k.TenantID, k.Name, k.Hash, k.Admin, ToNanos(k.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("create key %s: %w", k.ID, err)
 	}
@@ -88,7 +90,7 @@ func (s *SQLite) CreateKey(ctx context.Context, k Key) error {
 
 // KeyByHash returns the key whose SHA-256 is hash.
 func (s *SQLite) KeyByHash(ctx context.Context, hash []byte) (Key, error) {
-	k, err := scanKey(s.queryRow(ctx, `SELECT `+keyCols+` FROM keys WHERE hash = ?`, hash))
+	k, err := ScanKey(s.queryRow(ctx, `SELECT `+KeyCols+` FROM keys WHERE hash = ?`, hash))
 	if err != nil {
 		// Never log the hash: it identifies the key.
 		return Key{}, fmt.Errorf("get key by hash: %w", err)
@@ -99,12 +101,12 @@ func (s *SQLite) KeyByHash(ctx context.Context, hash []byte) (Key, error) {
 // ListKeys returns the tenant's keys, or all keys if tenantID is "",
 // ordered by id.
 func (s *SQLite) ListKeys(ctx context.Context, tenantID string) ([]Key, error) {
-	rows, err := s.query(ctx, `SELECT `+keyCols+` FROM keys WHERE ? = '' OR tenant_id = ? ORDER BY id`,
+	rows, err := s.query(ctx, `SELECT `+KeyCols+` FROM keys WHERE ? = '' OR tenant_id = ? ORDER BY id`,
 		tenantID, tenantID)
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)
 	}
-	out, err := scanAll(rows, scanKey)
+	out, err := scanAll(rows, ScanKey)
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)
 	}
@@ -123,13 +125,14 @@ func (s *SQLite) DeleteKey(ctx context.Context, id string) error {
 	return nil
 }
 
-func scanKey(r scanner) (Key, error) {
+// ScanKey reads a row of the key columns.
+func ScanKey(r Scanner) (Key, error) {
 	var k Key
 	var created sql.NullInt64
 	if err := r.Scan(&k.ID, &k.TenantID, &k.Name, &k.Hash, &k.Admin, &created); err != nil {
 		return Key{}, notFound(err)
 	}
-	k.CreatedAt = fromNanos(created)
+	k.CreatedAt = FromNanos(created)
 	return k, nil
 }
 
@@ -138,7 +141,7 @@ const tokenCols = `id, sandbox_id, tenant_id, hash, expires_at`
 // CreateToken inserts t; an existing id or hash is ErrConflict.
 func (s *SQLite) CreateToken(ctx context.Context, t Token) error {
 	_, err := s.exec(ctx, `INSERT INTO tokens (`+tokenCols+`) VALUES (?, ?, ?, ?, ?)`,
-		t.ID, t.SandboxID, t.TenantID, t.Hash, toNanos(t.ExpiresAt))
+		t.ID, t.SandboxID, t.TenantID, t.Hash, ToNanos(t.ExpiresAt))
 	if err != nil {
 		return fmt.Errorf("create token %s: %w", t.ID, err)
 	}
@@ -159,7 +162,7 @@ func (s *SQLite) TokenByHash(ctx context.Context, hash []byte) (Token, error) {
 	if err != nil {
 		return Token{}, fmt.Errorf("get token by hash: %w", notFound(err))
 	}
-	t.ExpiresAt = fromNanos(expires)
+	t.ExpiresAt = FromNanos(expires)
 	return t, nil
 }
 
@@ -172,18 +175,8 @@ func (s *SQLite) DeleteTokens(ctx context.Context, sandboxID string) error {
 	return nil
 }
 
-type scanner interface{ Scan(dest ...any) error }
-
-// notFound maps an empty single-row result to ErrNotFound.
-func notFound(err error) error {
-	if errors.Is(err, sql.ErrNoRows) {
-		return ErrNotFound
-	}
-	return err
-}
-
 // scanAll reads every row with scan and closes rows.
-func scanAll[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
+func scanAll[T any](rows *sql.Rows, scan func(Scanner) (T, error)) ([]T, error) {
 	defer rows.Close()
 	var out []T
 	for rows.Next() {

@@ -25,14 +25,14 @@ const consoleSchema = `CREATE TABLE console_sessions (
 // CreateConsoleSession inserts cs and removes the sessions that have
 // expired by its creation.
 func (s *SQLite) CreateConsoleSession(ctx context.Context, cs ConsoleSession) error {
-	if _, err := s.exec(ctx, `DELETE FROM console_sessions WHERE expires_at <= ?`, toNanos(cs.CreatedAt)); err != nil {
+	if _, err := s.exec(ctx, `DELETE FROM console_sessions WHERE expires_at <= ?`, ToNanos(cs.CreatedAt)); err != nil {
 		return fmt.Errorf("prune console sessions: %w", err)
 	}
 	// Inserted only if the key still exists: a key deleted meanwhile
 	// opens no session.
 	n, err := s.exec(ctx, `INSERT INTO console_sessions (hash, key_id, created_at, expires_at)
 		SELECT ?, id, ?, ? FROM keys WHERE id = ?`,
-		cs.Hash, toNanos(cs.CreatedAt), toNanos(cs.ExpiresAt), cs.KeyID)
+		cs.Hash, ToNanos(cs.CreatedAt), ToNanos(cs.ExpiresAt), cs.KeyID)
 	if err == nil && n == 0 {
 		err = ErrNotFound
 	}
@@ -54,7 +54,7 @@ func (s *SQLite) ConsoleSessionByHash(ctx context.Context, hash []byte) (Console
 	if err := row.Scan(&cs.Hash, &cs.KeyID, &created, &expires, &k.ID, &k.TenantID, &k.Name, &k.Hash, &k.Admin, &kcreated); err != nil {
 		return ConsoleSession{}, Key{}, fmt.Errorf("get console session: %w", notFound(err))
 	}
-	cs.CreatedAt, cs.ExpiresAt, k.CreatedAt = fromNanos(created), fromNanos(expires), fromNanos(kcreated)
+	cs.CreatedAt, cs.ExpiresAt, k.CreatedAt = FromNanos(created), FromNanos(expires), FromNanos(kcreated)
 	return cs, k, nil
 }
 

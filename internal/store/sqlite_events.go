@@ -81,7 +81,7 @@ func (s *SQLite) AppendEvents(ctx context.Context, events []TenantEvent) error {
 		insTx, dlTx := tx.StmtContext(ctx, ins), tx.StmtContext(ctx, dl)
 		for i := range events {
 			e := &events[i]
-			res, err := insTx.ExecContext(ctx, e.TenantID, e.SandboxID, e.Type, toNanos(e.Time), string(e.Data))
+			res, err := insTx.ExecContext(ctx, e.TenantID, e.SandboxID, e.Type, ToNanos(e.Time), string(e.Data))
 			if err != nil {
 				return fmt.Errorf("append event of %s: %w", e.SandboxID, err)
 			}
@@ -90,7 +90,7 @@ func (s *SQLite) AppendEvents(ctx context.Context, events []TenantEvent) error {
 			}
 			d.add(e.TenantID, int64(len(e.Data))+eventRowBytes)
 			for _, d := range e.Deliveries {
-				t := toNanos(e.Time)
+				t := ToNanos(e.Time)
 				if _, err := dlTx.ExecContext(ctx, d.ID, e.ID, e.Type, t, t, d.WebhookID, e.TenantID); err != nil {
 					return fmt.Errorf("create delivery of event %d to %s: %w", e.ID, d.WebhookID, err)
 				}
@@ -117,14 +117,14 @@ func (s *SQLite) TenantEvents(ctx context.Context, tenantID string, after int64,
 	if err != nil {
 		return nil, fmt.Errorf("events of tenant %s: %w", tenantID, err)
 	}
-	out, err := scanAll(rows, func(r scanner) (TenantEvent, error) {
+	out, err := scanAll(rows, func(r Scanner) (TenantEvent, error) {
 		var e TenantEvent
 		var t sql.NullInt64
 		var data string
 		if err := r.Scan(&e.ID, &e.TenantID, &e.SandboxID, &e.Type, &t, &data); err != nil {
 			return e, err
 		}
-		e.Time, e.Data = fromNanos(t), []byte(data)
+		e.Time, e.Data = FromNanos(t), []byte(data)
 		return e, nil
 	})
 	if err != nil {
@@ -149,19 +149,19 @@ func (s *SQLite) PruneEvents(ctx context.Context, before time.Time, keep int) (i
 		}
 		const old = `(time < ? OR id <= ?) AND id NOT IN (SELECT event_id FROM webhook_deliveries WHERE state = 'pending')`
 		if err := d.addRows(ctx, tx, -1, fmt.Sprintf(`SELECT tenant_id, SUM(octet_length(data)) + COUNT(*) * %d
-			FROM tenant_events WHERE %s GROUP BY tenant_id`, eventRowBytes, old), toNanos(before), cut); err != nil {
+			FROM tenant_events WHERE %s GROUP BY tenant_id`, eventRowBytes, old), ToNanos(before), cut); err != nil {
 			return fmt.Errorf("prune events: %w", err)
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM tenant_events WHERE `+old, toNanos(before), cut)
+		res, err := tx.ExecContext(ctx, `DELETE FROM tenant_events WHERE `+old, ToNanos(before), cut)
 		if err != nil {
 			return fmt.Errorf("prune events: %w", err)
 		}
 		n, _ = res.RowsAffected()
 		if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_attempts WHERE delivery_id IN
-			(SELECT id FROM webhook_deliveries WHERE state != 'pending' AND ended_at < ?)`, toNanos(before)); err != nil {
+			(SELECT id FROM webhook_deliveries WHERE state != 'pending' AND ended_at < ?)`, ToNanos(before)); err != nil {
 			return fmt.Errorf("prune deliveries: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE state != 'pending' AND ended_at < ?`, toNanos(before)); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE state != 'pending' AND ended_at < ?`, ToNanos(before)); err != nil {
 			return fmt.Errorf("prune deliveries: %w", err)
 		}
 		return nil

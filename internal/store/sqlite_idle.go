@@ -19,7 +19,7 @@ func (s *SQLite) SaveIdle(ctx context.Context, last map[string]time.Time) error 
 		}
 		defer st.Close()
 		for id, t := range last {
-			if _, err := st.ExecContext(ctx, toNanos(t), id); err != nil {
+			if _, err := st.ExecContext(ctx, ToNanos(t), id); err != nil {
 				return fmt.Errorf("sandbox %s: %w", id, err)
 			}
 		}
@@ -45,7 +45,7 @@ func (s *SQLite) IdleSince(ctx context.Context) (map[string]time.Time, error) {
 		if err := rows.Scan(&id, &at); err != nil {
 			return nil, fmt.Errorf("idle timers: %w", err)
 		}
-		out[id] = fromNanos(at)
+		out[id] = FromNanos(at)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("idle timers: %w", err)

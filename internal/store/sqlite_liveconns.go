@@ -36,7 +36,7 @@ func (s *SQLite) UpdateLiveConns(ctx context.Context, opened []LiveConn, closed 
 	return s.writeTx(ctx, "update live connections", func(tx *sql.Tx) error {
 		for _, c := range opened {
 			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO live_conns (id, sandbox_id, kind, opened_at, data)
-				VALUES (?, ?, ?, ?, ?)`, c.ID, c.SandboxID, c.Kind, toNanos(c.OpenedAt), c.Data); err != nil {
+				VALUES (?, ?, ?, ?, ?)`, c.ID, c.SandboxID, c.Kind, ToNanos(c.OpenedAt), c.Data); err != nil {
 				return fmt.Errorf("connection %s: %w", c.ID, err)
 			}
 		}
@@ -63,7 +63,7 @@ func (s *SQLite) TakeLiveConns(ctx context.Context) ([]LiveConn, error) {
 			rows.Close()
 			return nil, fmt.Errorf("live connections: %w", err)
 		}
-		c.OpenedAt = fromNanos(at)
+		c.OpenedAt = FromNanos(at)
 		out = append(out, c)
 	}
 	rows.Close()

@@ -19,7 +19,7 @@ func (s *SQLite) AppendNetEvents(ctx context.Context, events []NetEvent) error {
 		}
 		txst := tx.StmtContext(ctx, st)
 		for _, e := range events {
-			if _, err := txst.ExecContext(ctx, e.SandboxID, e.TenantID, toNanos(e.Time), string(e.Data)); err != nil {
+			if _, err := txst.ExecContext(ctx, e.SandboxID, e.TenantID, ToNanos(e.Time), string(e.Data)); err != nil {
 				return fmt.Errorf("append net event of %s: %w", e.SandboxID, err)
 			}
 			d.add(e.TenantID, int64(len(e.Data))+netRowBytes)
@@ -35,14 +35,14 @@ func (s *SQLite) NetEvents(ctx context.Context, sandboxID string, after int64, l
 	if err != nil {
 		return nil, fmt.Errorf("net events of %s: %w", sandboxID, err)
 	}
-	out, err := scanAll(rows, func(r scanner) (NetEvent, error) {
+	out, err := scanAll(rows, func(r Scanner) (NetEvent, error) {
 		var e NetEvent
 		var t sql.NullInt64
 		var data string
 		if err := r.Scan(&e.ID, &e.SandboxID, &e.TenantID, &t, &data); err != nil {
 			return e, err
 		}
-		e.Time, e.Data = fromNanos(t), []byte(data)
+		e.Time, e.Data = FromNanos(t), []byte(data)
 		return e, nil
 	})
 	if err != nil {

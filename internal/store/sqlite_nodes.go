@@ -64,7 +64,7 @@ func (s *SQLite) PutNodeCA(ctx context.Context, cert, sealedKey []byte) ([]byte,
 // CreateJoinToken stores a join token.
 func (s *SQLite) CreateJoinToken(ctx context.Context, t nodes.JoinToken) error {
 	if _, err := s.exec(ctx, `INSERT INTO node_tokens (id, hash, created_at, expires_at) VALUES (?, ?, ?, ?)`,
-		t.ID, t.Hash, toNanos(t.CreatedAt), toNanos(t.ExpiresAt)); err != nil {
+		t.ID, t.Hash, ToNanos(t.CreatedAt), ToNanos(t.ExpiresAt)); err != nil {
 		return fmt.Errorf("create join token: %w", err)
 	}
 	return nil
@@ -82,9 +82,9 @@ func (s *SQLite) JoinToken(ctx context.Context, id string) (nodes.JoinToken, err
 	if err != nil {
 		return t, fmt.Errorf("join token %s: %w", id, err)
 	}
-	t.CreatedAt, t.ExpiresAt = fromNanos(created), fromNanos(expires)
+	t.CreatedAt, t.ExpiresAt = FromNanos(created), FromNanos(expires)
 	if used.Valid {
-		u := fromNanos(used)
+		u := FromNanos(used)
 		t.UsedAt = &u
 	}
 	return t, nil
@@ -94,7 +94,7 @@ func (s *SQLite) JoinToken(ctx context.Context, id string) (nodes.JoinToken, err
 func (s *SQLite) JoinNode(ctx context.Context, n nodes.Node, tokenID string, now time.Time) error {
 	return s.writeTx(ctx, "join node "+n.Name, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE node_tokens SET used_at = ?, used_by = ?
-			WHERE id = ? AND used_at IS NULL AND expires_at > ?`, toNanos(now), n.Name, tokenID, toNanos(now))
+			WHERE id = ? AND used_at IS NULL AND expires_at > ?`, ToNanos(now), n.Name, tokenID, ToNanos(now))
 		if err != nil {
 			return fmt.Errorf("join node %s: %w", n.Name, err)
 		}
@@ -102,7 +102,7 @@ func (s *SQLite) JoinNode(ctx context.Context, n nodes.Node, tokenID string, now
 			return fmt.Errorf("join node %s: token %w", n.Name, errdefs.ErrNotFound)
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO nodes (name, addr, cert_serial, cert_expires_at, joined_at) VALUES (?, ?, ?, ?, ?)`,
-			n.Name, n.Addr, n.CertSerial, toNanos(n.CertExpiresAt), toNanos(n.JoinedAt))
+			n.Name, n.Addr, n.CertSerial, ToNanos(n.CertExpiresAt), ToNanos(n.JoinedAt))
 		if err = mapErr(err); errors.Is(err, ErrConflict) {
 			return fmt.Errorf("%w: node %s has joined already", errdefs.ErrConflict, n.Name)
 		}
@@ -113,18 +113,20 @@ func (s *SQLite) JoinNode(ctx context.Context, n nodes.Node, tokenID string, now
 	})
 }
 
-const nodeCols = `name, addr, cert_serial, cert_expires_at, joined_at, drained, version, capacity, use, last_heartbeat`
+// NodeCols are the columns ScanNode reads.
+const NodeCols = `name, addr, cert_serial, cert_expires_at, joined_at, drained, version, capacity, use, last_heartbeat`
 
-func scanNode(sc scanner) (nodes.Node, error) {
+// ScanNode reads a row of NodeCols.
+func ScanNode(sc Scanner) (nodes.Node, error) {
 	var n nodes.Node
 	var certExp, joined, beat sql.NullInt64
 	var capacity, use string
 	if err := sc.Scan(&n.Name, &n.Addr, &n.CertSerial, &certExp, &joined, &n.Drained, &n.Version, &capacity, &use, &beat); err != nil {
 		return n, err
 	}
-	n.CertExpiresAt, n.JoinedAt = fromNanos(certExp), fromNanos(joined)
+	n.CertExpiresAt, n.JoinedAt = FromNanos(certExp), FromNanos(joined)
 	if beat.Valid {
-		b := fromNanos(beat)
+		b := FromNanos(beat)
 		n.LastHeartbeat = &b
 	}
 	if err := json.Unmarshal([]byte(capacity), &n.Capacity); err != nil {
@@ -138,11 +140,11 @@ func scanNode(sc scanner) (nodes.Node, error) {
 
 // ListNodes returns every node by name.
 func (s *SQLite) ListNodes(ctx context.Context) ([]nodes.Node, error) {
-	rows, err := s.query(ctx, `SELECT `+nodeCols+` FROM nodes ORDER BY name`)
+	rows, err := s.query(ctx, `SELECT `+NodeCols+` FROM nodes ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	out, err := scanAll(rows, scanNode)
+	out, err := scanAll(rows, ScanNode)
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
@@ -151,7 +153,7 @@ func (s *SQLite) ListNodes(ctx context.Context) ([]nodes.Node, error) {
 
 // GetNode returns the node with the name.
 func (s *SQLite) GetNode(ctx context.Context, name string) (nodes.Node, error) {
-	n, err := scanNode(s.queryRow(ctx, `SELECT `+nodeCols+` FROM nodes WHERE name = ?`, name))
+	n, err := ScanNode(s.queryRow(ctx, `SELECT `+NodeCols+` FROM nodes WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return n, fmt.Errorf("node %s: %w", name, errdefs.ErrNotFound)
 	}
@@ -166,7 +168,7 @@ func (s *SQLite) UpdateNodeStatus(ctx context.Context, name string, st nodes.Sta
 	capacity, _ := json.Marshal(st.Capacity)
 	use, _ := json.Marshal(st.Use)
 	n, err := s.exec(ctx, `UPDATE nodes SET version = ?, capacity = ?, use = ?, last_heartbeat = ? WHERE name = ?`,
-		st.Version, string(capacity), string(use), toNanos(at), name)
+		st.Version, string(capacity), string(use), ToNanos(at), name)
 	return nodeChanged(name, n, err)
 }
 

@@ -35,7 +35,7 @@ func (s *SQLite) GetSandbox(ctx context.Context, id string) (Sandbox, error) {
 	if err := s.flushSandboxes(ctx); err != nil {
 		return Sandbox{}, err
 	}
-	sb, err := scanSandbox(s.queryRow(ctx, `SELECT `+sandboxCols+` FROM sandboxes WHERE id = ?`, id))
+	sb, err := ScanSandbox(s.queryRow(ctx, `SELECT `+sandboxCols+` FROM sandboxes WHERE id = ?`, id))
 	if err != nil {
 		return Sandbox{}, fmt.Errorf("get sandbox %s: %w", id, err)
 	}
@@ -103,7 +103,7 @@ func (s *SQLite) ListSandboxes(ctx context.Context, f SandboxFilter) ([]Sandbox,
 	}
 	if !f.ExpiredBy.IsZero() {
 		where = append(where, `expires_at <= ?`)
-		args = append(args, toNanos(f.ExpiredBy))
+		args = append(args, ToNanos(f.ExpiredBy))
 	}
 	if f.After != "" {
 		where = append(where, `id > ?`)
@@ -121,7 +121,7 @@ func (s *SQLite) ListSandboxes(ctx context.Context, f SandboxFilter) ([]Sandbox,
 			WHERE m.key = ? AND m.type = 'text' AND m.value = ?)`)
 		args = append(args, k, f.Metadata[k])
 	}
-	return listPage(ctx, s, "sandboxes", sandboxCols, "sandboxes", where, args, f.Limit, scanSandbox)
+	return listPage(ctx, s, "sandboxes", sandboxCols, "sandboxes", where, args, f.Limit, ScanSandbox)
 }
 
 // Usage counts the tenant's creating and running sandboxes and sums their
@@ -148,29 +148,30 @@ func (s *SQLite) NextExpiry(ctx context.Context, after time.Time) (time.Time, er
 	}
 	var next sql.NullInt64
 	err := s.queryRow(ctx, `SELECT MIN(expires_at) FROM sandboxes WHERE state = ? AND expires_at > ?`,
-		StateRunning, toNanos(after)).Scan(&next)
+		StateRunning, ToNanos(after)).Scan(&next)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("next expiry: %w", err)
 	}
-	return fromNanos(next), nil
+	return FromNanos(next), nil
 }
 
 // sandboxArgs returns sb's columns in sandboxCols order.
 func sandboxArgs(sb Sandbox) ([]any, error) {
-	env, err := encodeMap(sb.Env)
+	env, err := EncodeMap(sb.Env)
 	if err != nil {
 		return nil, fmt.Errorf("encode env: %w", err)
 	}
-	meta, err := encodeMap(sb.Metadata)
+	meta, err := EncodeMap(sb.Metadata)
 	if err != nil {
 		return nil, fmt.Errorf("encode metadata: %w", err)
 	}
 	return []any{sb.ID, sb.TenantID, sb.State, sb.Reason, sb.Template, sb.CPUs, sb.MemoryMB,
 		sb.Pids, sb.DiskMB, env, meta, sb.Workdir,
-		toNanos(sb.CreatedAt), toNanos(sb.ExpiresAt), toNanos(sb.EndedAt), sb.Network, sb.Secrets, sb.IdleTimeoutS, sb.Node}, nil
+		ToNanos(sb.CreatedAt), ToNanos(sb.ExpiresAt), ToNanos(sb.EndedAt), sb.Network, sb.Secrets, sb.IdleTimeoutS, sb.Node}, nil
 }
 
-func scanSandbox(r scanner) (Sandbox, error) {
+// ScanSandbox reads a row of sandboxCols.
+func ScanSandbox(r Scanner) (Sandbox, error) {
 	var sb Sandbox
 	var env, meta sql.NullString
 	var created, expires, ended sql.NullInt64
@@ -179,19 +180,19 @@ func scanSandbox(r scanner) (Sandbox, error) {
 	if err != nil {
 		return Sandbox{}, notFound(err)
 	}
-	if sb.Env, err = decodeMap(env); err != nil {
+	if sb.Env, err = DecodeMap(env); err != nil {
 		return Sandbox{}, fmt.Errorf("sandbox %s: decode env: %w", sb.ID, err)
 	}
-	if sb.Metadata, err = decodeMap(meta); err != nil {
+	if sb.Metadata, err = DecodeMap(meta); err != nil {
 		return Sandbox{}, fmt.Errorf("sandbox %s: decode metadata: %w", sb.ID, err)
 	}
-	sb.CreatedAt, sb.ExpiresAt, sb.EndedAt = fromNanos(created), fromNanos(expires), fromNanos(ended)
+	sb.CreatedAt, sb.ExpiresAt, sb.EndedAt = FromNanos(created), FromNanos(expires), FromNanos(ended)
 	return sb, nil
 }
 
 // An empty map is stored as NULL and read back as nil, so nil and empty
 // compare equal after a round trip.
-func encodeMap(m map[string]string) (sql.NullString, error) {
+func EncodeMap(m map[string]string) (sql.NullString, error) {
 	if len(m) == 0 {
 		return sql.NullString{}, nil
 	}
@@ -202,7 +203,8 @@ func encodeMap(m map[string]string) (sql.NullString, error) {
 	return sql.NullString{String: string(b), Valid: true}, nil
 }
 
-func decodeMap(s sql.NullString) (map[string]string, error) {
+// DecodeMap reads a map EncodeMap stored.
+func DecodeMap(s sql.NullString) (map[string]string, error) {
 	if !s.Valid || s.String == "" {
 		return nil, nil
 	}

@@ -70,7 +70,7 @@ func cloneSandbox(sb Sandbox) Sandbox {
 // stored is sb as a read of the database returns it: times in UTC at
 // nanosecond precision without a monotonic reading, empty maps as nil.
 func stored(sb Sandbox) Sandbox {
-	sb.CreatedAt, sb.ExpiresAt, sb.EndedAt = fromNanos(toNanos(sb.CreatedAt)), fromNanos(toNanos(sb.ExpiresAt)), fromNanos(toNanos(sb.EndedAt))
+	sb.CreatedAt, sb.ExpiresAt, sb.EndedAt = FromNanos(ToNanos(sb.CreatedAt)), FromNanos(ToNanos(sb.ExpiresAt)), FromNanos(ToNanos(sb.EndedAt))
 	if len(sb.Env) == 0 {
 		sb.Env = nil
 	}

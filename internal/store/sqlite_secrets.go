@@ -7,15 +7,16 @@ import (
 	"fmt"
 )
 
-const secretCols = `tenant_id, name, hosts, inject, body, sealed, created_at, rotated_at`
+// SecretCols are the columns ScanSecret reads.
+const SecretCols = `tenant_id, name, hosts, inject, body, sealed, created_at, rotated_at`
 
 // CreateSecret inserts sec; an existing (tenant, name) is ErrConflict.
 func (s *SQLite) CreateSecret(ctx context.Context, sec Secret) error {
-	hosts, err := encodeHosts(sec.Hosts)
+	hosts, err := EncodeHosts(sec.Hosts)
 	if err == nil {
-		_, err = s.exec(ctx, `INSERT INTO secrets (`+secretCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err = s.exec(ctx, `INSERT INTO secrets (`+SecretCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			sec.TenantID, sec.Name, hosts, sec.Inject, sec.Body, sec.Sealed,
-			toNanos(sec.CreatedAt), toNanos(sec.RotatedAt))
+			ToNanos(sec.CreatedAt), ToNanos(sec.RotatedAt))
 	}
 	if err != nil {
 		return fmt.Errorf("create secret %q of tenant %s: %w", sec.Name, sec.TenantID, err)
@@ -25,7 +26,7 @@ func (s *SQLite) CreateSecret(ctx context.Context, sec Secret) error {
 
 // GetSecret returns the tenant's secret with the name.
 func (s *SQLite) GetSecret(ctx context.Context, tenantID, name string) (Secret, error) {
-	sec, err := scanSecret(s.queryRow(ctx, `SELECT `+secretCols+` FROM secrets
+	sec, err := ScanSecret(s.queryRow(ctx, `SELECT `+SecretCols+` FROM secrets
 		WHERE tenant_id = ? AND name = ?`, tenantID, name))
 	if err != nil {
 		return Secret{}, fmt.Errorf("get secret %q of tenant %s: %w", name, tenantID, err)
@@ -35,12 +36,12 @@ func (s *SQLite) GetSecret(ctx context.Context, tenantID, name string) (Secret, 
 
 // ListSecrets returns the tenant's secrets ordered by name.
 func (s *SQLite) ListSecrets(ctx context.Context, tenantID string) ([]Secret, error) {
-	rows, err := s.query(ctx, `SELECT `+secretCols+` FROM secrets
+	rows, err := s.query(ctx, `SELECT `+SecretCols+` FROM secrets
 		WHERE tenant_id = ? ORDER BY name`, tenantID)
 	if err != nil {
 		return nil, fmt.Errorf("list secrets of tenant %s: %w", tenantID, err)
 	}
-	out, err := scanAll(rows, scanSecret)
+	out, err := scanAll(rows, ScanSecret)
 	if err != nil {
 		return nil, fmt.Errorf("list secrets of tenant %s: %w", tenantID, err)
 	}
@@ -49,12 +50,12 @@ func (s *SQLite) ListSecrets(ctx context.Context, tenantID string) ([]Secret, er
 
 // UpdateSecret replaces everything but the key and created_at.
 func (s *SQLite) UpdateSecret(ctx context.Context, sec Secret) error {
-	hosts, err := encodeHosts(sec.Hosts)
+	hosts, err := EncodeHosts(sec.Hosts)
 	if err == nil {
 		var n int64
 		n, err = s.exec(ctx, `UPDATE secrets SET hosts = ?, inject = ?, body = ?, sealed = ?, rotated_at = ?
 			WHERE tenant_id = ? AND name = ?`,
-			hosts, sec.Inject, sec.Body, sec.Sealed, toNanos(sec.RotatedAt), sec.TenantID, sec.Name)
+			hosts, sec.Inject, sec.Body, sec.Sealed, ToNanos(sec.RotatedAt), sec.TenantID, sec.Name)
 		if err == nil && n == 0 {
 			err = ErrNotFound
 		}
@@ -77,7 +78,8 @@ func (s *SQLite) DeleteSecret(ctx context.Context, tenantID, name string) error 
 	return nil
 }
 
-func scanSecret(r scanner) (Secret, error) {
+// ScanSecret reads a row of the secret columns.
+func ScanSecret(r Scanner) (Secret, error) {
 	var sec Secret
 	var hosts string
 	var created, rotated sql.NullInt64
@@ -88,13 +90,13 @@ func scanSecret(r scanner) (Secret, error) {
 	if err := json.Unmarshal([]byte(hosts), &sec.Hosts); err != nil {
 		return Secret{}, fmt.Errorf("secret %q of tenant %s: decode hosts: %w", sec.Name, sec.TenantID, err)
 	}
-	sec.CreatedAt, sec.RotatedAt = fromNanos(created), fromNanos(rotated)
+	sec.CreatedAt, sec.RotatedAt = FromNanos(created), FromNanos(rotated)
 	return sec, nil
 }
 
-// encodeHosts stores hosts as a JSON array; nil is stored as [] (so hosts
+// EncodeHosts stores hosts as a JSON array; nil is stored as [] (so hosts
 // is never NULL) and reads back as an empty, non-nil slice.
-func encodeHosts(hosts []string) (string, error) {
+func EncodeHosts(hosts []string) (string, error) {
 	if hosts == nil {
 		hosts = []string{}
 	}

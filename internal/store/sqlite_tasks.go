@@ -123,7 +123,8 @@ const tasksSchema = `CREATE TABLE tasks (
 		DELETE FROM task_artifacts WHERE task_id = OLD.id;
 	END;`
 
-const taskCols = `id, tenant_id, key_id, harness, state, reason, spec, sandbox_id, exit_code,
+// TaskCols are the columns ScanTask reads.
+const TaskCols = `id, tenant_id, key_id, harness, state, reason, spec, sandbox_id, exit_code,
 	summary, created_at, started_at, ended_at, input_tokens, output_tokens, progress`
 
 func taskArgs(t Task) []any {
@@ -132,10 +133,11 @@ func taskArgs(t Task) []any {
 		exit = sql.NullInt64{Int64: int64(t.ExitCode), Valid: true}
 	}
 	return []any{t.ID, t.TenantID, t.KeyID, t.Harness, t.State, t.Reason, t.Spec, t.SandboxID, exit,
-		t.Summary, toNanos(t.CreatedAt), toNanos(t.StartedAt), toNanos(t.EndedAt), t.InputTokens, t.OutputTokens, t.Progress}
+		t.Summary, ToNanos(t.CreatedAt), ToNanos(t.StartedAt), ToNanos(t.EndedAt), t.InputTokens, t.OutputTokens, t.Progress}
 }
 
-func scanTask(r scanner) (Task, error) {
+// ScanTask reads a row of the task columns.
+func ScanTask(r Scanner) (Task, error) {
 	var t Task
 	var exit, created, started, ended sql.NullInt64
 	err := r.Scan(&t.ID, &t.TenantID, &t.KeyID, &t.Harness, &t.State, &t.Reason, &t.Spec, &t.SandboxID, &exit,
@@ -144,7 +146,7 @@ func scanTask(r scanner) (Task, error) {
 		return Task{}, notFound(err)
 	}
 	t.HasExit, t.ExitCode = exit.Valid, int(exit.Int64)
-	t.CreatedAt, t.StartedAt, t.EndedAt = fromNanos(created), fromNanos(started), fromNanos(ended)
+	t.CreatedAt, t.StartedAt, t.EndedAt = FromNanos(created), FromNanos(started), FromNanos(ended)
 	return t, nil
 }
 
@@ -152,7 +154,7 @@ func scanTask(r scanner) (Task, error) {
 // an existing id is ErrConflict.
 func (s *SQLite) CreateTask(ctx context.Context, t Task) error {
 	err := s.storageTx(ctx, "create task", func(tx *sql.Tx, d storageDelta) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (`+taskCols+`)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (`+TaskCols+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, taskArgs(t)...); err != nil {
 			return mapErr(err)
 		}
@@ -178,7 +180,7 @@ func taskTenant(ctx context.Context, tx *sql.Tx, taskID string) (string, error) 
 
 // GetTask returns the task with the id, or ErrNotFound.
 func (s *SQLite) GetTask(ctx context.Context, id string) (Task, error) {
-	t, err := scanTask(s.queryRow(ctx, `SELECT `+taskCols+` FROM tasks WHERE id = ?`, id))
+	t, err := ScanTask(s.queryRow(ctx, `SELECT `+TaskCols+` FROM tasks WHERE id = ?`, id))
 	if err != nil {
 		return Task{}, fmt.Errorf("get task %s: %w", id, err)
 	}
@@ -223,7 +225,7 @@ func (s *SQLite) ListTasks(ctx context.Context, f TaskFilter) ([]Task, error) {
 		where = append(where, `id > ?`)
 		args = append(args, f.After)
 	}
-	return listPage(ctx, s, "tasks", taskCols, "tasks", where, args, f.Limit, scanTask)
+	return listPage(ctx, s, "tasks", TaskCols, "tasks", where, args, f.Limit, ScanTask)
 }
 
 // AppendTaskEvents adds events to one task's log in one transaction,
@@ -246,7 +248,7 @@ func (s *SQLite) AppendTaskEvents(ctx context.Context, taskID string, events []T
 			e := &events[i]
 			e.TaskID, e.Seq = taskID, last
 			if _, err := tx.ExecContext(ctx, `INSERT INTO task_events (task_id, seq, time, type, sandbox_id, data)
-				VALUES (?, ?, ?, ?, ?, ?)`, taskID, e.Seq, toNanos(e.Time), e.Type, e.SandboxID, e.Data); err != nil {
+				VALUES (?, ?, ?, ?, ?, ?)`, taskID, e.Seq, ToNanos(e.Time), e.Type, e.SandboxID, e.Data); err != nil {
 				return fmt.Errorf("append task events of %s: %w", taskID, err)
 			}
 			if tenant != "" {
@@ -268,11 +270,11 @@ func (s *SQLite) TaskEvents(ctx context.Context, taskID string, after int64, lim
 	if err != nil {
 		return nil, fmt.Errorf("task events of %s: %w", taskID, err)
 	}
-	out, err := scanAll(rows, func(r scanner) (TaskEvent, error) {
+	out, err := scanAll(rows, func(r Scanner) (TaskEvent, error) {
 		var e TaskEvent
 		var at sql.NullInt64
 		err := r.Scan(&e.TaskID, &e.Seq, &at, &e.Type, &e.SandboxID, &e.Data)
-		e.Time = fromNanos(at)
+		e.Time = FromNanos(at)
 		return e, err
 	})
 	if err != nil {
@@ -331,7 +333,7 @@ func (s *SQLite) TaskArtifacts(ctx context.Context, taskID string) ([]TaskArtifa
 	if err != nil {
 		return nil, fmt.Errorf("artifacts of task %s: %w", taskID, err)
 	}
-	out, err := scanAll(rows, func(r scanner) (TaskArtifact, error) {
+	out, err := scanAll(rows, func(r Scanner) (TaskArtifact, error) {
 		var a TaskArtifact
 		err := r.Scan(&a.TaskID, &a.Name, &a.Kind, &a.Size, &a.SHA256, &a.Truncated)
 		return a, err

@@ -56,8 +56,8 @@ func (s *SQLite) SaveUsage(ctx context.Context, rows []SandboxUsage) error {
 			if u.SandboxID == "" || u.TenantID == "" || u.CreatedAt.IsZero() {
 				return fmt.Errorf("save usage of %q: sandbox, tenant and creation time are required", u.SandboxID)
 			}
-			if _, err := txst.ExecContext(ctx, u.SandboxID, u.TenantID, toNanos(u.CreatedAt), toNanos(u.EndedAt),
-				toNanos(u.UpdatedAt), u.CPUSeconds, u.MemoryPeakBytes, u.EgressBytesOut, u.EgressBytesIn, u.ExecCount); err != nil {
+			if _, err := txst.ExecContext(ctx, u.SandboxID, u.TenantID, ToNanos(u.CreatedAt), ToNanos(u.EndedAt),
+				ToNanos(u.UpdatedAt), u.CPUSeconds, u.MemoryPeakBytes, u.EgressBytesOut, u.EgressBytesIn, u.ExecCount); err != nil {
 				return fmt.Errorf("save usage of %s: %w", u.SandboxID, err)
 			}
 		}
@@ -75,7 +75,7 @@ func (s *SQLite) GetUsage(ctx context.Context, sandboxID string) (SandboxUsage, 
 	if err != nil {
 		return SandboxUsage{}, fmt.Errorf("usage of %s: %w", sandboxID, notFound(err))
 	}
-	u.CreatedAt, u.EndedAt, u.UpdatedAt = fromNanos(created), fromNanos(ended), fromNanos(updated)
+	u.CreatedAt, u.EndedAt, u.UpdatedAt = FromNanos(created), FromNanos(ended), FromNanos(updated)
 	return u, nil
 }
 
@@ -84,18 +84,18 @@ func (s *SQLite) GetUsage(ctx context.Context, sandboxID string) (SandboxUsage, 
 // hundred thousand sandbox-days.
 func (s *SQLite) UsageByTenant(ctx context.Context, f UsageFilter) ([]TenantUsage, error) {
 	where := []string{`1`}
-	args := []any{toNanos(f.Now)}
+	args := []any{ToNanos(f.Now)}
 	if f.TenantID != "" {
 		where = append(where, `tenant_id = ?`)
 		args = append(args, f.TenantID)
 	}
 	if !f.From.IsZero() {
 		where = append(where, `created_at >= ?`)
-		args = append(args, toNanos(f.From))
+		args = append(args, ToNanos(f.From))
 	}
 	if !f.To.IsZero() {
 		where = append(where, `created_at < ?`)
-		args = append(args, toNanos(f.To))
+		args = append(args, ToNanos(f.To))
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT tenant_id, COUNT(*),
 			TOTAL(max(0, COALESCE(ended_at, ?) - created_at)) / 1e9,
@@ -106,7 +106,7 @@ func (s *SQLite) UsageByTenant(ctx context.Context, f UsageFilter) ([]TenantUsag
 	if err != nil {
 		return nil, fmt.Errorf("usage by tenant: %w", err)
 	}
-	out, err := scanAll(rows, func(r scanner) (TenantUsage, error) {
+	out, err := scanAll(rows, func(r Scanner) (TenantUsage, error) {
 		var u TenantUsage
 		err := r.Scan(&u.TenantID, &u.Sandboxes, &u.SandboxSeconds, &u.CPUSeconds, &u.MemoryPeakBytes,
 			&u.EgressBytesOut, &u.EgressBytesIn, &u.ExecCount)
@@ -132,7 +132,7 @@ func (s *SQLite) CountSandboxes(ctx context.Context) (map[string]int, error) {
 		state string
 		n     int
 	}
-	l, err := scanAll(rows, func(r scanner) (pair, error) {
+	l, err := scanAll(rows, func(r Scanner) (pair, error) {
 		var p pair
 		return p, r.Scan(&p.state, &p.n)
 	})

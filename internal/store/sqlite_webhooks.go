@@ -9,14 +9,15 @@ import (
 	"time"
 )
 
-const webhookCols = `id, tenant_id, url, events, sealed, created_at`
+// WebhookCols are the columns ScanWebhook reads.
+const WebhookCols = `id, tenant_id, url, events, sealed, created_at`
 
 // CreateWebhook inserts w; an existing ID is ErrConflict.
 func (s *SQLite) CreateWebhook(ctx context.Context, w Webhook) error {
 	events, err := json.Marshal(w.Events)
 	if err == nil {
-		_, err = s.exec(ctx, `INSERT INTO webhooks (`+webhookCols+`) VALUES (?, ?, ?, ?, ?, ?)`,
-			w.ID, w.TenantID, w.URL, string(events), w.Sealed, toNanos(w.CreatedAt))
+		_, err = s.exec(ctx, `INSERT INTO webhooks (`+WebhookCols+`) VALUES (?, ?, ?, ?, ?, ?)`,
+			w.ID, w.TenantID, w.URL, string(events), w.Sealed, ToNanos(w.CreatedAt))
 	}
 	if err != nil {
 		return fmt.Errorf("create webhook %s of tenant %s: %w", w.ID, w.TenantID, err)
@@ -26,7 +27,7 @@ func (s *SQLite) CreateWebhook(ctx context.Context, w Webhook) error {
 
 // GetWebhook returns the tenant's webhook with the id.
 func (s *SQLite) GetWebhook(ctx context.Context, tenantID, id string) (Webhook, error) {
-	w, err := scanWebhook(s.queryRow(ctx, `SELECT `+webhookCols+` FROM webhooks WHERE id = ? AND tenant_id = ?`, id, tenantID))
+	w, err := ScanWebhook(s.queryRow(ctx, `SELECT `+WebhookCols+` FROM webhooks WHERE id = ? AND tenant_id = ?`, id, tenantID))
 	if err != nil {
 		return Webhook{}, fmt.Errorf("get webhook %s: %w", id, err)
 	}
@@ -36,12 +37,12 @@ func (s *SQLite) GetWebhook(ctx context.Context, tenantID, id string) (Webhook, 
 // ListWebhooks returns the tenant's webhooks ("" = every tenant's) in
 // creation order.
 func (s *SQLite) ListWebhooks(ctx context.Context, tenantID string) ([]Webhook, error) {
-	rows, err := s.query(ctx, `SELECT `+webhookCols+` FROM webhooks
+	rows, err := s.query(ctx, `SELECT `+WebhookCols+` FROM webhooks
 		WHERE ? = '' OR tenant_id = ? ORDER BY created_at, id`, tenantID, tenantID)
 	if err != nil {
 		return nil, fmt.Errorf("list webhooks of tenant %q: %w", tenantID, err)
 	}
-	out, err := scanAll(rows, scanWebhook)
+	out, err := scanAll(rows, ScanWebhook)
 	if err != nil {
 		return nil, fmt.Errorf("list webhooks of tenant %q: %w", tenantID, err)
 	}
@@ -76,7 +77,8 @@ func (s *SQLite) DeleteWebhook(ctx context.Context, tenantID, id string) error {
 	return tx.Commit()
 }
 
-func scanWebhook(r scanner) (Webhook, error) {
+// ScanWebhook reads a row of the webhook columns.
+func ScanWebhook(r Scanner) (Webhook, error) {
 	var w Webhook
 	var events string
 	var created sql.NullInt64
@@ -86,14 +88,16 @@ func scanWebhook(r scanner) (Webhook, error) {
 	if err := json.Unmarshal([]byte(events), &w.Events); err != nil {
 		return Webhook{}, fmt.Errorf("webhook %s: decode events: %w", w.ID, err)
 	}
-	w.CreatedAt = fromNanos(created)
+	w.CreatedAt = FromNanos(created)
 	return w, nil
 }
 
-const deliveryCols = `d.id, d.webhook_id, d.tenant_id, d.event_id, d.event_type, d.state, d.attempts,
+// DeliveryCols are the columns ScanDelivery reads, of deliveries d.
+const DeliveryCols = `d.id, d.webhook_id, d.tenant_id, d.event_id, d.event_type, d.state, d.attempts,
 	d.next_at, d.last_status, d.last_error, d.created_at, d.ended_at`
 
-func scanDelivery(r scanner, extra ...any) (Delivery, error) {
+// ScanDelivery reads a row of the delivery columns, then extra.
+func ScanDelivery(r Scanner, extra ...any) (Delivery, error) {
 	var d Delivery
 	var next, created, ended sql.NullInt64
 	dest := append([]any{&d.ID, &d.WebhookID, &d.TenantID, &d.EventID, &d.EventType, &d.State, &d.Attempts,
@@ -101,32 +105,32 @@ func scanDelivery(r scanner, extra ...any) (Delivery, error) {
 	if err := r.Scan(dest...); err != nil {
 		return Delivery{}, err
 	}
-	d.NextAt, d.CreatedAt, d.EndedAt = fromNanos(next), fromNanos(created), fromNanos(ended)
+	d.NextAt, d.CreatedAt, d.EndedAt = FromNanos(next), FromNanos(created), FromNanos(ended)
 	return d, nil
 }
 
 // DueDeliveries returns up to limit pending deliveries due at or before
 // now, earliest first, each with its webhook and event.
 func (s *SQLite) DueDeliveries(ctx context.Context, now time.Time, limit int) ([]Delivery, error) {
-	rows, err := s.query(ctx, `SELECT `+deliveryCols+`, w.url, w.sealed, w.created_at, e.sandbox_id, e.time, e.data
+	rows, err := s.query(ctx, `SELECT `+DeliveryCols+`, w.url, w.sealed, w.created_at, e.sandbox_id, e.time, e.data
 		FROM webhook_deliveries d
 		JOIN webhooks w ON w.id = d.webhook_id
 		JOIN tenant_events e ON e.id = d.event_id
-		WHERE d.state = 'pending' AND d.next_at <= ? ORDER BY d.next_at LIMIT ?`, toNanos(now), limit)
+		WHERE d.state = 'pending' AND d.next_at <= ? ORDER BY d.next_at LIMIT ?`, ToNanos(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("due deliveries: %w", err)
 	}
-	out, err := scanAll(rows, func(r scanner) (Delivery, error) {
+	out, err := scanAll(rows, func(r Scanner) (Delivery, error) {
 		var wcreated, etime sql.NullInt64
 		var data string
 		var w Webhook
 		var e TenantEvent
-		d, err := scanDelivery(r, &w.URL, &w.Sealed, &wcreated, &e.SandboxID, &etime, &data)
+		d, err := ScanDelivery(r, &w.URL, &w.Sealed, &wcreated, &e.SandboxID, &etime, &data)
 		if err != nil {
 			return d, err
 		}
-		w.ID, w.TenantID, w.CreatedAt = d.WebhookID, d.TenantID, fromNanos(wcreated)
-		e.ID, e.TenantID, e.Type, e.Time, e.Data = d.EventID, d.TenantID, d.EventType, fromNanos(etime), []byte(data)
+		w.ID, w.TenantID, w.CreatedAt = d.WebhookID, d.TenantID, FromNanos(wcreated)
+		e.ID, e.TenantID, e.Type, e.Time, e.Data = d.EventID, d.TenantID, d.EventType, FromNanos(etime), []byte(data)
 		d.Webhook, d.Event = w, e
 		return d, nil
 	})
@@ -148,7 +152,7 @@ func (s *SQLite) NextDelivery(ctx context.Context, after time.Time) (time.Time, 
 		from).Scan(&n); err != nil {
 		return time.Time{}, fmt.Errorf("next delivery: %w", err)
 	}
-	return fromNanos(n), nil
+	return FromNanos(n), nil
 }
 
 // RecordAttempt saves attempt a of delivery d and d's new state, next
@@ -164,7 +168,7 @@ func (s *SQLite) RecordAttempt(ctx context.Context, d Delivery, a DeliveryAttemp
 	defer tx.Rollback()
 	res, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = ?, next_at = ?,
 		last_status = ?, last_error = ?, ended_at = ? WHERE id = ?`,
-		d.State, d.Attempts, toNanos(d.NextAt), d.LastStatus, d.LastError, toNanos(d.EndedAt), d.ID)
+		d.State, d.Attempts, ToNanos(d.NextAt), d.LastStatus, d.LastError, ToNanos(d.EndedAt), d.ID)
 	if err != nil {
 		return fmt.Errorf("record attempt of %s: %w", d.ID, err)
 	}
@@ -172,7 +176,7 @@ func (s *SQLite) RecordAttempt(ctx context.Context, d Delivery, a DeliveryAttemp
 		return fmt.Errorf("record attempt of %s: delivery %w", d.ID, ErrNotFound)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_attempts (delivery_id, n, time, status, error, duration_ms)
-		VALUES (?, ?, ?, ?, ?, ?)`, d.ID, a.N, toNanos(a.Time), a.Status, a.Error, a.DurationMS); err != nil {
+		VALUES (?, ?, ?, ?, ?, ?)`, d.ID, a.N, ToNanos(a.Time), a.Status, a.Error, a.DurationMS); err != nil {
 		return fmt.Errorf("record attempt %d of %s: %w", a.N, d.ID, mapErr(err))
 	}
 	s.writes.Add(1)
@@ -193,13 +197,13 @@ func (s *SQLite) ListDeliveries(ctx context.Context, tenantID, webhookID string,
 		return nil, fmt.Errorf("deliveries of webhook %s: %w", webhookID, err)
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT `+deliveryCols+` FROM webhook_deliveries d
+	rows, err := tx.QueryContext(ctx, `SELECT `+DeliveryCols+` FROM webhook_deliveries d
 		WHERE d.webhook_id = ? AND d.tenant_id = ? AND d.event_id < ? ORDER BY d.event_id DESC LIMIT ?`,
 		webhookID, tenantID, before, limit)
 	if err != nil {
 		return nil, fmt.Errorf("deliveries of webhook %s: %w", webhookID, err)
 	}
-	out, err := scanAll(rows, func(r scanner) (Delivery, error) { return scanDelivery(r) })
+	out, err := scanAll(rows, func(r Scanner) (Delivery, error) { return ScanDelivery(r) })
 	if err != nil || len(out) == 0 {
 		if err != nil {
 			err = fmt.Errorf("deliveries of webhook %s: %w", webhookID, err)
@@ -221,11 +225,11 @@ func (s *SQLite) ListDeliveries(ctx context.Context, tenantID, webhookID string,
 		id string
 		a  DeliveryAttempt
 	}
-	attempts, err := scanAll(rows, func(r scanner) (row, error) {
+	attempts, err := scanAll(rows, func(r Scanner) (row, error) {
 		var x row
 		var t sql.NullInt64
 		err := r.Scan(&x.id, &x.a.N, &t, &x.a.Status, &x.a.Error, &x.a.DurationMS)
-		x.a.Time = fromNanos(t)
+		x.a.Time = FromNanos(t)
 		return x, err
 	})
 	if err != nil {

@@ -177,8 +177,11 @@ func (p *Postgres) Restart(t testing.TB, crash bool) {
 	if crash {
 		mode = "immediate"
 	}
+	// -l: the new postmaster writes to the log, not to our pipe, which
+	// it would otherwise hold open and CombinedOutput wait on forever.
 	cmd := exec.Command("runuser", "-u", "postgres", "--", bins[len(bins)-1], "restart", "-D", p.data, "-m", mode, "-w", "-t", "60",
 		"-l", filepath.Join(p.dir, "logs", "postgres.log"))
+	cmd.WaitDelay = 10 * time.Second
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("pg_ctl restart: %v\n%s", err, out)
 	}

@@ -2,12 +2,12 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/store"
@@ -43,7 +43,7 @@ func (s *Store) AppendAudit(ctx context.Context, events []audit.Event) error {
 		for _, e := range events {
 			b.Queue(`INSERT INTO audit_events (sandbox_id, seq, time, tenant_id, actor, type, data, prev, hash)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-				e.Sandbox, e.Seq, toNanos(e.Time), e.Tenant, e.Actor, e.Type, bytesOf(e.Data), e.Prev, e.Hash)
+				e.Sandbox, e.Seq, store.ToNanos(e.Time), e.Tenant, e.Actor, e.Type, bytesOf(e.Data), e.Prev, e.Hash)
 			d.add(e.Tenant, store.AuditEventBytes(e))
 		}
 		br := tx.SendBatch(ctx, b)
@@ -62,7 +62,7 @@ func (s *Store) AppendAudit(ctx context.Context, events []audit.Event) error {
 				VALUES ($1, $2, $3, $4, $5, $6)
 				ON CONFLICT (sandbox_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, time = excluded.time,
 					output_capped = audit_heads.output_capped OR excluded.output_capped`,
-				e.Sandbox, e.Tenant, e.Seq, e.Hash, toNanos(e.Time), capped[id]); err != nil {
+				e.Sandbox, e.Tenant, e.Seq, e.Hash, store.ToNanos(e.Time), capped[id]); err != nil {
 				return fmt.Errorf("move audit head of %s: %w", e.Sandbox, mapErr(err))
 			}
 		}
@@ -86,7 +86,7 @@ func (s *Store) AuditOutputCapped(ctx context.Context, sandboxID string) (bool, 
 // "" for a sandbox with no log).
 func (s *Store) AuditHead(ctx context.Context, sandboxID string) (int64, string, error) {
 	rows, err := query(ctx, s.pool, `SELECT seq, hash FROM audit_heads WHERE sandbox_id = $1`, []any{sandboxID},
-		func(r scanner) (audit.Event, error) {
+		func(r store.Scanner) (audit.Event, error) {
 			var e audit.Event
 			return e, r.Scan(&e.Seq, &e.Hash)
 		})
@@ -112,23 +112,23 @@ func (s *Store) AuditEvents(ctx context.Context, sandboxID string, f store.Audit
 		q += ` AND type = ANY(` + arg(f.Types) + `::text[])`
 	}
 	if !f.From.IsZero() {
-		q += ` AND time >= ` + arg(toNanos(f.From))
+		q += ` AND time >= ` + arg(store.ToNanos(f.From))
 	}
 	if !f.To.IsZero() {
-		q += ` AND time < ` + arg(toNanos(f.To))
+		q += ` AND time < ` + arg(store.ToNanos(f.To))
 	}
 	q += ` ORDER BY seq`
 	if f.Limit > 0 {
 		q += ` LIMIT ` + arg(f.Limit)
 	}
-	out, err := query(ctx, s.pool, q, args, func(r scanner) (audit.Event, error) {
+	out, err := query(ctx, s.pool, q, args, func(r store.Scanner) (audit.Event, error) {
 		var e audit.Event
-		var t pgtype.Int8
+		var t sql.NullInt64
 		var data []byte
 		if err := r.Scan(&e.Sandbox, &e.Seq, &t, &e.Tenant, &e.Actor, &e.Type, &data, &e.Prev, &e.Hash); err != nil {
 			return e, err
 		}
-		e.Time, e.Data = fromNanos(t), data
+		e.Time, e.Data = store.FromNanos(t), data
 		return e, nil
 	})
 	if err != nil {
@@ -146,7 +146,7 @@ func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int, error) {
 	err := s.storageTx(ctx, "prune audit", func(tx pgx.Tx, d delta) error {
 		ids, err := query(ctx, tx, `DELETE FROM audit_heads WHERE sandbox_id IN
 			(SELECT sandbox_id FROM audit_heads WHERE time < $1 ORDER BY sandbox_id FOR UPDATE)
-			RETURNING sandbox_id`, []any{toNanos(before)}, func(r scanner) (string, error) {
+			RETURNING sandbox_id`, []any{store.ToNanos(before)}, func(r store.Scanner) (string, error) {
 			var id string
 			return id, r.Scan(&id)
 		})

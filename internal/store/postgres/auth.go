@@ -2,19 +2,16 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
-
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/airlockhq/airlock/internal/store"
 )
 
-const tenantCols = `id, name, max_sandboxes, max_memory_mb, max_storage_mb, created_at`
-
 // CreateTenant inserts t; an existing id or name is ErrConflict.
 func (s *Store) CreateTenant(ctx context.Context, t store.Tenant) error {
-	_, err := s.exec(ctx, `INSERT INTO tenants (`+tenantCols+`) VALUES ($1, $2, $3, $4, $5, $6)`,
-		t.ID, t.Name, t.MaxSandboxes, t.MaxMemoryMB, t.MaxStorageMB, toNanos(t.CreatedAt))
+	_, err := s.exec(ctx, `INSERT INTO tenants (`+store.TenantCols+`) VALUES ($1, $2, $3, $4, $5, $6)`,
+		t.ID, t.Name, t.MaxSandboxes, t.MaxMemoryMB, t.MaxStorageMB, store.ToNanos(t.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("create tenant %s: %w", t.ID, err)
 	}
@@ -23,8 +20,8 @@ func (s *Store) CreateTenant(ctx context.Context, t store.Tenant) error {
 
 // UpdateTenantQuota: see store.Store.
 func (s *Store) UpdateTenantQuota(ctx context.Context, t store.Tenant) (store.Tenant, error) {
-	got, err := scanTenant(s.pool.QueryRow(ctx, `UPDATE tenants SET max_sandboxes = $1, max_memory_mb = $2, max_storage_mb = $3
-		WHERE id = $4 RETURNING `+tenantCols, t.MaxSandboxes, t.MaxMemoryMB, t.MaxStorageMB, t.ID))
+	got, err := store.ScanTenant(s.pool.QueryRow(ctx, `UPDATE tenants SET max_sandboxes = $1, max_memory_mb = $2, max_storage_mb = $3
+		WHERE id = $4 RETURNING `+store.TenantCols, t.MaxSandboxes, t.MaxMemoryMB, t.MaxStorageMB, t.ID))
 	if err != nil {
 		return store.Tenant{}, fmt.Errorf("update tenant %s: %w", t.ID, err)
 	}
@@ -33,7 +30,7 @@ func (s *Store) UpdateTenantQuota(ctx context.Context, t store.Tenant) (store.Te
 
 // GetTenant returns the tenant with the id.
 func (s *Store) GetTenant(ctx context.Context, id string) (store.Tenant, error) {
-	t, err := scanTenant(s.pool.QueryRow(ctx, `SELECT `+tenantCols+` FROM tenants WHERE id = $1`, id))
+	t, err := store.ScanTenant(s.pool.QueryRow(ctx, `SELECT `+store.TenantCols+` FROM tenants WHERE id = $1`, id))
 	if err != nil {
 		return store.Tenant{}, fmt.Errorf("get tenant %s: %w", id, err)
 	}
@@ -42,7 +39,7 @@ func (s *Store) GetTenant(ctx context.Context, id string) (store.Tenant, error) 
 
 // TenantByName returns the tenant with the name.
 func (s *Store) TenantByName(ctx context.Context, name string) (store.Tenant, error) {
-	t, err := scanTenant(s.pool.QueryRow(ctx, `SELECT `+tenantCols+` FROM tenants WHERE name = $1`, name))
+	t, err := store.ScanTenant(s.pool.QueryRow(ctx, `SELECT `+store.TenantCols+` FROM tenants WHERE name = $1`, name))
 	if err != nil {
 		return store.Tenant{}, fmt.Errorf("get tenant named %q: %w", name, err)
 	}
@@ -51,30 +48,18 @@ func (s *Store) TenantByName(ctx context.Context, name string) (store.Tenant, er
 
 // ListTenants returns every tenant, ordered by name.
 func (s *Store) ListTenants(ctx context.Context) ([]store.Tenant, error) {
-	out, err := query(ctx, s.pool, `SELECT `+tenantCols+` FROM tenants ORDER BY name`, nil, scanTenant)
+	out, err := query(ctx, s.pool, `SELECT `+store.TenantCols+` FROM tenants ORDER BY name`, nil, store.ScanTenant)
 	if err != nil {
 		return nil, fmt.Errorf("list tenants: %w", err)
 	}
 	return out, nil
 }
 
-func scanTenant(r scanner) (store.Tenant, error) {
-	var t store.Tenant
-	var created pgtype.Int8
-	if err := r.Scan(&t.ID, &t.Name, &t.MaxSandboxes, &t.MaxMemoryMB, &t.MaxStorageMB, &created); err != nil {
-		return store.Tenant{}, mapErr(err)
-	}
-	t.CreatedAt = fromNanos(created)
-	return t, nil
-}
-
-const keyCols = `id, tenant_id, name, hash, admin, created_at`
-
 // CreateKey inserts k; an existing id or hash is ErrConflict, a missing
 // tenant ErrNotFound.
 func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
-	_, err := s.exec(ctx, `INSERT INTO keys (`+keyCols+`) VALUES ($1, $2, $3, $4, $5, $6)`,
-		k.ID, k.TenantID, k.Name, k.Hash, k.Admin, toNanos(k.CreatedAt))
+	_, err := s.exec(ctx, `INSERT INTO keys (`+store.KeyCols+`) VALUES ($1, $2, $3, $4, $5, $6)`,
+		k.ID, k.TenantID, k.Name, k.Hash, k.Admin, store.ToNanos(k.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("create key %s: %w", k.ID, err)
 	}
@@ -83,7 +68,7 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
 
 // KeyByHash returns the key whose SHA-256 is hash.
 func (s *Store) KeyByHash(ctx context.Context, hash []byte) (store.Key, error) {
-	k, err := scanKey(s.pool.QueryRow(ctx, `SELECT `+keyCols+` FROM keys WHERE hash = $1`, hash))
+	k, err := store.ScanKey(s.pool.QueryRow(ctx, `SELECT `+store.KeyCols+` FROM keys WHERE hash = $1`, hash))
 	if err != nil {
 		// Never log the hash: it identifies the key.
 		return store.Key{}, fmt.Errorf("get key by hash: %w", err)
@@ -94,8 +79,8 @@ func (s *Store) KeyByHash(ctx context.Context, hash []byte) (store.Key, error) {
 // ListKeys returns the tenant's keys, or all keys if tenantID is "",
 // ordered by id.
 func (s *Store) ListKeys(ctx context.Context, tenantID string) ([]store.Key, error) {
-	out, err := query(ctx, s.pool, `SELECT `+keyCols+` FROM keys WHERE $1 = '' OR tenant_id = $1 ORDER BY id`,
-		[]any{tenantID}, scanKey)
+	out, err := query(ctx, s.pool, `SELECT `+store.KeyCols+` FROM keys WHERE $1 = '' OR tenant_id = $1 ORDER BY id`,
+		[]any{tenantID}, store.ScanKey)
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)
 	}
@@ -115,22 +100,12 @@ func (s *Store) DeleteKey(ctx context.Context, id string) error {
 	return nil
 }
 
-func scanKey(r scanner) (store.Key, error) {
-	var k store.Key
-	var created pgtype.Int8
-	if err := r.Scan(&k.ID, &k.TenantID, &k.Name, &k.Hash, &k.Admin, &created); err != nil {
-		return store.Key{}, mapErr(err)
-	}
-	k.CreatedAt = fromNanos(created)
-	return k, nil
-}
-
 const tokenCols = `id, sandbox_id, tenant_id, hash, expires_at`
 
 // CreateToken inserts t; an existing id or hash is ErrConflict.
 func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 	_, err := s.exec(ctx, `INSERT INTO tokens (`+tokenCols+`) VALUES ($1, $2, $3, $4, $5)`,
-		t.ID, t.SandboxID, t.TenantID, t.Hash, toNanos(t.ExpiresAt))
+		t.ID, t.SandboxID, t.TenantID, t.Hash, store.ToNanos(t.ExpiresAt))
 	if err != nil {
 		return fmt.Errorf("create token %s: %w", t.ID, err)
 	}
@@ -141,13 +116,13 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 // caller checks ExpiresAt.
 func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, error) {
 	var t store.Token
-	var expires pgtype.Int8
+	var expires sql.NullInt64
 	err := s.pool.QueryRow(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = $1`, hash).
 		Scan(&t.ID, &t.SandboxID, &t.TenantID, &t.Hash, &expires)
 	if err != nil {
 		return store.Token{}, fmt.Errorf("get token by hash: %w", mapErr(err))
 	}
-	t.ExpiresAt = fromNanos(expires)
+	t.ExpiresAt = store.FromNanos(expires)
 	return t, nil
 }
 
@@ -163,12 +138,12 @@ func (s *Store) DeleteTokens(ctx context.Context, sandboxID string) error {
 // expired by its creation. It is inserted only if its key still exists;
 // a key deleted meanwhile (here or on another replica) is ErrNotFound.
 func (s *Store) CreateConsoleSession(ctx context.Context, cs store.ConsoleSession) error {
-	if _, err := s.exec(ctx, `DELETE FROM console_sessions WHERE expires_at <= $1`, toNanos(cs.CreatedAt)); err != nil {
+	if _, err := s.exec(ctx, `DELETE FROM console_sessions WHERE expires_at <= $1`, store.ToNanos(cs.CreatedAt)); err != nil {
 		return fmt.Errorf("prune console sessions: %w", err)
 	}
 	n, err := s.exec(ctx, `INSERT INTO console_sessions (hash, key_id, created_at, expires_at)
 		SELECT $1, id, $2, $3 FROM keys WHERE id = $4`,
-		cs.Hash, toNanos(cs.CreatedAt), toNanos(cs.ExpiresAt), cs.KeyID)
+		cs.Hash, store.ToNanos(cs.CreatedAt), store.ToNanos(cs.ExpiresAt), cs.KeyID)
 	if err == nil && n == 0 {
 		err = store.ErrNotFound
 	}
@@ -183,14 +158,14 @@ func (s *Store) CreateConsoleSession(ctx context.Context, cs store.ConsoleSessio
 func (s *Store) ConsoleSessionByHash(ctx context.Context, hash []byte) (store.ConsoleSession, store.Key, error) {
 	var cs store.ConsoleSession
 	var k store.Key
-	var created, expires, kcreated pgtype.Int8
+	var created, expires, kcreated sql.NullInt64
 	err := s.pool.QueryRow(ctx, `SELECT c.hash, c.key_id, c.created_at, c.expires_at, k.id, k.tenant_id, k.name, k.hash, k.admin, k.created_at
 		FROM console_sessions c JOIN keys k ON k.id = c.key_id WHERE c.hash = $1`, hash).
 		Scan(&cs.Hash, &cs.KeyID, &created, &expires, &k.ID, &k.TenantID, &k.Name, &k.Hash, &k.Admin, &kcreated)
 	if err != nil {
 		return store.ConsoleSession{}, store.Key{}, fmt.Errorf("get console session: %w", mapErr(err))
 	}
-	cs.CreatedAt, cs.ExpiresAt, k.CreatedAt = fromNanos(created), fromNanos(expires), fromNanos(kcreated)
+	cs.CreatedAt, cs.ExpiresAt, k.CreatedAt = store.FromNanos(created), store.FromNanos(expires), store.FromNanos(kcreated)
 	return cs, k, nil
 }
 

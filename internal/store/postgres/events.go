@@ -2,11 +2,11 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -32,7 +32,7 @@ func (s *Store) AppendEvents(ctx context.Context, events []store.TenantEvent) er
 			e := &events[i]
 			err := tx.QueryRow(ctx, `INSERT INTO tenant_events (tenant_id, sandbox_id, type, time, data)
 				VALUES ($1, $2, $3, $4, $5) RETURNING id`,
-				e.TenantID, e.SandboxID, e.Type, toNanos(e.Time), bytesOf(e.Data)).Scan(&ids[i])
+				e.TenantID, e.SandboxID, e.Type, store.ToNanos(e.Time), bytesOf(e.Data)).Scan(&ids[i])
 			if err != nil {
 				return fmt.Errorf("append event of %s: %w", e.SandboxID, mapErr(err))
 			}
@@ -41,7 +41,7 @@ func (s *Store) AppendEvents(ctx context.Context, events []store.TenantEvent) er
 				// Through a SELECT on webhooks, so a webhook deleted since
 				// the caller looked gets no delivery rather than failing
 				// the whole batch.
-				t := toNanos(e.Time)
+				t := store.ToNanos(e.Time)
 				if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries
 					(id, webhook_id, tenant_id, event_id, event_type, state, attempts, next_at, last_status, last_error, created_at)
 					SELECT $1, id, tenant_id, $2, $3, 'pending', 0, $4, 0, '', $4 FROM webhooks WHERE id = $5 AND tenant_id = $6`,
@@ -72,11 +72,11 @@ func (s *Store) TenantEvents(ctx context.Context, tenantID string, after int64, 
 		args = append(args, types)
 	}
 	q += ` ORDER BY id LIMIT $3`
-	out, err := query(ctx, s.pool, q, args, func(r scanner) (store.TenantEvent, error) {
+	out, err := query(ctx, s.pool, q, args, func(r store.Scanner) (store.TenantEvent, error) {
 		var e store.TenantEvent
-		var t pgtype.Int8
+		var t sql.NullInt64
 		err := r.Scan(&e.ID, &e.TenantID, &e.SandboxID, &e.Type, &t, &e.Data)
-		e.Time = fromNanos(t)
+		e.Time = store.FromNanos(t)
 		return e, err
 	})
 	if err != nil {
@@ -105,7 +105,7 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, keep int) (in
 				WHERE (time < $1 OR id <= $2) AND id NOT IN (SELECT event_id FROM webhook_deliveries WHERE state = 'pending')
 				RETURNING tenant_id, octet_length(data) AS b)
 			SELECT tenant_id, COUNT(*), (SUM(b) + COUNT(*) * %d)::bigint FROM gone GROUP BY tenant_id`, store.EventRowBytes),
-			toNanos(before), cut)
+			store.ToNanos(before), cut)
 		if err != nil {
 			return fmt.Errorf("prune events: %w", err)
 		}
@@ -124,7 +124,7 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, keep int) (in
 			return fmt.Errorf("prune events: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `WITH gone AS (DELETE FROM webhook_deliveries WHERE state != 'pending' AND ended_at < $1 RETURNING id)
-			DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM gone)`, toNanos(before)); err != nil {
+			DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM gone)`, store.ToNanos(before)); err != nil {
 			return fmt.Errorf("prune deliveries: %w", err)
 		}
 		return nil

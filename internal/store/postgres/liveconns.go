@@ -2,10 +2,10 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -22,7 +22,7 @@ func (s *Store) UpdateLiveConns(ctx context.Context, opened []store.LiveConn, cl
 			b.Queue(`INSERT INTO live_conns (id, sandbox_id, kind, opened_at, data) VALUES ($1, $2, $3, $4, $5)
 				ON CONFLICT (id) DO UPDATE SET sandbox_id = excluded.sandbox_id, kind = excluded.kind,
 					opened_at = excluded.opened_at, data = excluded.data`,
-				c.ID, c.SandboxID, c.Kind, toNanos(c.OpenedAt), bytesOf(c.Data))
+				c.ID, c.SandboxID, c.Kind, store.ToNanos(c.OpenedAt), bytesOf(c.Data))
 		}
 		if len(closed) > 0 {
 			b.Queue(`DELETE FROM live_conns WHERE id = ANY($1::text[])`, closed)
@@ -38,11 +38,11 @@ func (s *Store) UpdateLiveConns(ctx context.Context, opened []store.LiveConn, cl
 // one statement: one written meanwhile is either returned or kept.
 func (s *Store) TakeLiveConns(ctx context.Context) ([]store.LiveConn, error) {
 	out, err := query(ctx, s.pool, `WITH gone AS (DELETE FROM live_conns RETURNING id, sandbox_id, kind, opened_at, data)
-		SELECT * FROM gone ORDER BY opened_at, id`, nil, func(r scanner) (store.LiveConn, error) {
+		SELECT * FROM gone ORDER BY opened_at, id`, nil, func(r store.Scanner) (store.LiveConn, error) {
 		var c store.LiveConn
-		var at pgtype.Int8
+		var at sql.NullInt64
 		err := r.Scan(&c.ID, &c.SandboxID, &c.Kind, &at, &c.Data)
-		c.OpenedAt = fromNanos(at)
+		c.OpenedAt = store.FromNanos(at)
 		return c, err
 	})
 	if err != nil {

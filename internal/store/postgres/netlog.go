@@ -2,10 +2,10 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -25,7 +25,7 @@ func (s *Store) AppendNetEvents(ctx context.Context, events []store.NetEvent) er
 		b := &pgx.Batch{}
 		for _, e := range events {
 			b.Queue(`INSERT INTO net_events (sandbox_id, tenant_id, time, data) VALUES ($1, $2, $3, $4)`,
-				e.SandboxID, e.TenantID, toNanos(e.Time), bytesOf(e.Data))
+				e.SandboxID, e.TenantID, store.ToNanos(e.Time), bytesOf(e.Data))
 			d.add(e.TenantID, int64(len(e.Data))+store.NetRowBytes)
 		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -39,11 +39,11 @@ func (s *Store) AppendNetEvents(ctx context.Context, events []store.NetEvent) er
 func (s *Store) NetEvents(ctx context.Context, sandboxID string, after int64, n int) ([]store.NetEvent, error) {
 	out, err := query(ctx, s.pool, `SELECT id, sandbox_id, tenant_id, time, data FROM net_events
 		WHERE sandbox_id = $1 AND id > $2 ORDER BY id LIMIT $3`, []any{sandboxID, after, limit(n)},
-		func(r scanner) (store.NetEvent, error) {
+		func(r store.Scanner) (store.NetEvent, error) {
 			var e store.NetEvent
-			var t pgtype.Int8
+			var t sql.NullInt64
 			err := r.Scan(&e.ID, &e.SandboxID, &e.TenantID, &t, &e.Data)
-			e.Time = fromNanos(t)
+			e.Time = store.FromNanos(t)
 			return e, err
 		})
 	if err != nil {

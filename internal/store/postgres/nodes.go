@@ -2,13 +2,13 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/airlockhq/airlock/internal/errdefs"
 	"github.com/airlockhq/airlock/internal/nodes"
@@ -44,7 +44,7 @@ func (s *Store) PutNodeCA(ctx context.Context, cert, sealedKey []byte) ([]byte, 
 // CreateJoinToken stores a join token.
 func (s *Store) CreateJoinToken(ctx context.Context, t nodes.JoinToken) error {
 	if _, err := s.exec(ctx, `INSERT INTO node_tokens (id, hash, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
-		t.ID, bytesOf(t.Hash), toNanos(t.CreatedAt), toNanos(t.ExpiresAt)); err != nil {
+		t.ID, bytesOf(t.Hash), store.ToNanos(t.CreatedAt), store.ToNanos(t.ExpiresAt)); err != nil {
 		return fmt.Errorf("create join token: %w", err)
 	}
 	return nil
@@ -53,7 +53,7 @@ func (s *Store) CreateJoinToken(ctx context.Context, t nodes.JoinToken) error {
 // JoinToken returns the join token with the id.
 func (s *Store) JoinToken(ctx context.Context, id string) (nodes.JoinToken, error) {
 	var t nodes.JoinToken
-	var created, expires, used pgtype.Int8
+	var created, expires, used sql.NullInt64
 	err := s.pool.QueryRow(ctx, `SELECT id, hash, created_at, expires_at, used_at, used_by FROM node_tokens WHERE id = $1`, id).
 		Scan(&t.ID, &t.Hash, &created, &expires, &used, &t.UsedBy)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -62,9 +62,9 @@ func (s *Store) JoinToken(ctx context.Context, id string) (nodes.JoinToken, erro
 	if err != nil {
 		return t, fmt.Errorf("join token %s: %w", id, err)
 	}
-	t.CreatedAt, t.ExpiresAt = fromNanos(created), fromNanos(expires)
+	t.CreatedAt, t.ExpiresAt = store.FromNanos(created), store.FromNanos(expires)
 	if used.Valid {
-		u := fromNanos(used)
+		u := store.FromNanos(used)
 		t.UsedAt = &u
 	}
 	return t, nil
@@ -76,7 +76,7 @@ func (s *Store) JoinToken(ctx context.Context, id string) (nodes.JoinToken, erro
 func (s *Store) JoinNode(ctx context.Context, n nodes.Node, tokenID string, now time.Time) error {
 	return s.tx(ctx, "join node "+n.Name, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE node_tokens SET used_at = $1, used_by = $2
-			WHERE id = $3 AND used_at IS NULL AND expires_at > $1`, toNanos(now), n.Name, tokenID)
+			WHERE id = $3 AND used_at IS NULL AND expires_at > $1`, store.ToNanos(now), n.Name, tokenID)
 		if err != nil {
 			return fmt.Errorf("join node %s: %w", n.Name, err)
 		}
@@ -84,7 +84,7 @@ func (s *Store) JoinNode(ctx context.Context, n nodes.Node, tokenID string, now 
 			return fmt.Errorf("join node %s: token %w", n.Name, errdefs.ErrNotFound)
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO nodes (name, addr, cert_serial, cert_expires_at, joined_at) VALUES ($1, $2, $3, $4, $5)`,
-			n.Name, n.Addr, n.CertSerial, toNanos(n.CertExpiresAt), toNanos(n.JoinedAt))
+			n.Name, n.Addr, n.CertSerial, store.ToNanos(n.CertExpiresAt), store.ToNanos(n.JoinedAt))
 		if err = mapErr(err); errors.Is(err, store.ErrConflict) {
 			return fmt.Errorf("%w: node %s has joined already", errdefs.ErrConflict, n.Name)
 		}
@@ -95,32 +95,9 @@ func (s *Store) JoinNode(ctx context.Context, n nodes.Node, tokenID string, now 
 	})
 }
 
-const nodeCols = `name, addr, cert_serial, cert_expires_at, joined_at, drained, version, capacity, use, last_heartbeat`
-
-func scanNode(sc scanner) (nodes.Node, error) {
-	var n nodes.Node
-	var certExp, joined, beat pgtype.Int8
-	var capacity, use string
-	if err := sc.Scan(&n.Name, &n.Addr, &n.CertSerial, &certExp, &joined, &n.Drained, &n.Version, &capacity, &use, &beat); err != nil {
-		return n, err
-	}
-	n.CertExpiresAt, n.JoinedAt = fromNanos(certExp), fromNanos(joined)
-	if beat.Valid {
-		b := fromNanos(beat)
-		n.LastHeartbeat = &b
-	}
-	if err := json.Unmarshal([]byte(capacity), &n.Capacity); err != nil {
-		return n, fmt.Errorf("node %s capacity: %w", n.Name, err)
-	}
-	if err := json.Unmarshal([]byte(use), &n.Use); err != nil {
-		return n, fmt.Errorf("node %s use: %w", n.Name, err)
-	}
-	return n, nil
-}
-
 // ListNodes returns every node by name.
 func (s *Store) ListNodes(ctx context.Context) ([]nodes.Node, error) {
-	out, err := query(ctx, s.pool, `SELECT `+nodeCols+` FROM nodes ORDER BY name`, nil, scanNode)
+	out, err := query(ctx, s.pool, `SELECT `+store.NodeCols+` FROM nodes ORDER BY name`, nil, store.ScanNode)
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
@@ -129,7 +106,7 @@ func (s *Store) ListNodes(ctx context.Context) ([]nodes.Node, error) {
 
 // GetNode returns the node with the name.
 func (s *Store) GetNode(ctx context.Context, name string) (nodes.Node, error) {
-	n, err := scanNode(s.pool.QueryRow(ctx, `SELECT `+nodeCols+` FROM nodes WHERE name = $1`, name))
+	n, err := store.ScanNode(s.pool.QueryRow(ctx, `SELECT `+store.NodeCols+` FROM nodes WHERE name = $1`, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return n, fmt.Errorf("node %s: %w", name, errdefs.ErrNotFound)
 	}
@@ -150,7 +127,7 @@ func (s *Store) UpdateNodeStatus(ctx context.Context, name string, st nodes.Stat
 		return fmt.Errorf("node %s: %w", name, err)
 	}
 	n, err := s.exec(ctx, `UPDATE nodes SET version = $1, capacity = $2, use = $3, last_heartbeat = $4 WHERE name = $5`,
-		st.Version, string(capacity), string(use), toNanos(at), name)
+		st.Version, string(capacity), string(use), store.ToNanos(at), name)
 	return nodeChanged(name, n, err)
 }
 

@@ -12,11 +12,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/airlockhq/airlock/internal/nodes"
@@ -135,23 +133,6 @@ func mapErr(err error) error {
 	return err
 }
 
-// Times are stored as UTC unix nanoseconds in a bigint, as SQLite stores
-// them (timestamptz keeps only microseconds); the zero time as NULL, so
-// it round-trips.
-func toNanos(t time.Time) pgtype.Int8 {
-	if t.IsZero() {
-		return pgtype.Int8{}
-	}
-	return pgtype.Int8{Int64: t.UnixNano(), Valid: true}
-}
-
-func fromNanos(n pgtype.Int8) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return time.Unix(0, n.Int64).UTC()
-}
-
 // limit is a LIMIT argument as SQLite reads one: negative is no limit.
 func limit(n int) any {
 	if n < 0 {
@@ -160,11 +141,9 @@ func limit(n int) any {
 	return n
 }
 
-type scanner interface{ Scan(dest ...any) error }
-
 // scanAll reads every row with scan and closes rows; no rows is nil, as
 // the SQLite store returns it.
-func scanAll[T any](rows pgx.Rows, scan func(scanner) (T, error)) ([]T, error) {
+func scanAll[T any](rows pgx.Rows, scan func(store.Scanner) (T, error)) ([]T, error) {
 	defer rows.Close()
 	var out []T
 	for rows.Next() {
@@ -180,7 +159,7 @@ func scanAll[T any](rows pgx.Rows, scan func(scanner) (T, error)) ([]T, error) {
 // query runs a query and scans every row.
 func query[T any](ctx context.Context, q interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
-}, sql string, args []any, scan func(scanner) (T, error)) ([]T, error) {
+}, sql string, args []any, scan func(store.Scanner) (T, error)) ([]T, error) {
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err

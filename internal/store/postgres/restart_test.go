@@ -3,11 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,73 +11,6 @@ import (
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/testenv"
 )
-
-// pgServer is a PostgreSQL server of the test's own (pg-env.sh), which it
-// may restart.
-type pgServer struct {
-	url, data, pgctl string
-}
-
-func startServer(t *testing.T) pgServer {
-	t.Helper()
-	testenv.RequiresRoot(t, "run and restart a PostgreSQL server as user postgres")
-	tools := testenv.SharedTools()
-	if tools == "" {
-		testenv.Lacking(t, "no ../shared/tools/pg-env.sh (set AIRLOCK_SHARED_TOOLS)")
-	}
-	ctls, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
-	// Under /tmp: user postgres must reach it (not a 0700 t.TempDir()).
-	dir := fmt.Sprintf("/tmp/airlock-pgrestart-%d", os.Getpid())
-	script := filepath.Join(tools, "pg-env.sh")
-	if out, err := exec.Command("bash", script, "up", dir).CombinedOutput(); err != nil {
-		exec.Command("bash", script, "down", dir).Run()
-		t.Fatalf("pg-env.sh up: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("bash", script, "down", dir).CombinedOutput(); err != nil {
-			t.Errorf("pg-env.sh down: %v\n%s", err, out)
-		}
-	})
-	if len(ctls) == 0 {
-		ctls, _ = filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl") // installed by up
-	}
-	if len(ctls) == 0 {
-		t.Fatal("no /usr/lib/postgresql/*/bin/pg_ctl")
-	}
-	env, err := os.ReadFile(filepath.Join(dir, "env"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := pgServer{pgctl: ctls[len(ctls)-1]}
-	for _, line := range strings.Split(string(env), "\n") {
-		k, v, _ := strings.Cut(line, "=")
-		switch k {
-		case "DATABASE_URL":
-			srv.url = v
-		case "PG_ENV_DATA":
-			srv.data = v
-		}
-	}
-	if srv.url == "" || srv.data == "" {
-		t.Fatalf("%s/env lacks DATABASE_URL or PG_ENV_DATA:\n%s", dir, env)
-	}
-	return srv
-}
-
-// restart restarts the server: mode "fast" (clients are told) or
-// "immediate" (a crash: no checkpoint, recovery from the WAL).
-func (p pgServer) restart(t *testing.T, mode string) {
-	t.Helper()
-	// -l: the new postmaster writes to the log, not to our pipe, which
-	// it would otherwise hold open and CombinedOutput wait on forever.
-	cmd := exec.Command("runuser", "-u", "postgres", "--", p.pgctl, "restart", "-D", p.data, "-m", mode, "-w", "-t", "60",
-		"-l", filepath.Join(filepath.Dir(p.data), "logs", "postgres.log"))
-	cmd.WaitDelay = 10 * time.Second
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("pg_ctl restart -m %s: %v\n%s", mode, err, out)
-	}
-}
 
 // retry calls fn until it succeeds or 30 s have passed: the first calls
 // after a restart may find the pool's old connections dead.
@@ -106,8 +34,8 @@ func retry(t *testing.T, what string, fn func() error) {
 // there afterwards, the store works again without being reopened, and
 // Listen reports the gap with fn("").
 func TestDatabaseRestart(t *testing.T) {
-	srv := startServer(t)
-	s := openURL(t, srv.url)
+	srv := testenv.StartPostgres(t)
+	s := openURL(t, srv.URL)
 	defer s.Close()
 	ctx := context.Background()
 
@@ -184,7 +112,7 @@ func TestDatabaseRestart(t *testing.T) {
 		if err := s.UpdateSandbox(ctx, sb); err != nil {
 			t.Fatal(err)
 		}
-		srv.restart(t, mode)
+		srv.Restart(t, mode == "immediate")
 		time.Sleep(300 * time.Millisecond)
 		close(done)
 		ww.Wait()

@@ -2,17 +2,17 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
+	"database/sql"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
-
 	"github.com/airlockhq/airlock/internal/store"
 )
 
+// sandboxCols are store.ScanSandbox's columns; metadata is jsonb here
+// (the list filter matches it with @>), read back as text.
 const sandboxCols = `id, tenant_id, state, reason, template, cpus, memory_mb, pids, disk_mb,
 	env, metadata::text, workdir, created_at, expires_at, ended_at, network, secrets, idle_timeout_s, node`
 
@@ -33,7 +33,7 @@ func (s *Store) CreateSandbox(ctx context.Context, sb store.Sandbox) error {
 // GetSandbox returns the sandbox with the id, as the database holds it:
 // there is no cache to go stale when another replica writes it.
 func (s *Store) GetSandbox(ctx context.Context, id string) (store.Sandbox, error) {
-	sb, err := scanSandbox(s.pool.QueryRow(ctx, `SELECT `+sandboxCols+` FROM sandboxes WHERE id = $1`, id))
+	sb, err := store.ScanSandbox(s.pool.QueryRow(ctx, `SELECT `+sandboxCols+` FROM sandboxes WHERE id = $1`, id))
 	if err != nil {
 		return store.Sandbox{}, fmt.Errorf("get sandbox %s: %w", id, err)
 	}
@@ -84,7 +84,7 @@ func (s *Store) ListSandboxes(ctx context.Context, f store.SandboxFilter) ([]sto
 		where = append(where, `state = `+arg(f.State))
 	}
 	if !f.ExpiredBy.IsZero() {
-		where = append(where, `expires_at <= `+arg(toNanos(f.ExpiredBy)))
+		where = append(where, `expires_at <= `+arg(store.ToNanos(f.ExpiredBy)))
 	}
 	if f.After != "" {
 		where = append(where, `id > `+arg(f.After))
@@ -107,7 +107,7 @@ func (s *Store) ListSandboxes(ctx context.Context, f store.SandboxFilter) ([]sto
 	if f.Limit > 0 {
 		q += ` LIMIT ` + arg(f.Limit)
 	}
-	out, err := query(ctx, s.pool, q, args, scanSandbox)
+	out, err := query(ctx, s.pool, q, args, store.ScanSandbox)
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}
@@ -130,13 +130,13 @@ func (s *Store) Usage(ctx context.Context, tenantID string) (int, int64, error) 
 // NextExpiry is the earliest expiry after after of a running sandbox,
 // zero if none.
 func (s *Store) NextExpiry(ctx context.Context, after time.Time) (time.Time, error) {
-	var next pgtype.Int8
+	var next sql.NullInt64
 	err := s.pool.QueryRow(ctx, `SELECT MIN(expires_at) FROM sandboxes WHERE state = $1 AND expires_at > $2`,
-		store.StateRunning, toNanos(after)).Scan(&next)
+		store.StateRunning, store.ToNanos(after)).Scan(&next)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("next expiry: %w", err)
 	}
-	return fromNanos(next), nil
+	return store.FromNanos(next), nil
 }
 
 // CountSandboxes counts records by state.
@@ -168,10 +168,10 @@ func (s *Store) SaveIdle(ctx context.Context, last map[string]time.Time) error {
 		return nil
 	}
 	ids := make([]string, 0, len(last))
-	ats := make([]pgtype.Int8, 0, len(last))
+	ats := make([]sql.NullInt64, 0, len(last))
 	for id, t := range last {
 		ids = append(ids, id)
-		ats = append(ats, toNanos(t))
+		ats = append(ats, store.ToNanos(t))
 	}
 	// One statement, rows locked in id order: two replicas saving
 	// overlapping sets cannot deadlock.
@@ -195,11 +195,11 @@ func (s *Store) IdleSince(ctx context.Context) (map[string]time.Time, error) {
 	out := map[string]time.Time{}
 	for rows.Next() {
 		var id string
-		var at pgtype.Int8
+		var at sql.NullInt64
 		if err := rows.Scan(&id, &at); err != nil {
 			return nil, fmt.Errorf("idle timers: %w", err)
 		}
-		out[id] = fromNanos(at)
+		out[id] = store.FromNanos(at)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("idle timers: %w", err)
@@ -209,61 +209,15 @@ func (s *Store) IdleSince(ctx context.Context) (map[string]time.Time, error) {
 
 // sandboxArgs returns sb's columns in sandboxCols order.
 func sandboxArgs(sb store.Sandbox) ([]any, error) {
-	env, err := encodeMap(sb.Env)
+	env, err := store.EncodeMap(sb.Env)
 	if err != nil {
 		return nil, fmt.Errorf("encode env: %w", err)
 	}
-	meta, err := encodeMap(sb.Metadata)
+	meta, err := store.EncodeMap(sb.Metadata)
 	if err != nil {
 		return nil, fmt.Errorf("encode metadata: %w", err)
 	}
 	return []any{sb.ID, sb.TenantID, sb.State, sb.Reason, sb.Template, sb.CPUs, sb.MemoryMB,
 		sb.Pids, sb.DiskMB, env, meta, sb.Workdir,
-		toNanos(sb.CreatedAt), toNanos(sb.ExpiresAt), toNanos(sb.EndedAt), sb.Network, sb.Secrets, sb.IdleTimeoutS, sb.Node}, nil
-}
-
-func scanSandbox(r scanner) (store.Sandbox, error) {
-	var sb store.Sandbox
-	var env, meta pgtype.Text
-	var created, expires, ended pgtype.Int8
-	err := r.Scan(&sb.ID, &sb.TenantID, &sb.State, &sb.Reason, &sb.Template, &sb.CPUs, &sb.MemoryMB,
-		&sb.Pids, &sb.DiskMB, &env, &meta, &sb.Workdir, &created, &expires, &ended, &sb.Network, &sb.Secrets, &sb.IdleTimeoutS, &sb.Node)
-	if err != nil {
-		return store.Sandbox{}, mapErr(err)
-	}
-	if sb.Env, err = decodeMap(env); err != nil {
-		return store.Sandbox{}, fmt.Errorf("sandbox %s: decode env: %w", sb.ID, err)
-	}
-	if sb.Metadata, err = decodeMap(meta); err != nil {
-		return store.Sandbox{}, fmt.Errorf("sandbox %s: decode metadata: %w", sb.ID, err)
-	}
-	sb.CreatedAt, sb.ExpiresAt, sb.EndedAt = fromNanos(created), fromNanos(expires), fromNanos(ended)
-	return sb, nil
-}
-
-// An empty map is stored as NULL and read back as nil, so nil and empty
-// compare equal after a round trip, as in the SQLite store.
-func encodeMap(m map[string]string) (pgtype.Text, error) {
-	if len(m) == 0 {
-		return pgtype.Text{}, nil
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return pgtype.Text{}, err
-	}
-	return pgtype.Text{String: string(b), Valid: true}, nil
-}
-
-func decodeMap(s pgtype.Text) (map[string]string, error) {
-	if !s.Valid || s.String == "" {
-		return nil, nil
-	}
-	var m map[string]string
-	if err := json.Unmarshal([]byte(s.String), &m); err != nil {
-		return nil, err
-	}
-	if len(m) == 0 {
-		return nil, nil
-	}
-	return m, nil
+		store.ToNanos(sb.CreatedAt), store.ToNanos(sb.ExpiresAt), store.ToNanos(sb.EndedAt), sb.Network, sb.Secrets, sb.IdleTimeoutS, sb.Node}, nil
 }

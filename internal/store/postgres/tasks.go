@@ -2,47 +2,31 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/airlockhq/airlock/internal/store"
 )
 
-const taskCols = `id, tenant_id, key_id, harness, state, reason, spec, sandbox_id, exit_code,
-	summary, created_at, started_at, ended_at, input_tokens, output_tokens, progress`
-
 func taskArgs(t store.Task) []any {
-	var exit pgtype.Int8
+	var exit sql.NullInt64
 	if t.HasExit {
-		exit = pgtype.Int8{Int64: int64(t.ExitCode), Valid: true}
+		exit = sql.NullInt64{Int64: int64(t.ExitCode), Valid: true}
 	}
 	return []any{t.ID, t.TenantID, t.KeyID, t.Harness, t.State, t.Reason, t.Spec, t.SandboxID, exit,
-		t.Summary, toNanos(t.CreatedAt), toNanos(t.StartedAt), toNanos(t.EndedAt), t.InputTokens, t.OutputTokens, t.Progress}
-}
-
-func scanTask(r scanner) (store.Task, error) {
-	var t store.Task
-	var exit, created, started, ended pgtype.Int8
-	err := r.Scan(&t.ID, &t.TenantID, &t.KeyID, &t.Harness, &t.State, &t.Reason, &t.Spec, &t.SandboxID, &exit,
-		&t.Summary, &created, &started, &ended, &t.InputTokens, &t.OutputTokens, &t.Progress)
-	if err != nil {
-		return store.Task{}, mapErr(err)
-	}
-	t.HasExit, t.ExitCode = exit.Valid, int(exit.Int64)
-	t.CreatedAt, t.StartedAt, t.EndedAt = fromNanos(created), fromNanos(started), fromNanos(ended)
-	return t, nil
+		t.Summary, store.ToNanos(t.CreatedAt), store.ToNanos(t.StartedAt), store.ToNanos(t.EndedAt), t.InputTokens, t.OutputTokens, t.Progress}
 }
 
 // CreateTask inserts t (its spec counts against its tenant's storage);
 // an existing id is ErrConflict.
 func (s *Store) CreateTask(ctx context.Context, t store.Task) error {
 	err := s.storageTx(ctx, "create task", func(tx pgx.Tx, d delta) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO tasks (`+taskCols+`)
+		if _, err := tx.Exec(ctx, `INSERT INTO tasks (`+store.TaskCols+`)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`, taskArgs(t)...); err != nil {
 			return mapErr(err)
 		}
@@ -68,7 +52,7 @@ func taskTenant(ctx context.Context, tx pgx.Tx, taskID string) (string, error) {
 
 // GetTask returns the task with the id, or ErrNotFound.
 func (s *Store) GetTask(ctx context.Context, id string) (store.Task, error) {
-	t, err := scanTask(s.pool.QueryRow(ctx, `SELECT `+taskCols+` FROM tasks WHERE id = $1`, id))
+	t, err := store.ScanTask(s.pool.QueryRow(ctx, `SELECT `+store.TaskCols+` FROM tasks WHERE id = $1`, id))
 	if err != nil {
 		return store.Task{}, fmt.Errorf("get task %s: %w", id, err)
 	}
@@ -111,7 +95,7 @@ func (s *Store) ListTasks(ctx context.Context, f store.TaskFilter) ([]store.Task
 	if f.After != "" {
 		where = append(where, `id > `+arg(f.After))
 	}
-	q := `SELECT ` + taskCols + ` FROM tasks`
+	q := `SELECT ` + store.TaskCols + ` FROM tasks`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, ` AND `)
 	}
@@ -119,7 +103,7 @@ func (s *Store) ListTasks(ctx context.Context, f store.TaskFilter) ([]store.Task
 	if f.Limit > 0 {
 		q += ` LIMIT ` + arg(f.Limit)
 	}
-	out, err := query(ctx, s.pool, q, args, scanTask)
+	out, err := query(ctx, s.pool, q, args, store.ScanTask)
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
@@ -148,7 +132,7 @@ func (s *Store) AppendTaskEvents(ctx context.Context, taskID string, events []st
 		b := &pgx.Batch{}
 		for i, e := range events {
 			b.Queue(`INSERT INTO task_events (task_id, seq, time, type, sandbox_id, data) VALUES ($1, $2, $3, $4, $5, $6)`,
-				taskID, first+int64(i), toNanos(e.Time), e.Type, e.SandboxID, bytesOf(e.Data))
+				taskID, first+int64(i), store.ToNanos(e.Time), e.Type, e.SandboxID, bytesOf(e.Data))
 			if tenant != "" {
 				d.add(tenant, int64(len(e.Data))+store.TaskEventRowBytes)
 			}
@@ -175,11 +159,11 @@ func (s *Store) TaskEvents(ctx context.Context, taskID string, after int64, n in
 	}
 	out, err := query(ctx, s.pool, `SELECT task_id, seq, time, type, sandbox_id, data FROM task_events
 		WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, []any{taskID, after, limit(n)},
-		func(r scanner) (store.TaskEvent, error) {
+		func(r store.Scanner) (store.TaskEvent, error) {
 			var e store.TaskEvent
-			var at pgtype.Int8
+			var at sql.NullInt64
 			err := r.Scan(&e.TaskID, &e.Seq, &at, &e.Type, &e.SandboxID, &e.Data)
-			e.Time = fromNanos(at)
+			e.Time = store.FromNanos(at)
 			return e, err
 		})
 	if err != nil {
@@ -215,7 +199,7 @@ func (s *Store) SaveTaskArtifacts(ctx context.Context, arts []store.TaskArtifact
 		}
 		for _, a := range arts {
 			content := bytesOf(a.Content)
-			var old pgtype.Int8
+			var old sql.NullInt64
 			err := tx.QueryRow(ctx, `WITH prev AS (SELECT octet_length(content) AS n FROM task_artifacts
 					WHERE task_id = $1 AND kind = $3 AND name = $2),
 				up AS (INSERT INTO task_artifacts (task_id, name, kind, size, sha256, truncated, content)
@@ -244,7 +228,7 @@ func (s *Store) SaveTaskArtifacts(ctx context.Context, arts []store.TaskArtifact
 // first, then files by name.
 func (s *Store) TaskArtifacts(ctx context.Context, taskID string) ([]store.TaskArtifact, error) {
 	out, err := query(ctx, s.pool, `SELECT task_id, name, kind, size, sha256, truncated FROM task_artifacts
-		WHERE task_id = $1 ORDER BY kind, name`, []any{taskID}, func(r scanner) (store.TaskArtifact, error) {
+		WHERE task_id = $1 ORDER BY kind, name`, []any{taskID}, func(r store.Scanner) (store.TaskArtifact, error) {
 		var a store.TaskArtifact
 		err := r.Scan(&a.TaskID, &a.Name, &a.Kind, &a.Size, &a.SHA256, &a.Truncated)
 		return a, err

@@ -2,11 +2,11 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -40,8 +40,8 @@ func (s *Store) SaveUsage(ctx context.Context, rows []store.SandboxUsage) error 
 					egress_bytes_out = GREATEST(sandbox_usage.egress_bytes_out, excluded.egress_bytes_out),
 					egress_bytes_in = GREATEST(sandbox_usage.egress_bytes_in, excluded.egress_bytes_in),
 					exec_count = GREATEST(sandbox_usage.exec_count, excluded.exec_count)`,
-				u.SandboxID, u.TenantID, toNanos(u.CreatedAt), toNanos(u.EndedAt),
-				toNanos(u.UpdatedAt), u.CPUSeconds, u.MemoryPeakBytes, u.EgressBytesOut, u.EgressBytesIn, u.ExecCount)
+				u.SandboxID, u.TenantID, store.ToNanos(u.CreatedAt), store.ToNanos(u.EndedAt),
+				store.ToNanos(u.UpdatedAt), u.CPUSeconds, u.MemoryPeakBytes, u.EgressBytesOut, u.EgressBytesIn, u.ExecCount)
 		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("save usage: %w", mapErr(err))
@@ -53,14 +53,14 @@ func (s *Store) SaveUsage(ctx context.Context, rows []store.SandboxUsage) error 
 // GetUsage returns one sandbox's row.
 func (s *Store) GetUsage(ctx context.Context, sandboxID string) (store.SandboxUsage, error) {
 	var u store.SandboxUsage
-	var created, ended, updated pgtype.Int8
+	var created, ended, updated sql.NullInt64
 	err := s.pool.QueryRow(ctx, `SELECT `+usageCols+` FROM sandbox_usage WHERE sandbox_id = $1`, sandboxID).Scan(
 		&u.SandboxID, &u.TenantID, &created, &ended, &updated,
 		&u.CPUSeconds, &u.MemoryPeakBytes, &u.EgressBytesOut, &u.EgressBytesIn, &u.ExecCount)
 	if err != nil {
 		return store.SandboxUsage{}, fmt.Errorf("usage of %s: %w", sandboxID, mapErr(err))
 	}
-	u.CreatedAt, u.EndedAt, u.UpdatedAt = fromNanos(created), fromNanos(ended), fromNanos(updated)
+	u.CreatedAt, u.EndedAt, u.UpdatedAt = store.FromNanos(created), store.FromNanos(ended), store.FromNanos(updated)
 	return u, nil
 }
 
@@ -69,7 +69,7 @@ func (s *Store) GetUsage(ctx context.Context, sandboxID string) (store.SandboxUs
 // no Now), which then adds nothing, as in SQLite.
 func (s *Store) UsageByTenant(ctx context.Context, f store.UsageFilter) ([]store.TenantUsage, error) {
 	where := []string{`true`}
-	args := []any{toNanos(f.Now)}
+	args := []any{store.ToNanos(f.Now)}
 	arg := func(v any) string {
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
@@ -78,17 +78,17 @@ func (s *Store) UsageByTenant(ctx context.Context, f store.UsageFilter) ([]store
 		where = append(where, `tenant_id = `+arg(f.TenantID))
 	}
 	if !f.From.IsZero() {
-		where = append(where, `created_at >= `+arg(toNanos(f.From)))
+		where = append(where, `created_at >= `+arg(store.ToNanos(f.From)))
 	}
 	if !f.To.IsZero() {
-		where = append(where, `created_at < `+arg(toNanos(f.To)))
+		where = append(where, `created_at < `+arg(store.ToNanos(f.To)))
 	}
 	out, err := query(ctx, s.pool, `SELECT tenant_id, COUNT(*),
 			COALESCE(SUM(GREATEST(0, COALESCE(ended_at, $1::bigint) - created_at)::float8), 0) / 1e9,
 			COALESCE(SUM(cpu_seconds), 0)::float8, COALESCE(MAX(memory_peak_bytes), 0),
 			COALESCE(SUM(egress_bytes_out), 0)::bigint, COALESCE(SUM(egress_bytes_in), 0)::bigint, COALESCE(SUM(exec_count), 0)::bigint
 		FROM sandbox_usage WHERE `+strings.Join(where, ` AND `)+`
-		GROUP BY tenant_id ORDER BY tenant_id`, args, func(r scanner) (store.TenantUsage, error) {
+		GROUP BY tenant_id ORDER BY tenant_id`, args, func(r store.Scanner) (store.TenantUsage, error) {
 		var u store.TenantUsage
 		err := r.Scan(&u.TenantID, &u.Sandboxes, &u.SandboxSeconds, &u.CPUSeconds, &u.MemoryPeakBytes,
 			&u.EgressBytesOut, &u.EgressBytesIn, &u.ExecCount)

@@ -2,25 +2,23 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/airlockhq/airlock/internal/store"
 )
-
-const webhookCols = `id, tenant_id, url, events, sealed, created_at`
 
 // CreateWebhook inserts w; an existing ID is ErrConflict.
 func (s *Store) CreateWebhook(ctx context.Context, w store.Webhook) error {
 	events, err := json.Marshal(w.Events)
 	if err == nil {
-		_, err = s.exec(ctx, `INSERT INTO webhooks (`+webhookCols+`) VALUES ($1, $2, $3, $4, $5, $6)`,
-			w.ID, w.TenantID, w.URL, string(events), bytesOf(w.Sealed), toNanos(w.CreatedAt))
+		_, err = s.exec(ctx, `INSERT INTO webhooks (`+store.WebhookCols+`) VALUES ($1, $2, $3, $4, $5, $6)`,
+			w.ID, w.TenantID, w.URL, string(events), bytesOf(w.Sealed), store.ToNanos(w.CreatedAt))
 	}
 	if err != nil {
 		return fmt.Errorf("create webhook %s of tenant %s: %w", w.ID, w.TenantID, err)
@@ -30,7 +28,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w store.Webhook) error {
 
 // GetWebhook returns the tenant's webhook with the id.
 func (s *Store) GetWebhook(ctx context.Context, tenantID, id string) (store.Webhook, error) {
-	w, err := scanWebhook(s.pool.QueryRow(ctx, `SELECT `+webhookCols+` FROM webhooks WHERE id = $1 AND tenant_id = $2`, id, tenantID))
+	w, err := store.ScanWebhook(s.pool.QueryRow(ctx, `SELECT `+store.WebhookCols+` FROM webhooks WHERE id = $1 AND tenant_id = $2`, id, tenantID))
 	if err != nil {
 		return store.Webhook{}, fmt.Errorf("get webhook %s: %w", id, err)
 	}
@@ -40,8 +38,8 @@ func (s *Store) GetWebhook(ctx context.Context, tenantID, id string) (store.Webh
 // ListWebhooks returns the tenant's webhooks ("" = every tenant's) in
 // creation order (NULLS FIRST: SQLite's order of a zero time).
 func (s *Store) ListWebhooks(ctx context.Context, tenantID string) ([]store.Webhook, error) {
-	out, err := query(ctx, s.pool, `SELECT `+webhookCols+` FROM webhooks
-		WHERE $1 = '' OR tenant_id = $1 ORDER BY created_at NULLS FIRST, id`, []any{tenantID}, scanWebhook)
+	out, err := query(ctx, s.pool, `SELECT `+store.WebhookCols+` FROM webhooks
+		WHERE $1 = '' OR tenant_id = $1 ORDER BY created_at NULLS FIRST, id`, []any{tenantID}, store.ScanWebhook)
 	if err != nil {
 		return nil, fmt.Errorf("list webhooks of tenant %q: %w", tenantID, err)
 	}
@@ -67,53 +65,24 @@ func (s *Store) DeleteWebhook(ctx context.Context, tenantID, id string) error {
 	})
 }
 
-func scanWebhook(r scanner) (store.Webhook, error) {
-	var w store.Webhook
-	var events string
-	var created pgtype.Int8
-	if err := r.Scan(&w.ID, &w.TenantID, &w.URL, &events, &w.Sealed, &created); err != nil {
-		return store.Webhook{}, mapErr(err)
-	}
-	if err := json.Unmarshal([]byte(events), &w.Events); err != nil {
-		return store.Webhook{}, fmt.Errorf("webhook %s: decode events: %w", w.ID, err)
-	}
-	w.CreatedAt = fromNanos(created)
-	return w, nil
-}
-
-const deliveryCols = `d.id, d.webhook_id, d.tenant_id, d.event_id, d.event_type, d.state, d.attempts,
-	d.next_at, d.last_status, d.last_error, d.created_at, d.ended_at`
-
-func scanDelivery(r scanner, extra ...any) (store.Delivery, error) {
-	var d store.Delivery
-	var next, created, ended pgtype.Int8
-	dest := append([]any{&d.ID, &d.WebhookID, &d.TenantID, &d.EventID, &d.EventType, &d.State, &d.Attempts,
-		&next, &d.LastStatus, &d.LastError, &created, &ended}, extra...)
-	if err := r.Scan(dest...); err != nil {
-		return store.Delivery{}, err
-	}
-	d.NextAt, d.CreatedAt, d.EndedAt = fromNanos(next), fromNanos(created), fromNanos(ended)
-	return d, nil
-}
-
 // DueDeliveries returns up to limit pending deliveries due at or before
 // now, earliest first, each with its webhook and event.
 func (s *Store) DueDeliveries(ctx context.Context, now time.Time, n int) ([]store.Delivery, error) {
-	out, err := query(ctx, s.pool, `SELECT `+deliveryCols+`, w.url, w.sealed, w.created_at, e.sandbox_id, e.time, e.data
+	out, err := query(ctx, s.pool, `SELECT `+store.DeliveryCols+`, w.url, w.sealed, w.created_at, e.sandbox_id, e.time, e.data
 		FROM webhook_deliveries d
 		JOIN webhooks w ON w.id = d.webhook_id
 		JOIN tenant_events e ON e.id = d.event_id
-		WHERE d.state = 'pending' AND d.next_at <= $1 ORDER BY d.next_at, d.id LIMIT $2`, []any{toNanos(now), limit(n)},
-		func(r scanner) (store.Delivery, error) {
-			var wcreated, etime pgtype.Int8
+		WHERE d.state = 'pending' AND d.next_at <= $1 ORDER BY d.next_at, d.id LIMIT $2`, []any{store.ToNanos(now), limit(n)},
+		func(r store.Scanner) (store.Delivery, error) {
+			var wcreated, etime sql.NullInt64
 			var w store.Webhook
 			var e store.TenantEvent
-			d, err := scanDelivery(r, &w.URL, &w.Sealed, &wcreated, &e.SandboxID, &etime, &e.Data)
+			d, err := store.ScanDelivery(r, &w.URL, &w.Sealed, &wcreated, &e.SandboxID, &etime, &e.Data)
 			if err != nil {
 				return d, err
 			}
-			w.ID, w.TenantID, w.CreatedAt = d.WebhookID, d.TenantID, fromNanos(wcreated)
-			e.ID, e.TenantID, e.Type, e.Time = d.EventID, d.TenantID, d.EventType, fromNanos(etime)
+			w.ID, w.TenantID, w.CreatedAt = d.WebhookID, d.TenantID, store.FromNanos(wcreated)
+			e.ID, e.TenantID, e.Type, e.Time = d.EventID, d.TenantID, d.EventType, store.FromNanos(etime)
 			d.Webhook, d.Event = w, e
 			return d, nil
 		})
@@ -126,7 +95,7 @@ func (s *Store) DueDeliveries(ctx context.Context, now time.Time, n int) ([]stor
 // NextDelivery returns the earliest time after after at which a pending
 // delivery is due, zero if there is none.
 func (s *Store) NextDelivery(ctx context.Context, after time.Time) (time.Time, error) {
-	var n pgtype.Int8
+	var n sql.NullInt64
 	from := int64(math.MinInt64)
 	if !after.IsZero() {
 		from = after.UnixNano()
@@ -135,7 +104,7 @@ func (s *Store) NextDelivery(ctx context.Context, after time.Time) (time.Time, e
 		from).Scan(&n); err != nil {
 		return time.Time{}, fmt.Errorf("next delivery: %w", err)
 	}
-	return fromNanos(n), nil
+	return store.FromNanos(n), nil
 }
 
 // RecordAttempt saves attempt a of delivery d and d's new state in one
@@ -145,7 +114,7 @@ func (s *Store) RecordAttempt(ctx context.Context, d store.Delivery, a store.Del
 	return s.tx(ctx, "record attempt of "+d.ID, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET state = $1, attempts = $2, next_at = $3,
 			last_status = $4, last_error = $5, ended_at = $6 WHERE id = $7`,
-			d.State, d.Attempts, toNanos(d.NextAt), d.LastStatus, d.LastError, toNanos(d.EndedAt), d.ID)
+			d.State, d.Attempts, store.ToNanos(d.NextAt), d.LastStatus, d.LastError, store.ToNanos(d.EndedAt), d.ID)
 		if err != nil {
 			return fmt.Errorf("record attempt of %s: %w", d.ID, err)
 		}
@@ -153,7 +122,7 @@ func (s *Store) RecordAttempt(ctx context.Context, d store.Delivery, a store.Del
 			return fmt.Errorf("record attempt of %s: delivery %w", d.ID, store.ErrNotFound)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO webhook_attempts (delivery_id, n, time, status, error, duration_ms)
-			VALUES ($1, $2, $3, $4, $5, $6)`, d.ID, a.N, toNanos(a.Time), a.Status, a.Error, a.DurationMS); err != nil {
+			VALUES ($1, $2, $3, $4, $5, $6)`, d.ID, a.N, store.ToNanos(a.Time), a.Status, a.Error, a.DurationMS); err != nil {
 			return fmt.Errorf("record attempt %d of %s: %w", a.N, d.ID, mapErr(err))
 		}
 		return nil
@@ -174,9 +143,9 @@ func (s *Store) ListDeliveries(ctx context.Context, tenantID, webhookID string, 
 		return nil, fmt.Errorf("deliveries of webhook %s: %w", webhookID, err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	out, err := query(ctx, tx, `SELECT `+deliveryCols+` FROM webhook_deliveries d
+	out, err := query(ctx, tx, `SELECT `+store.DeliveryCols+` FROM webhook_deliveries d
 		WHERE d.webhook_id = $1 AND d.tenant_id = $2 AND d.event_id < $3 ORDER BY d.event_id DESC LIMIT $4`,
-		[]any{webhookID, tenantID, before, limit(n)}, func(r scanner) (store.Delivery, error) { return scanDelivery(r) })
+		[]any{webhookID, tenantID, before, limit(n)}, func(r store.Scanner) (store.Delivery, error) { return store.ScanDelivery(r) })
 	if err != nil {
 		return nil, fmt.Errorf("deliveries of webhook %s: %w", webhookID, err)
 	}
@@ -194,11 +163,11 @@ func (s *Store) ListDeliveries(ctx context.Context, tenantID, webhookID string, 
 	attempts, err := query(ctx, tx, `SELECT a.delivery_id, a.n, a.time, a.status, a.error, a.duration_ms
 		FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
 		WHERE d.webhook_id = $1 AND d.event_id BETWEEN $2 AND $3 ORDER BY a.delivery_id, a.n`,
-		[]any{webhookID, out[len(out)-1].EventID, out[0].EventID}, func(r scanner) (row, error) {
+		[]any{webhookID, out[len(out)-1].EventID, out[0].EventID}, func(r store.Scanner) (row, error) {
 			var x row
-			var t pgtype.Int8
+			var t sql.NullInt64
 			err := r.Scan(&x.id, &x.a.N, &t, &x.a.Status, &x.a.Error, &x.a.DurationMS)
-			x.a.Time = fromNanos(t)
+			x.a.Time = store.FromNanos(t)
 			return x, err
 		})
 	if err != nil {
