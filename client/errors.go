@@ -18,6 +18,9 @@ var (
 	ErrConflict        = errors.New("conflict")
 	ErrLimitExceeded   = errors.New("limit exceeded")
 	ErrUnavailable     = errors.New("unavailable")
+	// ErrPaused is the ErrConflict of a call that needs the sandbox
+	// running while it is paused (resume it first).
+	ErrPaused = errors.New("paused")
 )
 
 // Error is an error answer of the server. Status is 0 for an error event in
@@ -41,6 +44,9 @@ func (e *Error) Error() string {
 // Is matches the kind (ErrNotFound...) of e's code, or of its status when
 // the answer had no code (an error page of a proxy).
 func (e *Error) Is(target error) bool {
+	if e.Code == "paused" && target == ErrPaused {
+		return true
+	}
 	k := kindOfCode[e.Code]
 	if k == nil && e.Code == "" {
 		k = kindOfStatus[e.Status]
@@ -54,6 +60,7 @@ var kindOfCode = map[string]error{
 	"forbidden":        ErrForbidden,
 	"not_found":        ErrNotFound,
 	"conflict":         ErrConflict,
+	"paused":           ErrConflict, // and ErrPaused
 	"limit_exceeded":   ErrLimitExceeded,
 	"storage_quota":    ErrLimitExceeded, // the tenant keeps all its storage quota allows
 	"unavailable":      ErrUnavailable,

@@ -119,11 +119,16 @@ func scanSSELine(data []byte, atEOF bool) (advance int, token []byte, err error)
 // "error" event is the server's *Error; a stream the server ends is
 // io.ErrUnexpectedEOF. what names the stream in errors.
 func (c *Client) followSSE(ctx context.Context, path string, q url.Values, hdr http.Header, what string, fn func(sseEvent) (done bool, err error)) error {
+	return c.streamSSE(ctx, http.MethodGet, path, q, nil, hdr, what, fn)
+}
+
+// streamSSE is followSSE for any method, with a request body.
+func (c *Client) streamSSE(ctx context.Context, method, path string, q url.Values, body io.Reader, hdr http.Header, what string, fn func(sseEvent) (done bool, err error)) error {
 	if hdr == nil {
 		hdr = http.Header{}
 	}
 	hdr.Set("Accept", "text/event-stream")
-	resp, err := c.do(ctx, http.MethodGet, path, q, nil, hdr)
+	resp, err := c.do(ctx, method, path, q, body, hdr)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,12 @@ type Template struct {
 	CreatedAt   time.Time         `json:"created_at,omitzero"`
 	SizeBytes   int64             `json:"size_bytes"`
 	Labels      map[string]string `json:"labels,omitempty"`
+	// Image, Digest, Env, Workdir and User are an imported image's.
+	Image   string   `json:"image,omitempty"`
+	Digest  string   `json:"digest,omitempty"`
+	Env     []string `json:"env,omitempty"`
+	Workdir string   `json:"workdir,omitempty"`
+	User    string   `json:"user,omitempty"`
 }
 
 // Templates lists the server's templates, base first.

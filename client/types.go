@@ -8,6 +8,7 @@ import (
 const (
 	StateCreating = "creating"
 	StateRunning  = "running"
+	StatePaused   = "paused"
 	StateStopped  = "stopped"
 	StateFailed   = "failed"
 )
@@ -33,6 +34,21 @@ type Sandbox struct {
 	// Node is the node it runs on: "local" for the server's own host,
 	// else a joined node's name ("" until it is placed).
 	Node string `json:"node,omitempty"`
+	// Pause settings, and where the sandbox came from.
+	AutoResume bool          `json:"auto_resume,omitempty"`
+	IdleAction string        `json:"idle_action,omitempty"`
+	MaxPausedS int64         `json:"max_paused_s,omitempty"`
+	PausedAt   time.Time     `json:"paused_at,omitzero"`
+	Snapshot   string        `json:"snapshot,omitempty"`
+	ForkOf     string        `json:"fork_of,omitempty"`
+	Volumes    []VolumeMount `json:"volumes,omitempty"`
+}
+
+// VolumeMount mounts one of the tenant's volumes into a sandbox.
+type VolumeMount struct {
+	Name     string `json:"name"`
+	Path     string `json:"path"`
+	ReadOnly bool   `json:"read_only,omitempty"`
 }
 
 // Limits are a sandbox's resource limits.
@@ -65,6 +81,16 @@ type CreateRequest struct {
 	IdleTimeoutS int64 `json:"idle_timeout_s,omitempty"`
 	// Build makes /usr/local writable, to build a template (BuildTemplate).
 	Build bool `json:"build,omitempty"`
+	// AutoResume resumes the sandbox, while paused, on any call that
+	// needs it running; IdleAction is what IdleTimeoutS does ("destroy",
+	// the default, or "pause"); MaxPausedS bounds a pause (0: 7 days).
+	AutoResume bool   `json:"auto_resume,omitempty"`
+	IdleAction string `json:"idle_action,omitempty"`
+	MaxPausedS int64  `json:"max_paused_s,omitempty"`
+	// Snapshot starts from one of the tenant's snapshots.
+	Snapshot string `json:"snapshot,omitempty"`
+	// Volumes mounts the tenant's volumes.
+	Volumes []VolumeMount `json:"volumes,omitempty"`
 }
 
 func (r CreateRequest) MarshalJSON() ([]byte, error) {

@@ -1,6 +1,8 @@
 // Package clienttest is an in-memory fake of the Airlock API (docs/API.md)
 // for tests of programs that use package client. It runs nothing: exec
-// calls a function the test supplies, and files live in memory. It checks
+// calls a function the test supplies, and files live in memory; pausing
+// changes a sandbox's state (and refuses exec and files while paused,
+// as the server does), a snapshot or a fork copies its files. It checks
 // credentials and refuses unknown JSON fields like the real server, but it
 // must not grow into a second server: it enforces no quotas and no tenancy
 // beyond a sandbox token's one sandbox.
@@ -35,12 +37,15 @@ type Server struct {
 	tenants   []client.Tenant
 	keys      map[string]*key   // by secret
 	tokens    map[string]string // secret -> sandbox id
+	snapshots map[string]*snapshot
 }
 
 type sandbox struct {
 	client.Sandbox
 	files map[string]file // by clean absolute path
 	dirs  map[string]fileMode
+	// lifeLeft is what was left of its lifetime when it was paused.
+	lifeLeft time.Duration
 }
 
 type key struct {
@@ -56,6 +61,7 @@ func NewServer(t testing.TB) *Server {
 		sandboxes: map[string]*sandbox{},
 		keys:      map[string]*key{"alk_admin": {Key: client.Key{ID: "key-admin", Tenant: "admin", Name: "admin"}, admin: true}},
 		tokens:    map[string]string{},
+		snapshots: map[string]*snapshot{},
 	}
 	srv := httptest.NewServer(s.routes())
 	t.Cleanup(srv.Close)
@@ -89,20 +95,34 @@ func (s *Server) routes() http.Handler {
 	sb := func(h func(http.ResponseWriter, *http.Request, *sandbox)) http.HandlerFunc {
 		return s.auth(false, s.withSandbox(h))
 	}
+	// What needs the sandbox running.
+	run := func(h func(http.ResponseWriter, *http.Request, *sandbox)) http.HandlerFunc {
+		return sb(s.awake(h))
+	}
 	mux.HandleFunc("POST /v1/sandboxes", s.auth(false, s.create))
 	mux.HandleFunc("GET /v1/sandboxes", s.auth(false, s.list))
 	mux.HandleFunc("GET /v1/sandboxes/{id}", sb(func(w http.ResponseWriter, r *http.Request, b *sandbox) {
-		writeJSON(w, 200, b.Sandbox)
+		s.mu.Lock()
+		sb := b.Sandbox
+		s.mu.Unlock()
+		writeJSON(w, 200, sb)
 	}))
 	mux.HandleFunc("DELETE /v1/sandboxes/{id}", sb(s.delete))
 	mux.HandleFunc("POST /v1/sandboxes/{id}/timeout", sb(s.setTimeout))
 	mux.HandleFunc("POST /v1/sandboxes/{id}/tokens", sb(s.token))
-	mux.HandleFunc("POST /v1/sandboxes/{id}/exec", sb(s.execute))
-	mux.HandleFunc("PUT /v1/sandboxes/{id}/files", sb(s.writeFile))
-	mux.HandleFunc("GET /v1/sandboxes/{id}/files", sb(s.readFile))
-	mux.HandleFunc("DELETE /v1/sandboxes/{id}/files", sb(s.remove))
-	mux.HandleFunc("POST /v1/sandboxes/{id}/files/mkdir", sb(s.mkdir))
-	mux.HandleFunc("POST /v1/sandboxes/{id}/files/move", sb(s.move))
+	mux.HandleFunc("POST /v1/sandboxes/{id}/pause", sb(s.pause))
+	mux.HandleFunc("POST /v1/sandboxes/{id}/resume", sb(s.resume))
+	mux.HandleFunc("POST /v1/sandboxes/{id}/snapshots", sb(s.createSnapshot))
+	mux.HandleFunc("POST /v1/sandboxes/{id}/fork", sb(s.fork))
+	mux.HandleFunc("GET /v1/snapshots", s.auth(false, s.listSnapshots))
+	mux.HandleFunc("GET /v1/snapshots/{name}", s.auth(false, s.getSnapshot))
+	mux.HandleFunc("DELETE /v1/snapshots/{name}", s.auth(false, s.deleteSnapshot))
+	mux.HandleFunc("POST /v1/sandboxes/{id}/exec", run(s.execute))
+	mux.HandleFunc("PUT /v1/sandboxes/{id}/files", run(s.writeFile))
+	mux.HandleFunc("GET /v1/sandboxes/{id}/files", run(s.readFile))
+	mux.HandleFunc("DELETE /v1/sandboxes/{id}/files", run(s.remove))
+	mux.HandleFunc("POST /v1/sandboxes/{id}/files/mkdir", run(s.mkdir))
+	mux.HandleFunc("POST /v1/sandboxes/{id}/files/move", run(s.move))
 	mux.HandleFunc("POST /v1/tenants", s.auth(true, s.createTenant))
 	mux.HandleFunc("GET /v1/tenants", s.auth(true, func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
@@ -156,48 +176,95 @@ func (s *Server) withSandbox(h func(http.ResponseWriter, *http.Request, *sandbox
 	}
 }
 
+// createRequest is the body of POST /v1/sandboxes, as far as the fake
+// takes it.
+type createRequest struct {
+	Template   string            `json:"template"`
+	CPUs       float64           `json:"cpus"`
+	MemoryMB   int64             `json:"memory_mb"`
+	Pids       int64             `json:"pids"`
+	DiskMB     int64             `json:"disk_mb"`
+	TimeoutS   int64             `json:"timeout_s"`
+	Env        map[string]string `json:"env"`
+	Metadata   map[string]string `json:"metadata"`
+	Workdir    string            `json:"workdir"`
+	AutoResume bool              `json:"auto_resume"`
+	IdleAction string            `json:"idle_action"`
+	MaxPausedS int64             `json:"max_paused_s"`
+	Snapshot   string            `json:"snapshot"`
+}
+
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Template string            `json:"template"`
-		CPUs     float64           `json:"cpus"`
-		MemoryMB int64             `json:"memory_mb"`
-		Pids     int64             `json:"pids"`
-		DiskMB   int64             `json:"disk_mb"`
-		TimeoutS int64             `json:"timeout_s"`
-		Env      map[string]string `json:"env"`
-		Metadata map[string]string `json:"metadata"`
-		Workdir  string            `json:"workdir"`
-	}
+	var req createRequest
 	if !decode(w, r, &req) {
 		return
 	}
+	var files map[string]file
+	var dirs map[string]fileMode
+	if req.Snapshot != "" {
+		s.mu.Lock()
+		snap := s.snapshots[req.Snapshot]
+		if snap != nil {
+			files, dirs = cloneFiles(snap.files, snap.dirs)
+		}
+		s.mu.Unlock()
+		if snap == nil {
+			fail(w, 404, "not_found", fmt.Sprintf("snapshot %s", req.Snapshot))
+			return
+		}
+		if req.Template != "" && req.Template != snap.Template {
+			fail(w, 400, "invalid_argument", fmt.Sprintf("snapshot %s was taken on template %s, not %s", snap.Name, snap.Template, req.Template))
+			return
+		}
+		req.Template = snap.Template
+	}
+	sb, ok := s.newSandbox(w, req, files, dirs)
+	if ok {
+		writeJSON(w, 201, sb)
+	}
+}
+
+// newSandbox makes a sandbox of req with the given files, or answers why
+// not.
+func (s *Server) newSandbox(w http.ResponseWriter, req createRequest, files map[string]file, dirs map[string]fileMode) (client.Sandbox, bool) {
 	if req.TimeoutS < 0 || req.TimeoutS > 86400 || req.CPUs < 0 || req.MemoryMB < 0 {
 		fail(w, 400, "invalid_argument", "timeout_s must be between 0 and 86400, limits not negative")
-		return
+		return client.Sandbox{}, false
+	}
+	if req.IdleAction != "" && req.IdleAction != "destroy" && req.IdleAction != "pause" {
+		fail(w, 400, "invalid_argument", "idle_action must be destroy or pause")
+		return client.Sandbox{}, false
 	}
 	// The fake's templates: base and, as if built, python.
 	if req.Template != "" && req.Template != "base" && req.Template != "python" {
 		fail(w, 404, "not_found", fmt.Sprintf("template %q", req.Template))
-		return
+		return client.Sandbox{}, false
+	}
+	if files == nil {
+		files, dirs = map[string]file{}, map[string]fileMode{}
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	sb := client.Sandbox{
-		State:     client.StateRunning,
-		Template:  or(req.Template, "base"),
-		CreatedAt: now,
-		ExpiresAt: now.Add(time.Duration(or(req.TimeoutS, 300)) * time.Second),
-		Limits:    client.Limits{CPUs: or(req.CPUs, 1), MemoryMB: or(req.MemoryMB, 512), Pids: or(req.Pids, 256), DiskMB: or(req.DiskMB, 1024)},
-		Metadata:  req.Metadata,
-		Workdir:   or(req.Workdir, "/home/user"),
-		Node:      "local",
+		State:      client.StateRunning,
+		Template:   or(req.Template, "base"),
+		CreatedAt:  now,
+		ExpiresAt:  now.Add(time.Duration(or(req.TimeoutS, 300)) * time.Second),
+		Limits:     client.Limits{CPUs: or(req.CPUs, 1), MemoryMB: or(req.MemoryMB, 512), Pids: or(req.Pids, 256), DiskMB: or(req.DiskMB, 1024)},
+		Metadata:   req.Metadata,
+		Workdir:    or(req.Workdir, "/home/user"),
+		Node:       "local",
+		AutoResume: req.AutoResume,
+		IdleAction: or(req.IdleAction, "destroy"),
+		MaxPausedS: or(req.MaxPausedS, int64(maxPaused/time.Second)),
+		Snapshot:   req.Snapshot,
 	}
 	s.mu.Lock()
 	s.seq++
 	sb.ID = fmt.Sprintf("sb-%04d", s.seq)
-	s.sandboxes[sb.ID] = &sandbox{Sandbox: sb, files: map[string]file{}, dirs: map[string]fileMode{}}
+	s.sandboxes[sb.ID] = &sandbox{Sandbox: sb, files: files, dirs: dirs}
 	s.order = append(s.order, sb.ID)
 	s.mu.Unlock()
-	writeJSON(w, 201, sb)
+	return sb, true
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
@@ -253,6 +320,11 @@ func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request, b *sandbox) 
 		return
 	}
 	s.mu.Lock()
+	if b.State == client.StatePaused {
+		s.mu.Unlock()
+		fail(w, 409, "paused", fmt.Sprintf("sandbox %s is paused: resume it first", b.ID))
+		return
+	}
 	b.ExpiresAt = time.Now().UTC().Truncate(time.Second).Add(time.Duration(req.TimeoutS) * time.Second)
 	sb := b.Sandbox
 	s.mu.Unlock()

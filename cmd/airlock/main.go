@@ -34,6 +34,10 @@ $AIRLOCK_API_KEY, else the admin.key in the data dir:
   airlock rm ID...                       destroy sandboxes
   airlock cp SRC DST                     copy a file in or out (ID:PATH; "-" is stdio)
   airlock timeout ID DURATION            make a sandbox expire DURATION from now
+  airlock pause ID... / resume ID...     freeze a sandbox (memory kept, no CPU), thaw it
+  airlock snapshot create|ls|rm          save a sandbox's files; 'create --snapshot NAME' starts from one
+  airlock fork [-n N] ID                 N new sandboxes with the sandbox's files as they are now
+  airlock volume create|ls|rm            volumes that outlive sandboxes; 'create --volume NAME:PATH'
   airlock tenants create|ls|set          manage tenants and their quotas (admin)
   airlock nodes token|ls|drain|undrain|rm  manage the nodes that joined (admin)
   airlock keys create|ls|rm              manage API keys
@@ -65,6 +69,7 @@ var commands = map[string]func(args []string) error{
 	"tenants": tenantsCmd, "secrets": secretsCmd, "keys": keysCmd, "node": nodeCmd, "nodes": nodesCmd,
 	"audit": auditCmd, "replay": replayCmd, "events": eventsCmd, "webhooks": webhooksCmd,
 	"metrics": metricsCmd, "usage": usageCmd, "task": taskCmd, "template": templateCmd,
+	"pause": pauseCmd, "resume": resumeCmd, "fork": forkCmd, "snapshot": snapshotCmd, "volume": volumeCmd,
 	"mcp": mcpCmd, "teardown": teardownCmd, "version": versionCmd,
 }
 

@@ -15,6 +15,7 @@ import (
 )
 
 const templateUsage = `Usage: airlock template build NAME [--from T] [--run CMD | --copy SRC:DST]... [flags]
+       airlock template import NAME IMAGE|FILE [--credentials SECRET] [--allow HOST]... [--insecure]
        airlock template ls
        airlock template rm NAME
 
@@ -23,11 +24,16 @@ built on it. A build runs its steps, in the order given, in a sandbox whose
 /usr/local is writable, then saves /usr/local as the template (everything
 else the build writes is dropped). A name built before from the same recipe
 is not built again (--force rebuilds). Building and removing need an admin
-key; every key can use them (airlock create --template NAME).`
+key; every key can use them (airlock create --template NAME).
+
+An import pulls an OCI or Docker image (registry/repo:tag) through the
+server's egress proxy, or reads a 'docker save' or OCI layout tarball FILE,
+and flattens its layers into a template with its own root filesystem.`
 
 func templateCmd(args []string) error {
 	return subcommand("template", templateUsage, args,
 		verb{"build", templateBuild},
+		verb{"import", templateImport},
 		verb{"ls", templateLs},
 		verb{"rm", templateRm},
 	)

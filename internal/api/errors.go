@@ -21,6 +21,7 @@ const (
 	codeNotFound         = "not_found"
 	codeMethodNotAllowed = "method_not_allowed"
 	codeConflict         = "conflict"
+	codePaused           = "paused"
 	codeLimitExceeded    = "limit_exceeded"
 	codePidLimit         = "pid_limit"
 	codeStorageQuota     = "storage_quota"
@@ -80,6 +81,8 @@ func statusOf(err error) (status int, code, message string) {
 		return http.StatusNotFound, codeNotFound, err.Error()
 	case errors.Is(err, sandbox.ErrInvalid), errors.Is(err, runtime.ErrInvalid), errors.Is(err, events.ErrInvalid):
 		return http.StatusBadRequest, codeInvalid, err.Error()
+	case errors.Is(err, sandbox.ErrPaused):
+		return http.StatusConflict, codePaused, err.Error()
 	case errors.Is(err, sandbox.ErrConflict), errors.Is(err, store.ErrConflict),
 		errors.Is(err, runtime.ErrConflict):
 		return http.StatusConflict, codeConflict, err.Error()

@@ -62,3 +62,20 @@ func (m *fakeManager) DeleteTemplate(_ context.Context, c sandbox.Caller, name s
 	delete(m.templates, name)
 	return nil
 }
+
+func (m *fakeManager) ImportTemplate(_ context.Context, c sandbox.Caller, req sandbox.ImportTemplateRequest, progress func(runtime.ImageProgress)) (runtime.TemplateInfo, error) {
+	if req.Name == "" || req.Name == "base" {
+		return runtime.TemplateInfo{}, fmt.Errorf("%w: template name %q", sandbox.ErrInvalid, req.Name)
+	}
+	if progress != nil {
+		progress(runtime.ImageProgress{Layer: 1, Layers: 1, Bytes: 10, Total: 10, Done: true})
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.templates == nil {
+		m.templates = map[string]runtime.TemplateInfo{}
+	}
+	t := runtime.TemplateInfo{Name: req.Name, From: "image", Image: req.Image, Description: req.Description}
+	m.templates[req.Name] = t
+	return t, nil
+}

@@ -32,6 +32,23 @@ type Manager interface {
 	Secrets
 	Audit
 	Metering
+	Lifecycle
+}
+
+// Lifecycle is pause and resume, snapshots, forks and volumes
+// (lifecycle.go).
+type Lifecycle interface {
+	Pause(ctx context.Context, c sandbox.Caller, id string) (store.Sandbox, error)
+	Resume(ctx context.Context, c sandbox.Caller, id string) (store.Sandbox, error)
+	CreateSnapshot(ctx context.Context, c sandbox.Caller, id, name string) (sandbox.Snapshot, error)
+	Snapshots(ctx context.Context, c sandbox.Caller) ([]sandbox.Snapshot, error)
+	GetSnapshot(ctx context.Context, c sandbox.Caller, name string) (sandbox.Snapshot, error)
+	DeleteSnapshot(ctx context.Context, c sandbox.Caller, name string) error
+	Fork(ctx context.Context, c sandbox.Caller, id string, req sandbox.ForkRequest) ([]store.Sandbox, error)
+	CreateVolume(ctx context.Context, c sandbox.Caller, req sandbox.VolumeRequest) (sandbox.Volume, error)
+	Volumes(ctx context.Context, c sandbox.Caller) ([]sandbox.Volume, error)
+	GetVolume(ctx context.Context, c sandbox.Caller, name string) (sandbox.Volume, error)
+	DeleteVolume(ctx context.Context, c sandbox.Caller, name string) error
 }
 
 var _ Manager = (*sandbox.Service)(nil)
@@ -61,6 +78,8 @@ type Templates interface {
 	Templates(ctx context.Context) ([]runtime.TemplateInfo, error)
 	Template(ctx context.Context, name string) (runtime.TemplateInfo, error)
 	CommitTemplate(ctx context.Context, c sandbox.Caller, req sandbox.CommitTemplateRequest) (runtime.TemplateInfo, error)
+	// ImportTemplate makes one from an OCI or Docker image (admin).
+	ImportTemplate(ctx context.Context, c sandbox.Caller, req sandbox.ImportTemplateRequest, progress func(runtime.ImageProgress)) (runtime.TemplateInfo, error)
 	DeleteTemplate(ctx context.Context, c sandbox.Caller, name string) error
 }
 

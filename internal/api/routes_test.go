@@ -35,6 +35,7 @@ func TestSandboxRoutes(t *testing.T) {
 		ID: "sb_001", State: "running", Template: "py", CreatedAt: t0, ExpiresAt: t0.Add(300 * time.Second),
 		Limits: limitsJSON{CPUs: 1, MemoryMB: 1024, Pids: 256, DiskMB: 1024}, Metadata: map[string]string{"run": "r1"},
 		Workdir: "/home/user", Network: networkJSON{Mode: "none", Allow: []string{}, Deny: []string{}}, Node: "local",
+		Lifecycle: &sandbox.Lifecycle{IdleAction: "destroy", MaxPausedS: 7 * 24 * 3600, Volumes: []sandbox.VolumeMount{}},
 	}
 	if d := cmp.Diff(want, sb); d != "" {
 		t.Errorf("create (-want +got):\n%s", d)
@@ -54,7 +55,8 @@ func TestSandboxRoutes(t *testing.T) {
 	for k := range raw {
 		keys = append(keys, k)
 	}
-	if d := cmp.Diff([]string{"created_at", "expires_at", "id", "idle_timeout_s", "limits", "metadata", "network", "node", "state", "template", "workdir"},
+	if d := cmp.Diff([]string{"auto_resume", "created_at", "expires_at", "id", "idle_action", "idle_timeout_s", "limits", "max_paused_s",
+		"metadata", "network", "node", "state", "template", "volumes", "workdir"},
 		keys, cmpopts.SortSlices(func(a, b string) bool { return a < b })); d != "" {
 		t.Errorf("sandbox keys (-want +got):\n%s", d)
 	}

@@ -38,6 +38,10 @@ type sandboxJSON struct {
 	// Node is the node it runs on ("local": the server's own host); left
 	// out until it is placed.
 	Node string `json:"node,omitempty"`
+	// Lifecycle: pause settings (auto_resume, idle_action, max_paused_s),
+	// when it was paused, and where it came from (snapshot, fork_of) and
+	// what it mounts (volumes).
+	*sandbox.Lifecycle
 }
 
 type limitsJSON struct {
@@ -57,6 +61,7 @@ func toJSON(sb store.Sandbox) sandboxJSON {
 		CreatedAt: sb.CreatedAt.UTC(), ExpiresAt: sb.ExpiresAt.UTC(), EndedAt: utcOrZero(sb.EndedAt),
 		Limits:   limitsJSON{CPUs: sb.CPUs, MemoryMB: sb.MemoryMB, Pids: sb.Pids, DiskMB: sb.DiskMB},
 		Metadata: md, Workdir: sb.Workdir, Network: recordNetwork(sb), IdleTimeoutS: sb.IdleTimeoutS, Node: sb.Node,
+		Lifecycle: lifecycleJSON(sb),
 	}
 }
 
@@ -115,7 +120,7 @@ const (
 func validCursor(s string) bool { return len(s) <= 128 && idChars(s) }
 
 var states = map[string]bool{
-	store.StateCreating: true, store.StateRunning: true,
+	store.StateCreating: true, store.StateRunning: true, store.StatePaused: true,
 	store.StateStopped: true, store.StateFailed: true,
 }
 
@@ -149,7 +154,7 @@ func listFilter(r *http.Request) (f store.SandboxFilter, page int, err error) {
 	}
 	q := r.URL.Query()
 	if st := q.Get("state"); st != "" && !states[st] {
-		return f, 0, invalidf("query parameter state=%q: want creating, running, stopped or failed", st)
+		return f, 0, invalidf("query parameter state=%q: want creating, running, paused, stopped or failed", st)
 	}
 	f.State = q.Get("state")
 	if page, err = pageSize(q); err != nil {

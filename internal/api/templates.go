@@ -31,9 +31,27 @@ func (s *server) getTemplate(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) commitTemplate(w http.ResponseWriter, r *http.Request) {
-	var req sandbox.CommitTemplateRequest
-	if err := readJSON(w, r, s.maxJSON, &req, false); err != nil {
+	// One route, two ways: from a build sandbox (sandbox_id), or from an
+	// image (images.go).
+	var body struct {
+		sandbox.CommitTemplateRequest
+		Image       string   `json:"image"`
+		Credentials string   `json:"credentials"`
+		Allow       []string `json:"allow"`
+		Insecure    bool     `json:"insecure"`
+	}
+	if err := readJSON(w, r, s.maxJSON, &body, false); err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	req := body.CommitTemplateRequest
+	if body.Image != "" || body.Credentials != "" || len(body.Allow) > 0 || body.Insecure {
+		if req.SandboxID != "" {
+			s.fail(w, r, invalidf("give either sandbox_id (a build) or image, not both"))
+			return
+		}
+		s.importTemplate(w, r, sandbox.ImportTemplateRequest{Name: req.Name, Image: body.Image, Description: req.Description,
+			Labels: req.Labels, Credentials: body.Credentials, Allow: body.Allow, Insecure: body.Insecure})
 		return
 	}
 	t, err := s.m.CommitTemplate(r.Context(), callerOf(r), req)

@@ -25,6 +25,10 @@ const (
 	SandboxExpired   = "sandbox.expired"     // reason: timeout | idle
 	SandboxDestroyed = "sandbox.destroyed"   // reason
 	SandboxFailed    = "sandbox.failed"      // reason
+	SandboxPaused    = "sandbox.paused"      // reason: request | idle
+	SandboxResumed   = "sandbox.resumed"     // reason: request | auto, paused_ms
+	SnapshotCreated  = "snapshot.created"    // name, size_bytes, duration_ms
+	SandboxForked    = "sandbox.forked"      // sandboxes, snapshot
 	APIRequest       = "api.request"         // method, route, status, duration_ms
 	ExecStarted      = "exec.started"        // exec_id, argv | command, cwd, env (names only), background, pid, session_id
 	ExecOutput       = "exec.output"         // exec_id, stream (stdout | stderr), bytes, data, encoding

@@ -1,5 +1,6 @@
 // Package e2b is Airlock's E2B-compatible facade: the control plane of
-// E2B's API (create, get, list, connect, timeout, kill) and the in-sandbox
+// E2B's API (create, get, list, connect, timeout, kill; pause and resume,
+// snapshots and forks: lifecycle.go, snapshots.go) and the in-sandbox
 // "envd" API (Connect RPC in JSON for processes and the filesystem, plain
 // HTTP for file contents), so that the unmodified E2B SDKs drive Airlock
 // sandboxes when E2B_API_URL and E2B_SANDBOX_URL point here. What the API
@@ -77,7 +78,13 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST /sandboxes/{id}/timeout", h.setTimeout)
 	m.HandleFunc("POST /sandboxes/{id}/refreshes", h.refresh)
 	m.HandleFunc("POST /sandboxes/{id}/connect", h.connectSandbox)
-	m.HandleFunc("POST /v2/sandboxes/{id}/connect", h.connectSandbox)
+	m.HandleFunc(connectV2, h.connectSandbox)
+	m.HandleFunc("POST /sandboxes/{id}/pause", h.pauseSandbox)
+	m.HandleFunc("POST /sandboxes/{id}/resume", h.resumeSandbox)
+	m.HandleFunc("POST /sandboxes/{id}/snapshots", h.createSnapshot)
+	m.HandleFunc("GET /snapshots", h.listSnapshots)
+	m.HandleFunc("DELETE /templates/{id}", h.deleteTemplate)
+	m.HandleFunc("POST /sandboxes/{id}/fork", h.forkSandbox)
 
 	m.HandleFunc("POST /envd/process.Process/{method}", h.process)
 	m.HandleFunc("POST /envd/filesystem.Filesystem/{method}", h.filesystem)
@@ -180,7 +187,12 @@ func rpcErrorOf(err error) *rpcError {
 		return re
 	}
 	code := codeInternal
+	var ce *client.Error
 	switch {
+	case errors.As(err, &ce) && ce.Code == "paused":
+		// The API's 409 for a paused sandbox (not created with
+		// auto_resume): it must be resumed, connect does.
+		code = codeFailedPrecondition
 	case errors.Is(err, client.ErrNotFound):
 		code = codeNotFound
 	case errors.Is(err, client.ErrInvalid):

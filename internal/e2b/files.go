@@ -148,8 +148,8 @@ func (h *Handler) writeFiles(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// health answers 204 while the sandbox runs, 502 once it is gone (the SDK
-// reads 502 as "the sandbox was killed").
+// health answers 204 while the sandbox runs, 502 while it is paused or
+// once it is gone (the SDK's isRunning reads 502 as "not running").
 func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
 	tok, id := r.Header.Get("X-Access-Token"), r.Header.Get("E2b-Sandbox-Id")
 	if tok == "" || id == "" {
@@ -157,7 +157,7 @@ func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sb, err := h.clientOf(tok).GetSandbox(r.Context(), id)
-	if err != nil || !live(sb) {
+	if err != nil || !running(sb) {
 		w.WriteHeader(http.StatusBadGateway)
 		return
 	}

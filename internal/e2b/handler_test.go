@@ -119,7 +119,8 @@ func TestControlPlaneErrors(t *testing.T) {
 		{"GET", "/v2/sandboxes", "", "", 401, ""},
 		{"GET", "/v2/sandboxes", "", "alk_unknown", 401, ""},
 		{"GET", "/sandboxes/sb-none", "", f.key, 404, ""},
-		{"POST", "/sandboxes/sb-none/pause", "", f.key, 501, "not supported"},
+		{"POST", "/sandboxes/sb-none/pause", "", f.key, 404, ""},
+		{"GET", "/sandboxes/sb-none/metrics", "", f.key, 501, "not supported"},
 		{"POST", "/sandboxes/sb-none/timeout", `{"timeout":0}`, f.key, 400, "timeout"},
 	} {
 		hdr := http.Header{"Content-Type": {"application/json"}}

@@ -3,12 +3,11 @@ package e2b
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -40,7 +39,7 @@ type createBody struct {
 		Rules       json.RawMessage `json:"rules"`
 	} `json:"network"`
 	AutoPause    *bool           `json:"autoPause"`
-	AutoResume   json.RawMessage `json:"autoResume"`
+	AutoResume   *autoResumeBody `json:"autoResume"`
 	MCP          json.RawMessage `json:"mcp"`
 	VolumeMounts json.RawMessage `json:"volumeMounts"`
 	IAM          json.RawMessage `json:"iam"`
@@ -61,13 +60,24 @@ func (b createBody) createRequest() (client.CreateRequest, error) {
 		req.Timeout = time.Duration(*b.Timeout) * time.Second
 	}
 	req.Metadata, req.Env = b.Metadata, b.EnvVars
-	for name, v := range map[string]json.RawMessage{"mcp": b.MCP, "volumeMounts": b.VolumeMounts, "iam": b.IAM, "autoResume": b.AutoResume} {
+	for name, v := range map[string]json.RawMessage{"mcp": b.MCP, "volumeMounts": b.VolumeMounts, "iam": b.IAM} {
 		if isSet(v) {
 			return req, fmt.Errorf("%s is not supported by Airlock", name)
 		}
 	}
+	// E2B's autoPause pauses a sandbox when its timeout is reached instead
+	// of killing it. Airlock destroys a sandbox at its timeout, always:
+	// its idle_action "pause" pauses after a stretch without use, which
+	// is another rule (a busy sandbox would never pause, an idle one
+	// would pause long before its timeout), so it is not offered in its
+	// place. autoPauseMemory only qualifies autoPause.
 	if b.AutoPause != nil && *b.AutoPause {
-		return req, fmt.Errorf("autoPause is not supported by Airlock: sandboxes are destroyed at their timeout")
+		return req, errAutoPause
+	}
+	// autoResume {enabled: true} is Airlock's auto_resume: any call that
+	// needs the sandbox running (a command, a file) resumes it first.
+	if b.AutoResume != nil && b.AutoResume.Enabled {
+		req.AutoResume = true
 	}
 	var allow, deny []string
 	if n := b.Network; n != nil {
@@ -92,6 +102,13 @@ func (b createBody) createRequest() (client.CreateRequest, error) {
 	}
 	return req, nil
 }
+
+// autoResumeBody is E2B's SandboxAutoResumeConfig.
+type autoResumeBody struct {
+	Enabled bool `json:"enabled"`
+}
+
+var errAutoPause = errors.New("autoPause (lifecycle.onTimeout \"pause\") is not supported by Airlock: a sandbox is destroyed when its timeout is reached; pause it with Sandbox.pause() before then, or extend it with setTimeout")
 
 func isSet(m json.RawMessage) bool {
 	s := strings.TrimSpace(string(m))
@@ -120,6 +137,7 @@ type sandboxBody struct {
 	Metadata            map[string]string `json:"metadata,omitempty"`
 	AllowInternetAccess *bool             `json:"allowInternetAccess,omitempty"`
 	Network             *networkBody      `json:"network,omitempty"`
+	Lifecycle           *lifecycleBody    `json:"lifecycle,omitempty"`
 }
 
 type networkBody struct {
@@ -127,9 +145,22 @@ type networkBody struct {
 	DenyOut  []string `json:"denyOut,omitempty"`
 }
 
-// brief is what create and connect answer.
+// lifecycleBody is E2B's SandboxLifecycle. onTimeout is always "kill":
+// an Airlock sandbox is destroyed at its timeout (see errAutoPause).
+type lifecycleBody struct {
+	AutoResume bool   `json:"autoResume"`
+	OnTimeout  string `json:"onTimeout"`
+}
+
+// brief is what create and connect answer. A sandbox made from a
+// snapshot shows the snapshot as its template, as E2B's do (there a
+// snapshot is a template): the name it was created with.
 func brief(sb client.Sandbox, token string) sandboxBody {
-	return sandboxBody{TemplateID: sb.Template, Alias: sb.Template, SandboxID: sb.ID, ClientID: clientID,
+	tmpl := sb.Template
+	if sb.Snapshot != "" {
+		tmpl = sb.Snapshot
+	}
+	return sandboxBody{TemplateID: tmpl, Alias: tmpl, SandboxID: sb.ID, ClientID: clientID,
 		EnvdVersion: EnvdVersion, EnvdAccessToken: token}
 }
 
@@ -138,7 +169,7 @@ func detail(sb client.Sandbox) sandboxBody {
 	b := brief(sb, "")
 	b.StartedAt = sb.CreatedAt.UTC().Format(time.RFC3339Nano)
 	b.EndAt = sb.ExpiresAt.UTC().Format(time.RFC3339Nano)
-	b.State = "running"
+	b.State = stateOf(sb)
 	cpus := int(sb.Limits.CPUs + 0.999)
 	b.CPUCount, b.MemoryMB, b.DiskSizeMB = &cpus, &sb.Limits.MemoryMB, &sb.Limits.DiskMB
 	b.Metadata = sb.Metadata
@@ -151,13 +182,27 @@ func detail(sb client.Sandbox) sandboxBody {
 	if open {
 		b.Network = &networkBody{AllowOut: sb.Network.Allow, DenyOut: sb.Network.Deny}
 	}
+	b.Lifecycle = &lifecycleBody{AutoResume: sb.AutoResume, OnTimeout: "kill"}
 	return b
 }
 
-// live reports whether E2B would still show the sandbox: it knows only
-// running (and paused) ones; a stopped one is gone.
-func live(sb client.Sandbox) bool {
+// known reports whether E2B would still show the sandbox: it knows
+// running and paused ones; a stopped one is gone.
+func known(sb client.Sandbox) bool {
+	return running(sb) || sb.State == client.StatePaused
+}
+
+// running reports whether the sandbox runs (or is about to).
+func running(sb client.Sandbox) bool {
 	return sb.State == client.StateRunning || sb.State == client.StateCreating
+}
+
+// stateOf is E2B's state of a known sandbox: "running" or "paused".
+func stateOf(sb client.Sandbox) string {
+	if sb.State == client.StatePaused {
+		return "paused"
+	}
+	return "running"
 }
 
 func (h *Handler) createSandbox(w http.ResponseWriter, r *http.Request) {
@@ -176,12 +221,12 @@ func (h *Handler) createSandbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := h.clientOf(apiKey(r))
-	sb, err := c.CreateSandbox(r.Context(), req)
+	sb, err := createFrom(r.Context(), c, req)
 	if err != nil {
 		msg := err.Error()
 		if statusOf(err) == http.StatusNotFound {
 			// The one thing a create can miss: E2B's own words for it.
-			msg = fmt.Sprintf("template '%s' not found (build it with airlock template build)", req.Template)
+			msg = fmt.Sprintf("template '%s' not found (build it with airlock template build, or name one of your snapshots)", req.Template)
 		}
 		writeAPIError(w, statusOf(err), msg)
 		return
@@ -198,11 +243,27 @@ func (h *Handler) createSandbox(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, brief(sb, tok.Token))
 }
 
-// getLive fetches a sandbox E2B would show, or answers 404.
-func (h *Handler) getLive(w http.ResponseWriter, r *http.Request, c *client.Client) (client.Sandbox, bool) {
+// createFrom creates the sandbox. E2B's templateID names a template or a
+// snapshot (E2B's snapshots are templates; Sandbox.create(snapshotId)
+// starts from one): the template is tried first, so a snapshot named
+// like a template is reached through Airlock's own API only.
+func createFrom(ctx context.Context, c *client.Client, req client.CreateRequest) (client.Sandbox, error) {
+	sb, err := c.CreateSandbox(ctx, req)
+	if err == nil || statusOf(err) != http.StatusNotFound {
+		return sb, err
+	}
+	if _, serr := c.GetSnapshot(ctx, req.Template); serr != nil {
+		return sb, err // the template's 404, not the snapshot's
+	}
+	req.Snapshot, req.Template = req.Template, ""
+	return c.CreateSandbox(ctx, req)
+}
+
+// getKnown fetches a sandbox E2B would show, or answers 404.
+func (h *Handler) getKnown(w http.ResponseWriter, r *http.Request, c *client.Client) (client.Sandbox, bool) {
 	id := r.PathValue("id")
 	sb, err := c.GetSandbox(r.Context(), id)
-	if err == nil && !live(sb) {
+	if err == nil && !known(sb) {
 		writeAPIError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q is %s", id, sb.State))
 		return sb, false
 	}
@@ -214,16 +275,16 @@ func (h *Handler) getLive(w http.ResponseWriter, r *http.Request, c *client.Clie
 }
 
 func (h *Handler) getSandbox(w http.ResponseWriter, r *http.Request) {
-	if sb, ok := h.getLive(w, r, h.clientOf(apiKey(r))); ok {
+	if sb, ok := h.getKnown(w, r, h.clientOf(apiKey(r))); ok {
 		writeJSON(w, http.StatusOK, detail(sb))
 	}
 }
 
-// deleteSandbox kills a running sandbox; one already gone is 404 for E2B
-// (Airlock's own DELETE is idempotent).
+// deleteSandbox kills a running or paused sandbox; one already gone is
+// 404 for E2B (Airlock's own DELETE is idempotent).
 func (h *Handler) deleteSandbox(w http.ResponseWriter, r *http.Request) {
 	c := h.clientOf(apiKey(r))
-	sb, ok := h.getLive(w, r, c)
+	sb, ok := h.getKnown(w, r, c)
 	if !ok {
 		return
 	}
@@ -251,6 +312,8 @@ func readTimeout(r *http.Request) (timeoutBody, error) {
 	return b, err
 }
 
+// setTimeout sets a running sandbox's timeout; a paused one answers the
+// API's 409 (its clock is stopped: resume it first).
 func (h *Handler) setTimeout(w http.ResponseWriter, r *http.Request) {
 	b, err := readTimeout(r)
 	if err != nil || b.Timeout <= 0 {
@@ -276,134 +339,22 @@ func (h *Handler) refresh(w http.ResponseWriter, r *http.Request) {
 		b.Duration = 60
 	}
 	c := h.clientOf(apiKey(r))
-	if err := extend(r.Context(), c, r.PathValue("id"), time.Duration(b.Duration)*time.Second); err != nil {
+	sb, err := c.GetSandbox(r.Context(), r.PathValue("id"))
+	if err == nil {
+		err = extend(r.Context(), c, sb, time.Duration(b.Duration)*time.Second)
+	}
+	if err != nil {
 		writeAPIError(w, statusOf(err), err.Error())
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// extend makes the sandbox live at least d from now; a later expiry stays.
-func extend(ctx context.Context, c *client.Client, id string, d time.Duration) error {
-	sb, err := c.GetSandbox(ctx, id)
-	if err != nil {
-		return err
-	}
+// extend makes sandbox sb live at least d from now; a later expiry stays.
+func extend(ctx context.Context, c *client.Client, sb client.Sandbox, d time.Duration) error {
 	if time.Until(sb.ExpiresAt) >= d {
 		return nil
 	}
-	_, err = c.SetTimeout(ctx, id, d)
+	_, err := c.SetTimeout(ctx, sb.ID, d)
 	return err
-}
-
-// connectSandbox hands a second client the sandbox's coordinates and a
-// fresh access token (Airlock keeps only tokens' hashes). A timeout given
-// extends the sandbox's life, never shortens it, as E2B's does.
-func (h *Handler) connectSandbox(w http.ResponseWriter, r *http.Request) {
-	b, err := readTimeout(r)
-	if err != nil || b.Timeout < 0 {
-		writeAPIError(w, http.StatusBadRequest, "timeout must be a number of seconds")
-		return
-	}
-	c := h.clientOf(apiKey(r))
-	sb, ok := h.getLive(w, r, c)
-	if !ok {
-		return
-	}
-	if b.Timeout > 0 {
-		if err := extend(r.Context(), c, sb.ID, time.Duration(b.Timeout)*time.Second); err != nil {
-			writeAPIError(w, statusOf(err), err.Error())
-			return
-		}
-	}
-	tok, err := c.CreateToken(r.Context(), sb.ID, tokenTTL)
-	if err != nil {
-		writeAPIError(w, statusOf(err), err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, brief(sb, tok.Token))
-}
-
-// listSandboxes answers E2B's list: an array, the next page's token in
-// X-Next-Token. Only running sandboxes exist for E2B (Airlock has no
-// paused ones).
-func (h *Handler) listSandboxes(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	opts := client.ListOptions{State: client.StateRunning, After: q.Get("nextToken")}
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 {
-			writeAPIError(w, http.StatusBadRequest, "limit must be a positive number")
-			return
-		}
-		opts.Limit = min(n, 1000)
-	}
-	var after time.Time
-	if sa := q.Get("startedAfter"); sa != "" {
-		t, err := time.Parse(time.RFC3339Nano, sa)
-		if err != nil {
-			writeAPIError(w, http.StatusBadRequest, fmt.Sprintf("startedAfter %q is not an RFC 3339 time", sa))
-			return
-		}
-		after = t
-	}
-	if st := q.Get("state"); st != "" && !containsRunning(st) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte("[]\n"))
-		return
-	}
-	md, err := parseMetadataQuery(q.Get("metadata"))
-	if err != nil {
-		writeAPIError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	opts.Metadata = md
-	page, err := h.clientOf(apiKey(r)).ListSandboxes(r.Context(), opts)
-	if err != nil {
-		writeAPIError(w, statusOf(err), err.Error())
-		return
-	}
-	out := make([]sandboxBody, 0, len(page.Sandboxes))
-	for _, sb := range page.Sandboxes {
-		// Filtered here, page by page: a page may come out short.
-		if tmpl := q.Get("template"); sb.CreatedAt.After(after) && (tmpl == "" || tmpl == sb.Template) {
-			out = append(out, detail(sb))
-		}
-	}
-	if page.Next != "" {
-		w.Header().Set("X-Next-Token", page.Next)
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-// containsRunning reads E2B's state filter ("running,paused", or repeated).
-func containsRunning(states string) bool {
-	for _, s := range strings.Split(states, ",") {
-		if strings.TrimSpace(s) == "running" {
-			return true
-		}
-	}
-	return false
-}
-
-// parseMetadataQuery reads E2B's metadata filter: one query parameter
-// holding "k=v&k2=v2", whose keys and values the SDK escaped once more.
-func parseMetadataQuery(s string) (map[string]string, error) {
-	if s == "" {
-		return nil, nil
-	}
-	vals, err := url.ParseQuery(s)
-	if err != nil {
-		return nil, fmt.Errorf("bad metadata filter %q: %v", s, err)
-	}
-	md := map[string]string{}
-	for k, vs := range vals {
-		key, err1 := url.QueryUnescape(k)
-		val, err2 := url.QueryUnescape(vs[len(vs)-1])
-		if err1 != nil || err2 != nil || key == "" {
-			return nil, fmt.Errorf("bad metadata filter %q", s)
-		}
-		md[key] = val
-	}
-	return md, nil
 }

@@ -31,6 +31,7 @@ import (
 // Types are the audit event types a tenant's stream carries.
 var Types = []string{
 	audit.SandboxCreated, audit.SandboxExpired, audit.SandboxDestroyed, audit.SandboxFailed,
+	audit.SandboxPaused, audit.SandboxResumed, audit.SnapshotCreated, audit.SandboxForked,
 	audit.ExecExited, audit.SessionEnded, audit.TaskStarted, audit.TaskFinished,
 }
 

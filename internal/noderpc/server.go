@@ -95,6 +95,7 @@ func (s *server) routes() {
 	})
 	s.handle("GET "+prefix+"/protections", func(r *http.Request) (any, error) { return s.rt.Protections(), nil })
 	s.templateRoutes()
+	s.lifecycleRoutes()
 	s.handle("POST "+prefix+"/sandboxes/{id}/signal", func(r *http.Request) (any, error) {
 		var a pidSignal
 		sb, err := s.decodeFor(r, &a)

@@ -69,10 +69,19 @@ type Runtime struct {
 }
 
 var (
-	_ runtime.Runtime   = (*Runtime)(nil)
-	_ runtime.Templater = (*Runtime)(nil)
-	_ runtime.Locator   = (*Runtime)(nil)
+	_ runtime.Runtime    = (*Runtime)(nil)
+	_ runtime.Templater  = (*Runtime)(nil)
+	_ runtime.Locator    = (*Runtime)(nil)
+	_ runtime.NodeRouter = (*Runtime)(nil)
 )
+
+// On is the runtime of the named node ("" is the local one).
+func (r *Runtime) On(ctx context.Context, node string) (runtime.Runtime, error) {
+	if node == "" {
+		node = runtime.LocalNode
+	}
+	return r.runtimeOf(ctx, node)
+}
 
 // New returns a Runtime.
 func New(o Options) *Runtime {
@@ -93,6 +102,14 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Sandbo
 	cands, why, err := r.candidates(ctx, spec.Limits.WithDefaults())
 	if err != nil {
 		return nil, err
+	}
+	if spec.Node != "" {
+		// Its snapshot or volumes are there: no other node will do.
+		cands = slices.DeleteFunc(cands, func(c candidate) bool { return c.name != spec.Node })
+		if len(cands) == 0 {
+			return nil, fmt.Errorf("%w: node %s, which holds the sandbox's snapshot or volumes, has no room for it or is not ready (%s)",
+				runtime.ErrUnavailable, spec.Node, why)
+		}
 	}
 	if len(cands) == 0 {
 		return nil, fmt.Errorf("%w: no node has room for the sandbox (%s)", runtime.ErrUnavailable, why)

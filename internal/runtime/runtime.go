@@ -120,6 +120,54 @@ type Spec struct {
 	// Build makes /usr/local writable (over the template's), for a
 	// template build: Templater.CommitTemplate keeps what was put there.
 	Build bool
+	// Snapshot starts the writable layer (the workspace and everything
+	// written outside it) from a snapshot the runtime keeps (Snapshotter),
+	// instead of empty. Its template must be the snapshot's.
+	Snapshot string
+	// Node, when set, is the one node the sandbox may be placed on: the
+	// one that holds its snapshot or volumes.
+	Node string
+	// Volumes are mounted into the sandbox (Volumer).
+	Volumes []VolumeMount
+}
+
+// VolumeMount mounts a volume the runtime keeps at Path in a sandbox.
+type VolumeMount struct {
+	Name     string `json:"name"` // the runtime's name of the volume
+	Path     string `json:"path"` // absolute, inside the sandbox
+	ReadOnly bool   `json:"read_only,omitempty"`
+}
+
+// Pauser is implemented by sandboxes whose processes can be frozen: a
+// paused sandbox keeps its memory and processes and uses no CPU. Calls
+// into a paused sandbox (exec, files) would wait until it is resumed;
+// the caller refuses them instead.
+type Pauser interface {
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
+}
+
+// Snapshotter is implemented by runtimes that keep copies of sandboxes'
+// writable layers. Names are the runtime's: the caller keeps them unique
+// (1-63 of [a-z0-9-]).
+type Snapshotter interface {
+	// Snapshot saves the writable layer of sandbox id, frozen for the
+	// instant it takes (and running again after, unless it was paused),
+	// as name, and returns its size in bytes.
+	Snapshot(ctx context.Context, id, name string) (int64, error)
+	// DeleteSnapshot removes it; sandboxes made from it keep their
+	// copy. A snapshot that is not there is not an error.
+	DeleteSnapshot(ctx context.Context, name string) error
+}
+
+// Volumer is implemented by runtimes that keep volumes: directories with
+// a disk limit of their own that outlive the sandboxes that mount them.
+type Volumer interface {
+	// CreateVolume makes an empty volume limited to sizeMB.
+	CreateVolume(ctx context.Context, name string, sizeMB int64) error
+	// DeleteVolume removes it with all it holds; one that is not there is
+	// not an error.
+	DeleteVolume(ctx context.Context, name string) error
 }
 
 // TemplateInfo describes a template sandboxes can be created from.
@@ -130,6 +178,52 @@ type TemplateInfo struct {
 	CreatedAt   time.Time         `json:"created_at,omitzero"`
 	SizeBytes   int64             `json:"size_bytes"` // what it adds to its base
 	Labels      map[string]string `json:"labels,omitempty"`
+	// Image is the OCI or Docker image an imported template was made
+	// from (its reference, or "file:" and the name of the uploaded
+	// tarball), Digest its manifest digest; such a template is the
+	// image's own root filesystem, /usr included.
+	Image  string `json:"image,omitempty"`
+	Digest string `json:"digest,omitempty"`
+	// Env, Workdir and User are the image's: its environment is the
+	// default of every sandbox made from it, its working directory the
+	// default workdir. Commands run as uid 1000 whatever User says.
+	Env     []string `json:"env,omitempty"`
+	Workdir string   `json:"workdir,omitempty"`
+	User    string   `json:"user,omitempty"`
+}
+
+// ImageSource is where ImageImporter gets an image: a registry reference,
+// or a `docker save` or OCI layout tarball on the runtime's host.
+type ImageSource struct {
+	Ref  string
+	File string
+	// Username and Password log in to the registry (Password alone: a
+	// registry token); empty is anonymous.
+	Username, Password string
+	Insecure           bool // plain http (a registry on a private network)
+	// Dial makes every connection to a registry: the caller's egress
+	// rules decide which hosts may be reached. Required for Ref.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// MaxBytes bounds the image's unpacked size (0: no bound).
+	MaxBytes int64
+}
+
+// ImageProgress is how far an import got: bytes of the current layer
+// read, of Total.
+type ImageProgress struct {
+	Layer  int    `json:"layer"`
+	Layers int    `json:"layers"`
+	Digest string `json:"digest"`
+	Bytes  int64  `json:"bytes"`
+	Total  int64  `json:"total"`
+	Done   bool   `json:"done"`
+}
+
+// ImageImporter is implemented by runtimes that make templates from OCI
+// and Docker images: the layers flattened into a root filesystem of the
+// template's own, setuid and setgid bits and device nodes dropped.
+type ImageImporter interface {
+	ImportImage(ctx context.Context, t TemplateInfo, src ImageSource, progress func(ImageProgress)) (TemplateInfo, error)
 }
 
 // BaseTemplate is the template every runtime has.
@@ -263,6 +357,13 @@ type Dialer interface {
 // none).
 type Locator interface {
 	Locate(id string) string
+}
+
+// NodeRouter is implemented by a runtime that places sandboxes on several
+// nodes: On is the runtime of one of them, for what lives on a node
+// rather than in a sandbox (snapshots, volumes).
+type NodeRouter interface {
+	On(ctx context.Context, node string) (Runtime, error)
 }
 
 // LocalNode is the name of the control plane's own host as a node.

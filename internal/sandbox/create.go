@@ -18,8 +18,21 @@ import (
 // record atomically, then boots the sandbox. An unknown template is
 // ErrNotFound (like any other missing resource); a sandbox token cannot
 // create sandboxes (ErrInvalid), since it exists to reach one sandbox only.
-func (s *Service) create(ctx context.Context, c Caller, req CreateRequest) (store.Sandbox, error) {
-	rec, err := s.newRecord(ctx, c, req)
+func (s *Service) create(ctx context.Context, c Caller, req CreateRequest, from origin) (store.Sandbox, error) {
+	if err := s.resolveSnapshot(ctx, c, &req, &from); err != nil {
+		return store.Sandbox{}, err
+	}
+	mounts, node, err := s.resolveVolumes(ctx, c, req)
+	if err != nil {
+		return store.Sandbox{}, err
+	}
+	if from.node != "" {
+		if node != "" && node != from.node {
+			return store.Sandbox{}, fmt.Errorf("%w: the snapshot is on node %s, a volume on node %s: one sandbox cannot have both", ErrInvalid, from.node, node)
+		}
+		node = from.node
+	}
+	rec, err := s.newRecord(ctx, c, req, from)
 	if err != nil {
 		return store.Sandbox{}, err
 	}
@@ -37,7 +50,8 @@ func (s *Service) create(ctx context.Context, c Caller, req CreateRequest) (stor
 	ctx = context.WithoutCancel(ctx)
 	sb, err := s.rt.Create(ctx, runtime.Spec{
 		ID: rec.ID, Template: rec.Template, Env: rec.Env, Workdir: rec.Workdir, Build: req.Build,
-		Limits: runtime.Limits{CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Pids: rec.Pids, DiskMB: rec.DiskMB},
+		Limits:   runtime.Limits{CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Pids: rec.Pids, DiskMB: rec.DiskMB},
+		Snapshot: from.snapshot, Node: node, Volumes: mounts,
 	})
 	if err != nil {
 		return store.Sandbox{}, s.createFailed(ctx, c, rec, err)
@@ -81,6 +95,8 @@ func (s *Service) createFailed(ctx context.Context, c Caller, rec store.Sandbox,
 		return fmt.Errorf("%w: create sandbox: %v", ErrInvalid, cause)
 	case errors.Is(cause, runtime.ErrNotFound):
 		return fmt.Errorf("%w: create sandbox: %v", ErrNotFound, cause)
+	case errors.Is(cause, runtime.ErrConflict):
+		return fmt.Errorf("%w: create sandbox: %v", ErrConflict, cause)
 	}
 	return fmt.Errorf("%w: create sandbox %s: %v", ErrUnavailable, rec.ID, cause)
 }
@@ -91,7 +107,14 @@ func (s *Service) createFailed(ctx context.Context, c Caller, rec store.Sandbox,
 // creates nothing; quota taken by other sandboxes is not checked (that
 // may pass).
 func (s *Service) Check(ctx context.Context, c Caller, req CreateRequest) error {
-	rec, err := s.newRecord(ctx, c, req)
+	var from origin
+	if err := s.resolveSnapshot(ctx, c, &req, &from); err != nil {
+		return err
+	}
+	if _, _, err := s.resolveVolumes(ctx, c, req); err != nil {
+		return err
+	}
+	rec, err := s.newRecord(ctx, c, req, from)
 	if err != nil {
 		return err
 	}
@@ -147,7 +170,7 @@ func (s *Service) admit(ctx context.Context, rec store.Sandbox) error {
 // newRecord validates req (a sandbox token may not create) and builds the
 // record with every default filled in, so what the API shows is what the
 // sandbox gets.
-func (s *Service) newRecord(ctx context.Context, c Caller, req CreateRequest) (store.Sandbox, error) {
+func (s *Service) newRecord(ctx context.Context, c Caller, req CreateRequest, from origin) (store.Sandbox, error) {
 	if c.TenantID == "" || c.SandboxID != "" {
 		return store.Sandbox{}, fmt.Errorf("%w: a sandbox token cannot create sandboxes", ErrInvalid)
 	}
@@ -175,6 +198,10 @@ func (s *Service) newRecord(ctx context.Context, c Caller, req CreateRequest) (s
 		return store.Sandbox{}, err
 	}
 	if err := validWorkdir(req.Workdir); err != nil {
+		return store.Sandbox{}, err
+	}
+	life, err := newLifecycle(req, from)
+	if err != nil {
 		return store.Sandbox{}, err
 	}
 	id, err := newID()
@@ -215,8 +242,27 @@ func (s *Service) newRecord(ctx context.Context, c Caller, req CreateRequest) (s
 		CPUs: lim.CPUs, MemoryMB: lim.MemoryMB, Pids: lim.Pids, DiskMB: lim.DiskMB,
 		Env: env, Metadata: maps.Clone(req.Metadata), Workdir: req.Workdir,
 		CreatedAt: now, ExpiresAt: now.Add(timeout), Network: network, Secrets: bound,
-		IdleTimeoutS: req.IdleTimeoutS,
+		IdleTimeoutS: req.IdleTimeoutS, Lifecycle: life.encode(),
 	}, nil
+}
+
+// newLifecycle checks req's pause settings and notes where the sandbox
+// comes from.
+func newLifecycle(req CreateRequest, from origin) (lifecycle, error) {
+	switch req.IdleAction {
+	case "", IdleDestroy, IdlePause:
+	default:
+		return lifecycle{}, fmt.Errorf("%w: idle_action %s: want %q or %q", ErrInvalid, clip(req.IdleAction), IdleDestroy, IdlePause)
+	}
+	if req.IdleAction == IdlePause && req.IdleTimeoutS == 0 {
+		return lifecycle{}, fmt.Errorf("%w: idle_action \"pause\" needs an idle_timeout_s", ErrInvalid)
+	}
+	if maxS := int64(MaxMaxPaused / time.Second); req.MaxPausedS < 0 || req.MaxPausedS > maxS {
+		return lifecycle{}, fmt.Errorf("%w: max_paused_s %d must be between 0 (the default, %d) and %d", ErrInvalid,
+			req.MaxPausedS, int64(DefaultMaxPaused/time.Second), maxS)
+	}
+	return lifecycle{AutoResume: req.AutoResume, IdleAction: req.IdleAction, MaxPausedS: req.MaxPausedS,
+		Snapshot: req.Snapshot, ForkOf: from.forkOf, Volumes: req.Volumes}, nil
 }
 
 // limits applies defaults and refuses what the runtime could not honour

@@ -249,7 +249,7 @@ func (s *Service) stoppedError(ctx context.Context, id string) error {
 	unlock := s.locks.lock(id)
 	unlock()
 	rec, err := s.st.GetSandbox(context.WithoutCancel(ctx), id)
-	if err != nil || rec.State == store.StateRunning || rec.State == store.StateCreating {
+	if err != nil || alive(rec.State) || rec.State == store.StateCreating {
 		return nil
 	}
 	why := "destroyed"

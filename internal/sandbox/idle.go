@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/store"
 )
 
 // ReasonIdle is the reason of a sandbox stopped by its idle timeout.
@@ -142,8 +144,12 @@ func (s *Service) reapIdle(ctx context.Context) {
 	for _, id := range s.idle.idle(s.now(), s.work.Busy) {
 		unlock := s.locks.lock(id)
 		rec, err := s.st.GetSandbox(ctx, id)
-		if err == nil && rec.State == "running" {
-			err = s.stopLocked(ctx, Caller{}, rec, ReasonIdle)
+		if err == nil && rec.State == store.StateRunning {
+			if lifecycleOf(rec).IdleAction == IdlePause {
+				_, err = s.pauseLocked(ctx, Caller{}, rec, "idle")
+			} else {
+				err = s.stopLocked(ctx, Caller{}, rec, ReasonIdle)
+			}
 		}
 		unlock()
 		if err != nil {

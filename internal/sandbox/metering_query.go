@@ -75,7 +75,7 @@ func (s *Service) SandboxMetrics(ctx context.Context, c Caller, id string) (Metr
 	var memNow int64
 	end := s.now()
 	switch rec.State {
-	case store.StateRunning:
+	case store.StateRunning, store.StatePaused:
 		u, memNow, _ = s.liveUsageNow(ctx, id)
 	case store.StateStopped, store.StateFailed:
 		end = rec.EndedAt

@@ -19,7 +19,7 @@ func onNode(rec store.Sandbox) bool { return rec.Node != "" && rec.Node != runti
 
 // view is rec as a caller sees it: on a lost node, unreachable.
 func (s *Service) view(rec store.Sandbox) store.Sandbox {
-	if rec.State != store.StateRunning || !onNode(rec) || s.opts.NodeLost == nil {
+	if !alive(rec.State) || !onNode(rec) || s.opts.NodeLost == nil {
 		return rec
 	}
 	if why, lost := s.opts.NodeLost(rec.Node); lost {
@@ -37,6 +37,11 @@ func (s *Service) FailNode(ctx context.Context, node, why string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("list sandboxes: %w", err)
 	}
+	paused, err := s.st.ListSandboxes(ctx, store.SandboxFilter{State: store.StatePaused})
+	if err != nil {
+		return 0, fmt.Errorf("list sandboxes: %w", err)
+	}
+	recs = append(recs, paused...)
 	n := 0
 	for _, rec := range recs {
 		if rec.Node != node {
@@ -54,7 +59,7 @@ func (s *Service) failOnNode(ctx context.Context, id, node, why string) error {
 	unlock := s.locks.lock(id)
 	defer unlock()
 	rec, err := s.st.GetSandbox(ctx, id)
-	if err != nil || rec.State != store.StateRunning {
+	if err != nil || !alive(rec.State) {
 		return err
 	}
 	s.detach(id)
@@ -95,7 +100,7 @@ func (s *Service) NodeBack(ctx context.Context, node string, ids []string) error
 	s.unattachedMu.Unlock()
 	for _, id := range todo {
 		rec, err := s.st.GetSandbox(ctx, id)
-		if err != nil || rec.State != store.StateRunning {
+		if err != nil || !alive(rec.State) {
 			continue
 		}
 		unlock := s.locks.lock(id)

@@ -92,6 +92,12 @@ func (s *Service) reapExpired(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
+	// A paused sandbox expires at the end of its max_paused_s.
+	paused, err := s.st.ListSandboxes(ctx, store.SandboxFilter{State: store.StatePaused, ExpiredBy: now})
+	if err != nil {
+		return err
+	}
+	expired = append(expired, paused...)
 	for _, rec := range expired {
 		if err := s.expire(ctx, rec.ID); err != nil {
 			s.log.Error("reaper: stop expired sandbox", "sandbox", rec.ID, "err", err)
@@ -109,7 +115,7 @@ func (s *Service) expire(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("load sandbox: %w", err)
 	}
-	if rec.State != store.StateRunning || rec.ExpiresAt.After(s.now()) {
+	if !alive(rec.State) || rec.ExpiresAt.After(s.now()) {
 		return nil
 	}
 	// It ended at its deadline, even when no daemon ran then to see it.
@@ -129,7 +135,7 @@ func (s *Service) reconcile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reconcile: %w", err)
 	}
-	for _, state := range []string{store.StateCreating, store.StateRunning} {
+	for _, state := range []string{store.StateCreating, store.StateRunning, store.StatePaused} {
 		recs, err := s.st.ListSandboxes(ctx, store.SandboxFilter{State: state})
 		if err != nil {
 			return fmt.Errorf("reconcile: list %s sandboxes: %w", state, err)
@@ -164,7 +170,7 @@ func (s *Service) reconcile(ctx context.Context) error {
 // lastUse, when saved (else it starts now).
 func (s *Service) reattach(ctx context.Context, rec store.Sandbox, lastUse time.Time) error {
 	sb, err := s.rt.Get(ctx, rec.ID)
-	if err != nil && errors.Is(err, runtime.ErrUnavailable) && rec.State == store.StateRunning && onNode(rec) {
+	if err != nil && errors.Is(err, runtime.ErrUnavailable) && alive(rec.State) && onNode(rec) {
 		// Its node cannot be reached now: not lost to us yet. It shows
 		// unreachable while its node is lost, runs on when the node is
 		// back (NodeBack attaches it then), or fails past the grace.
@@ -188,12 +194,17 @@ func (s *Service) reattach(ctx context.Context, rec store.Sandbox, lastUse time.
 		if now := s.now(); lastUse.IsZero() || lastUse.After(now) {
 			lastUse = now
 		}
-		s.idle.watch(rec.ID, time.Duration(rec.IdleTimeoutS)*time.Second, lastUse)
 		s.meterResume(ctx, rec)
-		s.work.Adopt(ctx, rec.ID, sb, adoptLog{s, rec})
+		if rec.State == store.StatePaused {
+			// Its agent is frozen: its work is adopted when it resumes.
+			s.adoptLater.add(rec.ID)
+		} else {
+			s.idle.watch(rec.ID, time.Duration(rec.IdleTimeoutS)*time.Second, lastUse)
+			s.work.Adopt(ctx, rec.ID, sb, adoptLog{s, rec})
+		}
 	}
 	switch {
-	case err == nil && rec.State == store.StateRunning:
+	case err == nil && alive(rec.State):
 		return nil
 	case err == nil:
 		rec.State, rec.Node = store.StateRunning, runtime.NodeOf(s.rt, rec.ID)
@@ -221,7 +232,7 @@ func (s *Service) reattach(ctx context.Context, rec store.Sandbox, lastUse time.
 func (s *Service) reclaim(ctx context.Context, id string) error {
 	rec, err := s.st.GetSandbox(ctx, id)
 	switch {
-	case err == nil && (rec.State == store.StateCreating || rec.State == store.StateRunning):
+	case err == nil && (rec.State == store.StateCreating || alive(rec.State)):
 		return nil
 	case err != nil && !errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("reconcile: load sandbox %s: %w", id, err)

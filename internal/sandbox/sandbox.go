@@ -40,6 +40,9 @@ var (
 	// ErrLowDisk is the ErrUnavailable of a data dir's filesystem with
 	// less free space than the operator's minimum.
 	ErrLowDisk = errors.New("low disk space")
+	// ErrPaused is the ErrConflict of a call that needs a paused sandbox
+	// running.
+	ErrPaused = errors.New("paused")
 	// ErrServerStopping is the ErrUnavailable of a follow of output that
 	// the server let go as it stops: what was followed goes on, for the
 	// next daemon.
@@ -112,6 +115,26 @@ type CreateRequest struct {
 	// Build makes /usr/local writable, for building a template: an admin
 	// then commits what was put there with CommitTemplate.
 	Build bool `json:"build,omitempty"`
+	// AutoResume resumes a paused sandbox on any call that needs it
+	// running (exec, files, terminals) instead of refusing it.
+	AutoResume bool `json:"auto_resume,omitempty"`
+	// IdleAction is what the idle timeout does: "destroy" (the default)
+	// or "pause".
+	IdleAction string `json:"idle_action,omitempty"`
+	// MaxPausedS bounds how long the sandbox may stay paused before it
+	// is destroyed as expired (default DefaultMaxPaused).
+	MaxPausedS int64 `json:"max_paused_s,omitempty"`
+	// Snapshot starts the sandbox's writable layer from one of the
+	// tenant's snapshots; its template is the snapshot's.
+	Snapshot string `json:"snapshot,omitempty"`
+	// Volumes are the tenant's volumes to mount.
+	Volumes []VolumeMount `json:"volumes,omitempty"`
+}
+
+// origin is where a sandbox's files come from, once resolved: the
+// runtime's snapshot and its node, and for a fork its parent.
+type origin struct {
+	snapshot, node, forkOf string
 }
 
 // ExecRequest is POST /v1/sandboxes/{id}/exec: exactly one of Cmd (argv)

@@ -105,6 +105,9 @@ type Service struct {
 	disk         diskGuard    // the data dir's free space
 	box          *secrets.Box // nil: no secrets
 	meter        *meter       // usage of running sandboxes (metering.go)
+	// adoptLater are the sandboxes found paused at reconcile: their live
+	// work is adopted when they resume (a frozen agent cannot answer).
+	adoptLater idSet
 
 	kick chan struct{} // wakes the reaper when an expiry moves closer
 	// wakeMu guards wakeAt, when the sleeping reaper will next look; zero
@@ -288,6 +291,9 @@ func (s *Service) live(ctx context.Context, c Caller, id string) (store.Sandbox,
 	if err != nil {
 		return rec, nil, err
 	}
+	if rec, err = s.awake(ctx, c, rec); err != nil {
+		return rec, nil, err
+	}
 	if err := notRunning(rec); err != nil {
 		return rec, nil, err
 	}
@@ -306,6 +312,8 @@ func notRunning(rec store.Sandbox) error {
 	switch rec.State {
 	case store.StateRunning:
 		return nil
+	case store.StatePaused:
+		return pausedError(fmt.Sprintf("sandbox %s is paused: resume it first", rec.ID))
 	case store.StateFailed:
 		return fmt.Errorf("%w: sandbox %s failed: %s", ErrConflict, rec.ID, rec.Reason)
 	default:
@@ -338,7 +346,7 @@ func (s *Service) markLost(ctx context.Context, id string, cause error) error {
 	if err != nil {
 		return fmt.Errorf("load sandbox %s: %w", id, err)
 	}
-	if rec.State == store.StateRunning {
+	if alive(rec.State) {
 		s.log.Warn("sandbox lost by the runtime", "sandbox", id, "err", cause)
 		s.detach(id)
 		s.work.Drop(id)
@@ -351,6 +359,10 @@ func (s *Service) markLost(ctx context.Context, id string, cause error) error {
 	}
 	return notRunning(rec)
 }
+
+// alive says whether a sandbox in state holds a runtime sandbox that is
+// meant to be there: running or paused.
+func alive(state string) bool { return state == store.StateRunning || state == store.StatePaused }
 
 // keyedMutex is a mutex per key, created on demand and dropped when unused.
 type keyedMutex struct {

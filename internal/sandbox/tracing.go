@@ -38,7 +38,7 @@ func exitAttrs(r ExecResult) []attribute.KeyValue {
 // create sandboxes (ErrInvalid), since it exists to reach one sandbox only.
 func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (store.Sandbox, error) {
 	ctx, span := s.span(ctx, "sandbox.create", c, "")
-	rec, err := s.create(ctx, c, req)
+	rec, err := s.create(ctx, c, req, origin{})
 	endSpan(span, err, attribute.String("airlock.sandbox_id", rec.ID), attribute.String("airlock.template", rec.Template),
 		attribute.Float64("airlock.cpus", rec.CPUs), attribute.Int64("airlock.memory_mb", rec.MemoryMB))
 	return rec, err

@@ -10,7 +10,7 @@ import (
 )
 
 const sandboxCols = `id, tenant_id, state, reason, template, cpus, memory_mb, pids, disk_mb,
-	env, metadata, workdir, created_at, expires_at, ended_at, network, secrets, idle_timeout_s, node`
+	env, metadata, workdir, created_at, expires_at, ended_at, network, secrets, idle_timeout_s, node, lifecycle`
 
 // CreateSandbox inserts sb; an existing id is ErrConflict.
 func (s *SQLite) CreateSandbox(ctx context.Context, sb Sandbox) error {
@@ -18,7 +18,7 @@ func (s *SQLite) CreateSandbox(ctx context.Context, sb Sandbox) error {
 	if err == nil {
 		_, err = s.execThen(ctx, func(_ int64, err error) { s.sandboxes.wrote(sb.ID, stored(sb), err == nil) },
 			`INSERT INTO sandboxes (`+sandboxCols+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
 	}
 	if err != nil {
 		return fmt.Errorf("create sandbox %s: %w", sb.ID, err)
@@ -68,7 +68,7 @@ func (s *SQLite) updateSandboxLocked(ctx context.Context, sb Sandbox) error {
 	st, err := s.prepared(ctx, `UPDATE sandboxes SET
 			tenant_id = ?, state = ?, reason = ?, template = ?, cpus = ?, memory_mb = ?,
 			pids = ?, disk_mb = ?, env = ?, metadata = ?, workdir = ?,
-			created_at = ?, expires_at = ?, ended_at = ?, network = ?, secrets = ?, idle_timeout_s = ?, node = ?
+			created_at = ?, expires_at = ?, ended_at = ?, network = ?, secrets = ?, idle_timeout_s = ?, node = ?, lifecycle = ?
 			WHERE id = ?`)
 	if err != nil {
 		return err
@@ -124,8 +124,8 @@ func (s *SQLite) ListSandboxes(ctx context.Context, f SandboxFilter) ([]Sandbox,
 	return listPage(ctx, s, "sandboxes", sandboxCols, "sandboxes", where, args, f.Limit, ScanSandbox)
 }
 
-// Usage counts the tenant's creating and running sandboxes and sums their
-// memory.
+// Usage counts the tenant's live sandboxes (creating, running, paused:
+// a paused one keeps its memory) and sums their memory.
 func (s *SQLite) Usage(ctx context.Context, tenantID string) (int, int64, error) {
 	if err := s.flushSandboxes(ctx); err != nil {
 		return 0, 0, err
@@ -133,22 +133,22 @@ func (s *SQLite) Usage(ctx context.Context, tenantID string) (int, int64, error)
 	var n int
 	var mem int64
 	err := s.queryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(memory_mb), 0) FROM sandboxes
-		WHERE tenant_id = ? AND state IN (?, ?)`, tenantID, StateCreating, StateRunning).Scan(&n, &mem)
+		WHERE tenant_id = ? AND state IN (?, ?, ?)`, tenantID, StateCreating, StateRunning, StatePaused).Scan(&n, &mem)
 	if err != nil {
 		return 0, 0, fmt.Errorf("usage of tenant %s: %w", tenantID, err)
 	}
 	return n, mem, nil
 }
 
-// NextExpiry is the earliest expiry after after of a running sandbox,
+// NextExpiry is the earliest expiry after after of a running or paused sandbox,
 // zero if none.
 func (s *SQLite) NextExpiry(ctx context.Context, after time.Time) (time.Time, error) {
 	if err := s.flushSandboxes(ctx); err != nil {
 		return time.Time{}, err
 	}
 	var next sql.NullInt64
-	err := s.queryRow(ctx, `SELECT MIN(expires_at) FROM sandboxes WHERE state = ? AND expires_at > ?`,
-		StateRunning, ToNanos(after)).Scan(&next)
+	err := s.queryRow(ctx, `SELECT MIN(expires_at) FROM sandboxes WHERE state IN (?, ?) AND expires_at > ?`,
+		StateRunning, StatePaused, ToNanos(after)).Scan(&next)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("next expiry: %w", err)
 	}
@@ -167,7 +167,7 @@ func sandboxArgs(sb Sandbox) ([]any, error) {
 	}
 	return []any{sb.ID, sb.TenantID, sb.State, sb.Reason, sb.Template, sb.CPUs, sb.MemoryMB,
 		sb.Pids, sb.DiskMB, env, meta, sb.Workdir,
-		ToNanos(sb.CreatedAt), ToNanos(sb.ExpiresAt), ToNanos(sb.EndedAt), sb.Network, sb.Secrets, sb.IdleTimeoutS, sb.Node}, nil
+		ToNanos(sb.CreatedAt), ToNanos(sb.ExpiresAt), ToNanos(sb.EndedAt), sb.Network, sb.Secrets, sb.IdleTimeoutS, sb.Node, sb.Lifecycle}, nil
 }
 
 // ScanSandbox reads a row of sandboxCols.
@@ -176,7 +176,7 @@ func ScanSandbox(r Scanner) (Sandbox, error) {
 	var env, meta sql.NullString
 	var created, expires, ended sql.NullInt64
 	err := r.Scan(&sb.ID, &sb.TenantID, &sb.State, &sb.Reason, &sb.Template, &sb.CPUs, &sb.MemoryMB,
-		&sb.Pids, &sb.DiskMB, &env, &meta, &sb.Workdir, &created, &expires, &ended, &sb.Network, &sb.Secrets, &sb.IdleTimeoutS, &sb.Node)
+		&sb.Pids, &sb.DiskMB, &env, &meta, &sb.Workdir, &created, &expires, &ended, &sb.Network, &sb.Secrets, &sb.IdleTimeoutS, &sb.Node, &sb.Lifecycle)
 	if err != nil {
 		return Sandbox{}, notFound(err)
 	}

@@ -112,6 +112,9 @@ var migrations = []string{
 	nodesSchema,
 	// The node each sandbox runs on; those from before nodes ran here.
 	`ALTER TABLE sandboxes ADD COLUMN node TEXT NOT NULL DEFAULT 'local';`,
+	// Pause, snapshot, fork and volume settings (Sandbox.Lifecycle), and
+	// the snapshots and volumes themselves (disks.go).
+	`ALTER TABLE sandboxes ADD COLUMN lifecycle TEXT NOT NULL DEFAULT '';` + disksSchema,
 }
 
 // migrate applies the migrations the database has not run yet, in one

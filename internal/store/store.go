@@ -53,6 +53,7 @@ type Token struct {
 const (
 	StateCreating = "creating"
 	StateRunning  = "running"
+	StatePaused   = "paused"  // frozen: its processes and memory kept, no CPU
 	StateStopped  = "stopped" // destroyed on purpose (delete or expiry)
 	StateFailed   = "failed"  // lost: its runtime side is gone; Reason says why
 )
@@ -86,6 +87,9 @@ type Sandbox struct {
 	// Node is the node the sandbox runs on: "local" for the control
 	// plane's own host, else a joined node's name.
 	Node string `json:"node,omitempty"`
+	// Lifecycle is the pause, snapshot, fork and volume settings and state
+	// as JSON, "" for none; opaque to the store (package sandbox owns it).
+	Lifecycle string `json:"lifecycle,omitempty"`
 }
 
 // Secret is a tenant's secret. Sealed is the value encrypted by package
@@ -326,6 +330,15 @@ type Store interface {
 	// left by a daemon that went away and forgets them.
 	UpdateLiveConns(ctx context.Context, opened []LiveConn, closed []string) error
 	TakeLiveConns(ctx context.Context) ([]LiveConn, error)
+
+	// Snapshots and volumes (disks.go): CreateDisk inserts one and counts
+	// its Bytes in its tenant's storage (an existing name of its kind is
+	// ErrConflict); DeleteDisk removes it and its count (ErrNotFound if
+	// none); ListDisks orders by tenant and name ("" tenant: all).
+	CreateDisk(ctx context.Context, d Disk) error
+	GetDisk(ctx context.Context, kind, tenantID, name string) (Disk, error)
+	ListDisks(ctx context.Context, kind, tenantID string) ([]Disk, error)
+	DeleteDisk(ctx context.Context, kind, tenantID, name string) error
 
 	Close() error
 }

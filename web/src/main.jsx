@@ -7,6 +7,7 @@ import { Empty, Icon, Loading, Logo } from './ui/kit.jsx';
 import { SignIn } from './pages/signin.jsx';
 import { Sandboxes } from './pages/sandboxes.jsx';
 import { Sandbox, TABS } from './pages/sandbox.jsx';
+import { Snapshots } from './pages/snapshots.jsx';
 import { Secrets } from './pages/secrets.jsx';
 import { Usage } from './pages/usage.jsx';
 import { Admin } from './pages/admin.jsx';
@@ -92,6 +93,7 @@ function App() {
           </Link>
           <ul class="nav-links">
             <NavItem href="/sandboxes" path={path} icon="box">Sandboxes</NavItem>
+            <NavItem href="/snapshots" path={path} icon="camera">Snapshots</NavItem>
             <NavItem href="/secrets" path={path} icon="lock">Secrets</NavItem>
             <NavItem href="/usage" path={path} icon="chart">Usage</NavItem>
             {session.admin && (
@@ -165,6 +167,7 @@ function known(path) {
     case 'sandboxes':
       return p.length <= 2 || (p.length === 3 && TABS.some((t) => t[0] === p[2]));
     case 'signin':
+    case 'snapshots':
     case 'secrets':
     case 'usage':
     case 'admin':
@@ -196,6 +199,8 @@ function Page({ path, session }) {
     case 'sandboxes':
       if (parts[1]) return <Sandbox key={parts[1]} id={parts[1]} tab={parts[2] || 'overview'} />;
       return <Sandboxes />;
+    case 'snapshots':
+      return <Snapshots />;
     case 'secrets':
       return <Secrets />;
     case 'usage':
@@ -208,7 +213,7 @@ function Page({ path, session }) {
 
 function pageTitle(path) {
   const p = path.split('/').filter(Boolean);
-  const names = { sandboxes: 'Sandboxes', secrets: 'Secrets', usage: 'Usage', admin: 'Keys & tenants', signin: 'Sign in' };
+  const names = { sandboxes: 'Sandboxes', snapshots: 'Snapshots', secrets: 'Secrets', usage: 'Usage', admin: 'Keys & tenants', signin: 'Sign in' };
   if (!known(path)) return 'Nothing here';
   if (p[0] === 'sandboxes' && p[1]) return decodeURIComponent(p[1]);
   return names[p[0]] || '';

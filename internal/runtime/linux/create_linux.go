@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/runtime/linux/cgroups"
 	"github.com/airlockhq/airlock/internal/runtime/linux/sbinit"
@@ -43,6 +45,14 @@ type layering struct {
 	// Idle boots at the lowest priority: a warm-pool sandbox, whose boot
 	// must not take CPU from live work (sbinit.AtIdle).
 	Idle bool
+	// Snapshot is the snapshot whose writable layer the sandbox starts
+	// with (snapshot_linux.go), "" for an empty one.
+	Snapshot string
+	// Volumes are mounted into it (volumes_linux.go).
+	Volumes []runtime.VolumeMount
+	// Image says Template is an image's root filesystem (image_linux.go),
+	// the whole lower layer, rather than a /usr/local layer over base.
+	Image bool
 }
 
 // boot creates a sandbox named name (its directory and cgroup) that no
@@ -65,14 +75,32 @@ func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, hos
 			return nil, err
 		}
 	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
+	if _, err := os.Lstat(dir); err == nil {
+		s.release(dir)
+		return nil, fmt.Errorf("%w: sandbox %s", runtime.ErrConflict, name)
+	}
+	if lay.Snapshot == "" {
+		err = os.Mkdir(dir, 0o700)
+	} else if r.rootless || r.quota == nil {
+		err = fmt.Errorf("%w: sandboxes from snapshots need the disk pool", runtime.ErrUnsupported)
+	} else {
+		end := r.phase("create: copy snapshot")
+		err = r.fromSnapshot(dir, lay.Snapshot, s.projectID(), lim.DiskMB<<20, s.hostUID())
+		end()
+	}
+	if err != nil {
+		if _, serr := os.Lstat(dir); serr == nil && lay.Snapshot != "" {
+			// Half copied: the destroy below would take it for a sandbox's.
+			r.quota.Clear(s.projectID())
+			removeLayer(dir)
+		}
 		s.release(dir)
 		if errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("%w: sandbox %s", runtime.ErrConflict, name)
 		}
 		return nil, fmt.Errorf("create sandbox dir: %w", err)
 	}
-	p := persisted{Name: name, Slot: s.n, Limits: lim, Template: lay.Template, TemplateName: lay.TemplateName, Build: lay.Build}
+	p := persisted{Name: name, Slot: s.n, Limits: lim, Template: lay.Template, TemplateName: lay.TemplateName, Build: lay.Build, Volumes: lay.Volumes}
 	sb := newSandbox(r, p, dir)
 	sb.slot = s
 	defer func() {
@@ -90,7 +118,7 @@ func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, hos
 		uid, gid = -1, -1
 	} else {
 		hostUID = s.hostUID()
-		if r.quota != nil {
+		if r.quota != nil && lay.Snapshot == "" {
 			end := r.phase("create: disk limit")
 			err := r.quota.Limit(dir, s.projectID(), lim.DiskMB<<20)
 			end()
@@ -100,7 +128,7 @@ func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, hos
 		}
 	}
 	end := r.phase("create: writable layer")
-	err = r.layout(dir, host, hostUID)
+	err = r.layout(dir, host, hostUID, lay.Snapshot != "")
 	if err == nil {
 		err = r.layoutLayers(dir, lay, hostUID)
 	}
@@ -114,8 +142,31 @@ func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, hos
 		TmpMB: lim.TmpMB, Env: mergeEnv(defaultEnv, nil), Workdir: defaultWorkdir,
 		UID: uid, GID: gid, Rootless: r.rootless, Trace: r.cfg.Trace != nil, Build: lay.Build,
 	}
-	if lay.Template != "" {
+	switch {
+	case lay.Image:
+		// The image's own tree, /usr included: nothing of the host's.
+		cfg.Lower, cfg.Binds, cfg.BindFrom = filepath.Join(r.templatesDir(), lay.Template, imageRootfs), nil, ""
+	case lay.Template != "":
 		cfg.Layer = filepath.Join(r.templatesDir(), lay.Template, "layer")
+	}
+	if len(lay.Volumes) > 0 {
+		// Saved first: from here on, the volumes count as this sandbox's
+		// for every other create and delete.
+		if err := sb.save(); err != nil {
+			return nil, err
+		}
+		if cfg.Volumes, err = r.mountVolumes(name, lay.Volumes, hostUID); err != nil {
+			return nil, err
+		}
+		for _, v := range lay.Volumes {
+			// Made in the writable layer, as the sandbox's root: in the
+			// template's own directories (/mnt) its root may not write.
+			fd, err := sbinit.OpenBeneath(cfg.Upper, v.Path, hostUID)
+			if err != nil {
+				return nil, fmt.Errorf("volume mount point %s: %w", v.Path, err)
+			}
+			unix.Close(fd)
+		}
 	}
 	if err := r.start(ctx, sb, cfg, hostUID, lay.Idle); err != nil {
 		return nil, err
@@ -144,7 +195,7 @@ func cgroupName(slot int, name string) string {
 // layoutLayers adds a template's mount point and a build's writable
 // /usr/local to a sandbox's directory.
 func (r *Runtime) layoutLayers(dir string, lay layering, hostUID int) error {
-	if lay.Template != "" {
+	if lay.Template != "" && !lay.Image {
 		if err := os.Mkdir(filepath.Join(dir, "layer"), 0o755); err != nil {
 			return err
 		}
@@ -217,7 +268,7 @@ const defaultHostname = "sandbox"
 
 // layout creates the writable layer: upper and work dirs owned by the
 // sandbox's root, the workspace owned by its user, per-sandbox /etc files.
-func (r *Runtime) layout(dir string, h string, hostUID int) error {
+func (r *Runtime) layout(dir string, h string, hostUID int, fromSnapshot bool) error {
 	own := func(p string, id int) error {
 		if r.rootless {
 			return nil
@@ -226,6 +277,10 @@ func (r *Runtime) layout(dir string, h string, hostUID int) error {
 	}
 	for _, d := range []string{"upper", "work", "rootfs", "lower", "upper/home", "upper/etc", "upper/home/user"} {
 		p := filepath.Join(dir, d)
+		if fromSnapshot && strings.HasPrefix(d, "upper") {
+			// The snapshot's, as it was (a deleted /etc is a whiteout).
+			continue
+		}
 		if err := os.Mkdir(p, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
@@ -246,8 +301,22 @@ func (r *Runtime) layout(dir string, h string, hostUID int) error {
 		"etc/hostname": h + "\n",
 		"etc/hosts":    fmt.Sprintf("127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost ip6-loopback\n", h),
 	}
+	if fromSnapshot {
+		etc := filepath.Join(dir, "upper", "etc")
+		if err := os.MkdirAll(etc, 0o755); err != nil {
+			return err
+		}
+		if err := own(etc, 0); err != nil {
+			return err
+		}
+	}
 	for name, content := range files {
 		p := filepath.Join(dir, "upper", name)
+		if fromSnapshot {
+			// Whatever the snapshot had there (a whiteout, a symlink out
+			// of the sandbox) is replaced, never written through.
+			os.Remove(p)
+		}
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			return err
 		}

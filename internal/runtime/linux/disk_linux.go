@@ -14,6 +14,11 @@ type diskLimiter interface {
 	Close() error
 	WaitDetached(time.Duration) error
 	Mode() string
+	// Snapshot, Adopt and RemoveSnapshot keep and reuse copies of
+	// limited directories (snapshot_linux.go).
+	Snapshot(src, dst string) error
+	Adopt(path string, project uint32, bytes int64) error
+	RemoveSnapshot(path string) error
 }
 
 func setupDiskPool(dir string, size int64) (diskLimiter, error) {

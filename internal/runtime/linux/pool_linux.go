@@ -72,7 +72,8 @@ func newPool(r *Runtime, size int) *pool {
 // boots one cold). Only limits a live sandbox can take are adjusted: the
 // /tmp size and, with disk images, the disk size are fixed at boot.
 func (p *pool) take(spec runtime.Spec, lim runtime.Limits) *sandbox {
-	if p == nil || spec.Hostname != "" || lim.TmpMB != p.lim.TmpMB || spec.Build || (spec.Template != "" && spec.Template != "base") {
+	if p == nil || spec.Hostname != "" || lim.TmpMB != p.lim.TmpMB || spec.Build || (spec.Template != "" && spec.Template != "base") ||
+		spec.Snapshot != "" || len(spec.Volumes) > 0 {
 		return nil
 	}
 	if p.r.quota != nil && p.r.quota.Mode() == "image" && lim.DiskMB != p.lim.DiskMB {

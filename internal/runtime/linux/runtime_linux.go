@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
@@ -82,6 +83,8 @@ type Runtime struct {
 
 	mu   sync.Mutex
 	live map[string]*sandbox // by public id
+
+	volMu sync.Mutex // volume records and mounts (volumes_linux.go)
 
 	sweepStop chan struct{} // closed by Close to end the sweeper, if one runs
 	sweepDone chan struct{}
@@ -372,7 +375,26 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Sandbo
 	if host == "" {
 		host = defaultHostname
 	}
-	lay := layering{Template: tmplDir, Build: spec.Build}
+	if spec.Snapshot != "" {
+		st, err := r.snapshotState(spec.Snapshot)
+		if err != nil {
+			return nil, err
+		}
+		if st.Template != tmplDir || spec.Build {
+			return nil, fmt.Errorf("%w: snapshot %s was taken on template %q, not %q", runtime.ErrInvalid, spec.Snapshot, st.TemplateName, spec.Template)
+		}
+	}
+	lay := layering{Template: tmplDir, Build: spec.Build, Snapshot: spec.Snapshot, Volumes: spec.Volumes}
+	if it, ok := r.imageTemplate(tmplDir); ok {
+		if spec.Build {
+			return nil, fmt.Errorf("%w: template %s is an image: builds add to base's /usr/local", runtime.ErrInvalid, spec.Template)
+		}
+		lay.Image = true
+		spec.Env = imageEnv(it.Env, spec.Env)
+		if spec.Workdir == "" && path.IsAbs(it.Workdir) && it.Workdir != "/" {
+			spec.Workdir = it.Workdir
+		}
+	}
 	if tmplDir != "" {
 		lay.TemplateName = spec.Template
 	}
@@ -477,6 +499,8 @@ type persisted struct {
 	Template     string `json:"template,omitempty"`
 	TemplateName string `json:"template_name,omitempty"`
 	Build        bool   `json:"build,omitempty"`
+	// Volumes are the volumes it mounts.
+	Volumes []runtime.VolumeMount `json:"volumes,omitempty"`
 }
 
 func (p persisted) cgroup() string {

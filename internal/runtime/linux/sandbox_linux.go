@@ -212,8 +212,16 @@ func (s *sandbox) Destroy(ctx context.Context) error {
 // killInit kills the init, and with it every process of the sandbox, and
 // waits for them; the sandbox's directory and cgroup stay.
 func (s *sandbox) killInit() {
+	// A paused sandbox's tasks do not die until thawed (v1 freezer): the
+	// kill lands first, so nothing runs again but to exit.
+	thaw := func() {
+		if s.cg != nil && s.cg.Frozen() {
+			s.cg.Thaw()
+		}
+	}
 	if s.proc != nil {
 		s.proc.Kill() // by pidfd: never a recycled pid
+		thaw()
 		s.proc.Wait()
 	} else if s.p.Pid > 0 && procStart(s.p.Pid) == s.p.Start {
 		// Not our child (its daemon restarted): a zombie is dead enough,
@@ -222,6 +230,7 @@ func (s *sandbox) killInit() {
 		// subreaper) may take its time. Waiting for the zombie to go cost
 		// each destroy after a restart a second.
 		syscall.Kill(s.p.Pid, syscall.SIGKILL)
+		thaw()
 		for i := 0; i < 500 && procAlive(s.p.Pid, s.p.Start); i++ {
 			time.Sleep(2 * time.Millisecond)
 		}

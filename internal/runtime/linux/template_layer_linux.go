@@ -235,7 +235,20 @@ func (r *Runtime) collectTemplates() {
 		}
 	}
 	sbs, _ := os.ReadDir(r.sandboxesDir())
+	snaps, _ := os.ReadDir(r.snapshotsDir())
+	for _, e := range snaps {
+		// A snapshot keeps the template its sandbox ran on, for the
+		// sandboxes to be made from it.
+		b, err := os.ReadFile(filepath.Join(r.snapshotsDir(), e.Name(), stateFile))
+		var p persisted
+		if err == nil && json.Unmarshal(b, &p) == nil && p.Template != "" {
+			used[p.Template] = true
+		}
+	}
 	for _, e := range sbs {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue // the disk pool's records, snapshots, volumes
+		}
 		b, err := os.ReadFile(filepath.Join(r.sandboxesDir(), e.Name(), stateFile))
 		if err != nil {
 			// A sandbox being created has no state yet: keep everything.

@@ -14,15 +14,15 @@ import (
 // sandboxCols are store.ScanSandbox's columns; metadata is jsonb here
 // (the list filter matches it with @>), read back as text.
 const sandboxCols = `id, tenant_id, state, reason, template, cpus, memory_mb, pids, disk_mb,
-	env, metadata::text, workdir, created_at, expires_at, ended_at, network, secrets, idle_timeout_s, node`
+	env, metadata::text, workdir, created_at, expires_at, ended_at, network, secrets, idle_timeout_s, node, lifecycle`
 
 // CreateSandbox inserts sb; an existing id is ErrConflict.
 func (s *Store) CreateSandbox(ctx context.Context, sb store.Sandbox) error {
 	args, err := sandboxArgs(sb)
 	if err == nil {
 		_, err = s.exec(ctx, `INSERT INTO sandboxes (id, tenant_id, state, reason, template, cpus, memory_mb, pids, disk_mb,
-			env, metadata, workdir, created_at, expires_at, ended_at, network, secrets, idle_timeout_s, node)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12, $13, $14, $15, $16, $17, $18, $19)`, args...)
+			env, metadata, workdir, created_at, expires_at, ended_at, network, secrets, idle_timeout_s, node, lifecycle)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12, $13, $14, $15, $16, $17, $18, $19, $20)`, args...)
 	}
 	if err != nil {
 		return fmt.Errorf("create sandbox %s: %w", sb.ID, err)
@@ -50,7 +50,7 @@ func (s *Store) UpdateSandbox(ctx context.Context, sb store.Sandbox) error {
 		n, err = s.exec(ctx, `UPDATE sandboxes SET
 			tenant_id = $2, state = $3, reason = $4, template = $5, cpus = $6, memory_mb = $7,
 			pids = $8, disk_mb = $9, env = $10, metadata = $11::jsonb, workdir = $12,
-			created_at = $13, expires_at = $14, ended_at = $15, network = $16, secrets = $17, idle_timeout_s = $18, node = $19
+			created_at = $13, expires_at = $14, ended_at = $15, network = $16, secrets = $17, idle_timeout_s = $18, node = $19, lifecycle = $20
 			WHERE id = $1`, args...)
 		if err == nil && n == 0 {
 			err = store.ErrNotFound
@@ -114,25 +114,25 @@ func (s *Store) ListSandboxes(ctx context.Context, f store.SandboxFilter) ([]sto
 	return out, nil
 }
 
-// Usage counts the tenant's creating and running sandboxes and sums their
-// memory.
+// Usage counts the tenant's live sandboxes (creating, running, paused:
+// a paused one keeps its memory) and sums their memory.
 func (s *Store) Usage(ctx context.Context, tenantID string) (int, int64, error) {
 	var n int
 	var mem int64
 	err := s.pool.QueryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(memory_mb), 0)::bigint FROM sandboxes
-		WHERE tenant_id = $1 AND state IN ($2, $3)`, tenantID, store.StateCreating, store.StateRunning).Scan(&n, &mem)
+		WHERE tenant_id = $1 AND state IN ($2, $3, $4)`, tenantID, store.StateCreating, store.StateRunning, store.StatePaused).Scan(&n, &mem)
 	if err != nil {
 		return 0, 0, fmt.Errorf("usage of tenant %s: %w", tenantID, err)
 	}
 	return n, mem, nil
 }
 
-// NextExpiry is the earliest expiry after after of a running sandbox,
+// NextExpiry is the earliest expiry after after of a running or paused sandbox,
 // zero if none.
 func (s *Store) NextExpiry(ctx context.Context, after time.Time) (time.Time, error) {
 	var next sql.NullInt64
-	err := s.pool.QueryRow(ctx, `SELECT MIN(expires_at) FROM sandboxes WHERE state = $1 AND expires_at > $2`,
-		store.StateRunning, store.ToNanos(after)).Scan(&next)
+	err := s.pool.QueryRow(ctx, `SELECT MIN(expires_at) FROM sandboxes WHERE state IN ($1, $2) AND expires_at > $3`,
+		store.StateRunning, store.StatePaused, store.ToNanos(after)).Scan(&next)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("next expiry: %w", err)
 	}
@@ -219,5 +219,5 @@ func sandboxArgs(sb store.Sandbox) ([]any, error) {
 	}
 	return []any{sb.ID, sb.TenantID, sb.State, sb.Reason, sb.Template, sb.CPUs, sb.MemoryMB,
 		sb.Pids, sb.DiskMB, env, meta, sb.Workdir,
-		store.ToNanos(sb.CreatedAt), store.ToNanos(sb.ExpiresAt), store.ToNanos(sb.EndedAt), sb.Network, sb.Secrets, sb.IdleTimeoutS, sb.Node}, nil
+		store.ToNanos(sb.CreatedAt), store.ToNanos(sb.ExpiresAt), store.ToNanos(sb.EndedAt), sb.Network, sb.Secrets, sb.IdleTimeoutS, sb.Node, sb.Lifecycle}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/airlockhq/airlock/internal/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -257,6 +258,9 @@ var migrations = []string{
 		use             TEXT NOT NULL DEFAULT '{}',
 		last_heartbeat  BIGINT
 	);`,
+	// Pause, snapshot, fork and volume settings (store.Sandbox.Lifecycle), and the
+	// snapshots and volumes themselves (store.Disk).
+	`ALTER TABLE sandboxes ADD COLUMN lifecycle TEXT NOT NULL DEFAULT '';` + store.DisksSchema,
 }
 
 // migrate applies the migrations the database has not run yet, in one

@@ -65,6 +65,8 @@ func Run(t *testing.T, open Opener) {
 		{"JoinNode", testJoinNode},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"FollowerMissesNothing", testFollowerMissesNothing},
+		{"Disks", testDisks},
+		{"PausedIsLive", testPausedIsLive},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -118,6 +120,7 @@ func fixture() (store.Tenant, store.Key, store.Token, store.Sandbox) {
 		Env:      map[string]string{"A": "1", "QUOTE": `"'\n`},
 		Metadata: map[string]string{"job": "42", "weird.key \"x\"": "v"},
 		Workdir:  "/work", CreatedAt: t0, ExpiresAt: t0.Add(30 * time.Minute), Node: "local",
+		Lifecycle: `{"auto_resume":true}`,
 	}
 	return tn, k, tok, sb
 }

@@ -4,6 +4,8 @@ import { useRef, useState } from 'preact/hooks';
 import { api, fileURL, sandboxPath } from '../api.js';
 import { Confirm, Dialog, Empty, ErrorText, Field, Icon, Loading, Notice, usePoll } from '../ui/kit.jsx';
 import { bytes, dateTime } from '../format.js';
+import { explain } from '../lifecycle.js';
+import { PausedPanel } from './lifecycle.jsx';
 
 const HOME = '/home/user';
 
@@ -16,7 +18,7 @@ function parent(dir) {
   return i <= 0 ? '/' : dir.slice(0, i);
 }
 
-export function Files({ sb }) {
+export function Files({ sb, onResume }) {
   const [dir, setDir] = useState(HOME);
   const [entries, setEntries] = useState(null);
   const [err, setErr] = useState(null);
@@ -38,7 +40,7 @@ export function Files({ sb }) {
         setErr(null);
       } catch (e) {
         if (e.name !== 'AbortError') {
-          setErr(e);
+          setErr(explain(e, 'files'));
           setEntries([]);
         }
       }
@@ -68,12 +70,13 @@ export function Files({ sb }) {
       setNotice(`Uploaded ${list.map((f) => f.name).join(', ')} to ${dir}.`);
     } catch (e) {
       setNotice(done ? `Uploaded ${done} of ${list.length}.` : '');
-      setErr(e);
+      setErr(explain(e, 'files'));
     }
     if (input.current) input.current.value = '';
     refresh();
   };
 
+  if (sb.state === 'paused') return <PausedPanel what="files" onResume={onResume} />;
   if (!running) {
     return (
       <Empty title="The file system is gone" icon="folder">

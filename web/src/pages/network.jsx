@@ -6,6 +6,7 @@ import { api, sandboxPath } from '../api.js';
 import { Empty, ErrorText, Loading, Notice, Pill, usePoll } from '../ui/kit.jsx';
 import { bytes, clock } from '../format.js';
 import { outcome } from '../netlog.js';
+import { explain } from '../lifecycle.js';
 
 // entryFor is the allow entry for a host and port: a bare name covers 80
 // and 443.
@@ -64,7 +65,7 @@ export function Network({ sb }) {
       setPolicy(got);
       setNotice(`${entry} is now allowed: the next connection to it goes through.`);
     } catch (x) {
-      setErr(x);
+      setErr(explain(x, 'network policy'));
     }
     setBusy('');
   };
@@ -174,6 +175,7 @@ export function Network({ sb }) {
                             type="button"
                             class="button small"
                             disabled={busy === entry || sb.state !== 'running'}
+                            title={sb.state === 'paused' ? 'Paused: resume it to change its network policy' : undefined}
                             onClick={() => allow(e)}
                           >
                             Allow {e.host}

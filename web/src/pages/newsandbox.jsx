@@ -1,10 +1,12 @@
 // The create form: a sandbox's template, limits, network and labels. Its
-// duration fields take what airlock create --timeout takes.
+// duration fields take what airlock create --timeout takes. Given a
+// snapshot, it makes a sandbox that starts on the snapshot's files (and
+// template) instead.
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { navigate } from '../router.jsx';
 import { Dialog, ErrorText, Field } from '../ui/kit.jsx';
-import { parseMetadata, splitList } from '../format.js';
+import { bytes, parseMetadata, splitList } from '../format.js';
 import { parseSeconds } from '../duration.js';
 
 // durationError is what is wrong with a duration field's text, or null.
@@ -17,7 +19,7 @@ function durationError(text, opts) {
   }
 }
 
-export function NewSandbox({ onClose }) {
+export function NewSandbox({ onClose, snapshot }) {
   const [f, setF] = useState({
     template: 'base', cpus: '1', memory: '512', timeout: '5m', hosts: '', secrets: '', metadata: '', network: 'none',
     disk: '', pids: '', idle: '',
@@ -35,6 +37,7 @@ export function NewSandbox({ onClose }) {
   const [err, setErr] = useState(null);
   const [templates, setTemplates] = useState([]);
   useEffect(() => {
+    if (snapshot) return undefined; // the snapshot's template
     const ctl = new AbortController();
     api('/v1/templates', { signal: ctl.signal })
       .then((r) => setTemplates(r.templates || []))
@@ -65,7 +68,8 @@ export function NewSandbox({ onClose }) {
     }
     const allow = splitList(f.hosts);
     const body = {
-      template: f.template.trim() || undefined,
+      template: snapshot ? undefined : f.template.trim() || undefined,
+      snapshot: snapshot ? snapshot.name : undefined,
       cpus: f.cpus === '' ? undefined : Number(f.cpus),
       memory_mb: f.memory === '' ? undefined : Number(f.memory),
       timeout_s: parseSeconds(f.timeout),
@@ -88,16 +92,22 @@ export function NewSandbox({ onClose }) {
   };
 
   return (
-    <Dialog title="New sandbox" onClose={onClose} wide>
+    <Dialog title={snapshot ? 'New sandbox from snapshot' : 'New sandbox'} onClose={onClose} wide>
       <form aria-label="New sandbox" onSubmit={submit} class="form-grid">
         <div class="row2">
-          <Field label="Template" hint={(templates.find((t) => t.name === f.template) || {}).description || 'The root file system.'}>
-            <select class="input mono" value={f.template} onChange={set('template')} autofocus>
-              {(templates.length ? templates : [{ name: f.template }]).map((t) => (
-                <option key={t.name} value={t.name}>{t.name}</option>
-              ))}
-            </select>
-          </Field>
+          {snapshot ? (
+            <Field label="Snapshot" hint={`Its files (${bytes(snapshot.size_bytes)}) on template ${snapshot.template}, taken of ${snapshot.sandbox}.`}>
+              <input class="input mono" value={snapshot.name} readOnly />
+            </Field>
+          ) : (
+            <Field label="Template" hint={(templates.find((t) => t.name === f.template) || {}).description || 'The root file system.'}>
+              <select class="input mono" value={f.template} onChange={set('template')} autofocus>
+                {(templates.length ? templates : [{ name: f.template }]).map((t) => (
+                  <option key={t.name} value={t.name}>{t.name}</option>
+                ))}
+              </select>
+            </Field>
+          )}
           <Field label="Network" hint="Allowed hosts switch the proxy on.">
             <select class="input wide-select" value={f.network} onChange={set('network')}>
               <option value="none">No network</option>

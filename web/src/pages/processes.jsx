@@ -1,8 +1,9 @@
 // Background processes: the list, the tail of one's output, and kill.
 import { useRef, useState } from 'preact/hooks';
 import { api, sandboxPath, sse } from '../api.js';
-import { Confirm, Empty, ErrorText, Loading, Pill, usePoll } from '../ui/kit.jsx';
+import { Confirm, Empty, ErrorText, Icon, Loading, Pill, usePoll } from '../ui/kit.jsx';
 import { age, bytes, duration } from '../format.js';
+import { pausedMessage } from '../lifecycle.js';
 
 const TAIL = 64 << 10;
 
@@ -26,8 +27,15 @@ export function Processes({ sb }) {
   );
   if (list === null) return err ? <ErrorText error={err} /> : <Loading />;
   const shown = open && list.find((p) => p.pid === open);
+  const paused = sb.state === 'paused';
   return (
     <div class="stack-lg">
+      {paused && (
+        <div class="notice paused" role="status">
+          <Icon name="pause" />
+          <span>{pausedMessage('processes')} They are frozen where they were: their output so far is below, and Kill waits until it resumes.</span>
+        </div>
+      )}
       <ErrorText error={err} />
       {list.length === 0 ? (
         <Empty title="No background processes" icon="terminal">
@@ -64,7 +72,7 @@ export function Processes({ sb }) {
                     <button type="button" class="button small" aria-pressed={open === p.pid} onClick={() => setOpen(open === p.pid ? null : p.pid)}>
                       Output
                     </button>
-                    <button type="button" class="button small danger-outline" disabled={p.state !== 'running'} onClick={() => setKilling(p)}>
+                    <button type="button" class="button small danger-outline" disabled={p.state !== 'running' || paused} onClick={() => setKilling(p)}>
                       Kill
                     </button>
                   </td>

@@ -6,7 +6,9 @@ import { Link, navigate } from '../router.jsx';
 import { Empty, ErrorText, Icon, Loading, Pill, usePoll } from '../ui/kit.jsx';
 import { LineChart } from '../ui/chart.jsx';
 import { age, bytes, dateTime, duration, number, percent, timeLeft } from '../format.js';
+import { actions, isLive } from '../lifecycle.js';
 import { DestroyDialog, ExtendDialog, Metadata } from './sandboxes.jsx';
+import { ForkDialog, Origins, PausedBanner, SnapshotDialog } from './lifecycle.jsx';
 import { Processes } from './processes.jsx';
 
 import { Files } from './files.jsx';
@@ -49,6 +51,8 @@ export function Sandbox({ id, tab }) {
   const [sb, setSb] = useState(null);
   const [err, setErr] = useState(null);
   const [dialog, setDialog] = useState(null);
+  const [busy, setBusy] = useState(false);
+  const [actErr, setActErr] = useState(null);
   const refresh = usePoll(
     async (signal) => {
       try {
@@ -90,6 +94,27 @@ export function Sandbox({ id, tab }) {
     requestAnimationFrame(() => document.getElementById('tab-' + TABS[j][0])?.focus());
   };
   const running = sb.state === 'running';
+  const can = actions(sb.state);
+  // lifecycle pauses or resumes the sandbox: the answer is the sandbox,
+  // shown at once; the poll starts over so that an older answer it had
+  // in flight cannot show the state from before.
+  const lifecycle = async (verb) => {
+    setBusy(true);
+    setActErr(null);
+    try {
+      setSb(await api(sandboxPath(id, '/' + verb), { method: 'POST' }));
+      refresh();
+    } catch (e) {
+      setActErr(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  // A tab's Resume: its errors are the tab's to show.
+  const resume = async () => {
+    setSb(await api(sandboxPath(id, '/resume'), { method: 'POST' }));
+    refresh();
+  };
 
   return (
     <div class="page">
@@ -113,18 +138,39 @@ export function Sandbox({ id, tab }) {
             <span>
               {number(sb.limits.cpus)} CPU · {sb.limits.memory_mb} MiB
             </span>
+            <Origins sb={sb} />
           </p>
           {sb.reason && <ErrorText error={'Failed: ' + sb.reason} />}
         </div>
         <div class="head-actions">
-          <button type="button" class="button" disabled={!running} onClick={() => setDialog('extend')}>
+          {can.resume ? (
+            <button type="button" class="button primary" disabled={busy} onClick={() => lifecycle('resume')}>
+              <Icon name="play" />
+              Resume
+            </button>
+          ) : (
+            <button type="button" class="button" disabled={busy || !can.pause} onClick={() => lifecycle('pause')}
+              title="Freeze its processes: memory kept, no CPU, its lifetime clock stopped">
+              <Icon name="pause" />
+              Pause
+            </button>
+          )}
+          <button type="button" class="button" disabled={!can.snapshot} onClick={() => setDialog('snapshot')}>
+            Snapshot
+          </button>
+          <button type="button" class="button" disabled={!can.fork} onClick={() => setDialog('fork')}>
+            Fork
+          </button>
+          <button type="button" class="button" disabled={!can.extend} onClick={() => setDialog('extend')}>
             Extend
           </button>
-          <button type="button" class="button danger-outline" disabled={sb.state === 'stopped'} onClick={() => setDialog('destroy')}>
+          <button type="button" class="button danger-outline" disabled={!can.destroy} onClick={() => setDialog('destroy')}>
             Destroy
           </button>
         </div>
       </div>
+      <ErrorText error={actErr} />
+      <PausedBanner sb={sb} />
 
       <div class="tabs" role="tablist" aria-label="Sandbox views" onKeyDown={onKey}>
         {TABS.map(([key, name]) => (
@@ -145,8 +191,8 @@ export function Sandbox({ id, tab }) {
       <section id="tabpanel" role="tabpanel" aria-labelledby={'tab-' + current} class="tabpanel">
         {current === 'overview' && <Overview sb={sb} />}
         {current === 'processes' && <Processes sb={sb} />}
-        {current === 'terminal' && <Terminal sb={sb} />}
-        {current === 'files' && <Files sb={sb} />}
+        {current === 'terminal' && <Terminal sb={sb} onResume={resume} />}
+        {current === 'files' && <Files sb={sb} onResume={resume} />}
         {current === 'network' && <Network sb={sb} />}
         {current === 'audit' && <Audit sb={sb} />}
         {current === 'replay' && <Replay sb={sb} />}
@@ -154,6 +200,8 @@ export function Sandbox({ id, tab }) {
 
       {dialog === 'destroy' && <DestroyDialog sandbox={sb} onClose={() => setDialog(null)} onDone={refresh} />}
       {dialog === 'extend' && <ExtendDialog sandbox={sb} onClose={() => setDialog(null)} onDone={refresh} />}
+      {dialog === 'snapshot' && <SnapshotDialog sb={sb} onClose={() => setDialog(null)} />}
+      {dialog === 'fork' && <ForkDialog sb={sb} onClose={() => setDialog(null)} />}
     </div>
   );
 }
@@ -187,7 +235,10 @@ function Overview({ sb }) {
   const [ready, setReady] = useState(false);
   const seeded = useRef(false); // the poll's closure outlives renders
   const [, setTick] = useState(0);
-  const live = sb.state === 'running' || sb.state === 'creating';
+  // A paused sandbox keeps its charts (they stand still); one that has
+  // ended shows its final numbers.
+  const live = isLive(sb.state);
+  const paused = sb.state === 'paused';
   usePoll(
     async (signal) => {
       try {
@@ -201,6 +252,11 @@ function Overview({ sb }) {
           seeded.current = true;
           setReady(true);
         }
+        // A paused sandbox's numbers stand still where it stopped (the
+        // server reads its cgroup only while it runs, and answers zeros
+        // meanwhile): the cards keep the last reading, the charts end at
+        // the pause.
+        if (paused) return;
         const x = await api(sandboxPath(sb.id, '/metrics'), { signal });
         const now = Date.now();
         const s = samples.current;
@@ -215,7 +271,7 @@ function Overview({ sb }) {
         if (e.name !== 'AbortError') setErr(e);
       }
     },
-    live ? 2000 : 0,
+    live && !paused ? 2000 : 0,
     [sb.id, sb.state],
   );
   const s = samples.current;
@@ -235,10 +291,13 @@ function Overview({ sb }) {
       {live && !ready ? (
         <Loading label="Loading the last minutes…" />
       ) : live ? (
-        <div class="charts2">
-          <LineChart label="CPU" series={[{ name: 'CPU', points: cpuPoints }]} format={(v) => percent(v)} window={SPAN} />
-          <LineChart label="Memory in use" series={[{ name: 'Memory', points: memPoints }]} format={bytes} window={SPAN} binary />
-        </div>
+        <>
+          {paused && <p class="muted">Paused: the numbers and charts stand still until it resumes.</p>}
+          <div class="charts2">
+            <LineChart label="CPU" series={[{ name: 'CPU', points: cpuPoints }]} format={(v) => percent(v)} window={SPAN} />
+            <LineChart label="Memory in use" series={[{ name: 'Memory', points: memPoints }]} format={bytes} window={SPAN} binary />
+          </div>
+        </>
       ) : (
         <p class="muted">The sandbox has ended: the numbers above are final{m && m.ended_at ? ` (ended ${dateTime(m.ended_at)})` : ''}.</p>
       )}
@@ -249,8 +308,23 @@ function Overview({ sb }) {
           <dd>{dateTime(sb.created_at)}</dd>
           <dt>Expires</dt>
           <dd>{dateTime(sb.expires_at)}</dd>
+          {paused && (
+            <>
+              <dt>Paused</dt>
+              <dd>{dateTime(sb.paused_at)}</dd>
+            </>
+          )}
           <dt>Idle timeout</dt>
-          <dd>{sb.idle_timeout_s ? duration(sb.idle_timeout_s) : 'none'}</dd>
+          <dd>{sb.idle_timeout_s ? `${duration(sb.idle_timeout_s)}, then ${sb.idle_action === 'pause' ? 'paused' : 'destroyed'}` : 'none'}</dd>
+          <dt>While paused</dt>
+          <dd>
+            {sb.auto_resume ? 'Resumes on any call that needs it' : 'Calls that need it running answer “paused”'} · destroyed after{' '}
+            {sb.max_paused_s ? duration(sb.max_paused_s) : '7d 0h'} paused
+          </dd>
+          <dt>Made from</dt>
+          <dd>
+            {sb.snapshot || sb.fork_of ? <Origins sb={sb} /> : <>Template <span class="mono">{sb.template}</span></>}
+          </dd>
           <dt>Limits</dt>
           <dd>
             {number(sb.limits.cpus)} CPU · {sb.limits.memory_mb} MiB memory · {sb.limits.disk_mb} MiB disk · {sb.limits.pids} processes
@@ -268,6 +342,20 @@ function Overview({ sb }) {
                   <span class="chip mono" key={h}>{h}</span>
                 ))}
               </span>
+            )}
+          </dd>
+          <dt>Volumes</dt>
+          <dd>
+            {sb.volumes && sb.volumes.length ? (
+              <span class="chips">
+                {sb.volumes.map((v) => (
+                  <span class="chip mono" key={v.name + v.path}>
+                    {v.name} → {v.path}{v.read_only ? ' (read-only)' : ''}
+                  </span>
+                ))}
+              </span>
+            ) : (
+              <span class="muted">none</span>
             )}
           </dd>
           <dt>Metadata</dt>

@@ -5,15 +5,18 @@ import { api, sandboxPath } from '../api.js';
 import { Link, useQuery } from '../router.jsx';
 import { Confirm, Dialog, Empty, ErrorText, Field, Icon, Loading, Pill, usePoll } from '../ui/kit.jsx';
 import { age, bytes, percent, splitList, timeLeft } from '../format.js';
+import { actions, countLabel, isLive, lifeLeft, pauseDeadline } from '../lifecycle.js';
 import { NewSandbox } from './newsandbox.jsx';
 
 const POLL = 2000;
 
 // VIEWS are the list's state filter, kept in the URL (?state=): the
-// running ones by default, the ended ones one click away. Each is the
-// API's states it lists.
+// running ones by default (with the paused ones, which hold their
+// processes still), the ended ones one click away. Each is the API's
+// states it lists.
 const VIEWS = [
-  ['running', 'Running', ['running', 'creating']],
+  ['running', 'Running', ['running', 'creating', 'paused']],
+  ['paused', 'Paused', ['paused']],
   ['stopped', 'Stopped', ['stopped', 'failed']],
   ['all', 'All', ['']],
 ];
@@ -30,6 +33,8 @@ export function Sandboxes() {
   const [creating, setCreating] = useState(false);
   const [destroying, setDestroying] = useState(null);
   const [extending, setExtending] = useState(null);
+  const [acting, setActing] = useState(null); // the id being paused or resumed
+  const [actErr, setActErr] = useState(null);
   const prev = useRef({});
 
   const metaQuery = {};
@@ -54,7 +59,7 @@ export function Sandboxes() {
           } while (after && all.length < 5000);
         }
         // Live sandboxes first, then the ended ones; newest first in each.
-        const live = (s) => (s.state === 'running' || s.state === 'creating' ? 0 : 1);
+        const live = (s) => (isLive(s.state) ? 0 : 1);
         all.sort((a, b) => live(a) - live(b) || Date.parse(b.created_at) - Date.parse(a.created_at));
         setList(all);
         setErr(null);
@@ -86,6 +91,20 @@ export function Sandboxes() {
     POLL,
     [state, meta],
   );
+
+  // lifecycle pauses or resumes s from its row.
+  const lifecycle = async (s, verb) => {
+    setActing(s.id);
+    setActErr(null);
+    try {
+      await api(sandboxPath(s.id, '/' + verb), { method: 'POST' });
+      refresh();
+    } catch (e) {
+      setActErr(e);
+    } finally {
+      setActing(null);
+    }
+  };
 
   return (
     <div class="page">
@@ -126,9 +145,9 @@ export function Sandboxes() {
             onInput={(e) => setMeta(e.currentTarget.value)}
           />
         </div>
-        <span class="muted small">{list ? `${list.length} ${state === 'all' ? '' : view[1].toLowerCase() + ' '}sandbox${list.length === 1 ? '' : 'es'}` : ''}</span>
+        <span class="muted small">{list ? countLabel(list, state, view[1]) : ''}</span>
       </div>
-      <ErrorText error={metaErr || err} />
+      <ErrorText error={metaErr || err || actErr} />
 
       {list === null && !err ? (
         <Loading />
@@ -138,6 +157,8 @@ export function Sandboxes() {
             'Clear the label filter to see every sandbox.'
           ) : state === 'stopped' ? (
             'Sandboxes show here once they have ended: destroyed, expired or failed.'
+          ) : state === 'paused' ? (
+            'Pause a running sandbox from its page or its row: its processes freeze with their memory until it resumes.'
           ) : (
             <>
               <p>A sandbox is an isolated Linux machine for one agent run.{state === 'running' ? ' Ended ones are under Stopped.' : ''}</p>
@@ -166,7 +187,16 @@ export function Sandboxes() {
             </thead>
             <tbody>
               {list.map((s) => (
-                <Row key={s.id} s={s} m={metrics[s.id]} onDestroy={() => setDestroying(s)} onExtend={() => setExtending(s)} />
+                <Row
+                  key={s.id}
+                  s={s}
+                  m={metrics[s.id]}
+                  busy={acting === s.id}
+                  onPause={() => lifecycle(s, 'pause')}
+                  onResume={() => lifecycle(s, 'resume')}
+                  onDestroy={() => setDestroying(s)}
+                  onExtend={() => setExtending(s)}
+                />
               ))}
             </tbody>
           </table>
@@ -186,8 +216,8 @@ export function Sandboxes() {
   );
 }
 
-function Row({ s, m, onDestroy, onExtend }) {
-  const live = s.state === 'running' || s.state === 'creating';
+function Row({ s, m, busy, onPause, onResume, onDestroy, onExtend }) {
+  const can = actions(s.state);
   const memPct = m && s.limits && s.limits.memory_mb ? m.memory_bytes / (s.limits.memory_mb * 1048576) : null;
   return (
     <tr>
@@ -202,7 +232,7 @@ function Row({ s, m, onDestroy, onExtend }) {
       </td>
       <td class="mono">{s.template}</td>
       <td>{age(s.created_at)}</td>
-      <td>{live ? timeLeft(s.expires_at) : '—'}</td>
+      <td title={pauseDeadline(s) || undefined}>{lifeLeft(s)}</td>
       <td class="num">
         {m && m.cpu !== null ? (
           <Meter value={m.cpu / Math.max(s.limits.cpus || 1, 0.01)} label={percent(m.cpu)} />
@@ -215,10 +245,19 @@ function Row({ s, m, onDestroy, onExtend }) {
         <Metadata m={s.metadata} />
       </td>
       <td class="row-actions">
-        <button type="button" class="button small" onClick={onExtend} disabled={s.state !== 'running'}>
+        {can.resume ? (
+          <button type="button" class="button small" onClick={onResume} disabled={busy}>
+            Resume
+          </button>
+        ) : (
+          <button type="button" class="button small" onClick={onPause} disabled={busy || !can.pause}>
+            Pause
+          </button>
+        )}
+        <button type="button" class="button small" onClick={onExtend} disabled={!can.extend}>
           Extend
         </button>
-        <button type="button" class="button small danger-outline" onClick={onDestroy} disabled={s.state === 'stopped'}>
+        <button type="button" class="button small danger-outline" onClick={onDestroy} disabled={!can.destroy}>
           Destroy
         </button>
       </td>

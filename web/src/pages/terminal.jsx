@@ -7,8 +7,10 @@ import { FitAddon } from '@xterm/addon-fit';
 import { api, sandboxPath } from '../api.js';
 import { Confirm, Empty, ErrorText, Icon, Pill, usePoll } from '../ui/kit.jsx';
 import { age } from '../format.js';
+import { explain, pausedMessage } from '../lifecycle.js';
+import { PausedPanel } from './lifecycle.jsx';
 
-export function Terminal({ sb }) {
+export function Terminal({ sb, onResume }) {
   const [sessions, setSessions] = useState(null);
   const [attached, setAttached] = useState(null);
   const [err, setErr] = useState(null);
@@ -27,6 +29,10 @@ export function Terminal({ sb }) {
     [sb.id],
   );
   const running = sb.state === 'running';
+  // Paused, the shells are frozen and the server refuses new sessions
+  // (409 paused): the tab says so instead of a terminal that hangs. An
+  // attached session is let go, and taken up again on resume.
+  const paused = sb.state === 'paused';
 
   const create = async () => {
     setErr(null);
@@ -37,7 +43,7 @@ export function Terminal({ sb }) {
       setAttached(s.id);
       refresh();
     } catch (e) {
-      setErr(e);
+      setErr(explain(e, 'terminal'));
     }
     setBusy(false);
   };
@@ -45,15 +51,19 @@ export function Terminal({ sb }) {
   const live = (sessions || []).filter((s) => s.state !== 'ended');
   return (
     <div class="stack-lg">
-      <div class="toolbar">
-        <button type="button" class="button primary" onClick={create} disabled={!running || busy}>
-          <Icon name="terminal" />
-          New session
-        </button>
-        {!running && <span class="muted">The sandbox is {sb.state}: its terminals are closed. Their recordings are in Replay.</span>}
-      </div>
+      {paused ? (
+        <PausedPanel what="terminal" onResume={onResume} />
+      ) : (
+        <div class="toolbar">
+          <button type="button" class="button primary" onClick={create} disabled={!running || busy}>
+            <Icon name="terminal" />
+            New session
+          </button>
+          {!running && <span class="muted">The sandbox is {sb.state}: its terminals are closed. Their recordings are in Replay.</span>}
+        </div>
+      )}
       <ErrorText error={err} />
-      {attached && <Term key={attached} sb={sb} sid={attached} onDetach={() => setAttached(null)} />}
+      {attached && !paused && <Term key={attached} sb={sb} sid={attached} onDetach={() => setAttached(null)} />}
       {sessions && live.length === 0 && !attached && running && (
         <Empty title="No terminal sessions" icon="terminal">
           Start one with New session: a bash shell in the sandbox, recorded for replay.
@@ -88,10 +98,10 @@ export function Terminal({ sb }) {
                   <td>{s.attached}</td>
                   <td>{age(s.created_at)} ago</td>
                   <td class="row-actions">
-                    <button type="button" class="button small" disabled={attached === s.id} onClick={() => setAttached(s.id)}>
+                    <button type="button" class="button small" disabled={attached === s.id || paused} onClick={() => setAttached(s.id)}>
                       Attach
                     </button>
-                    <button type="button" class="button small danger-outline" onClick={() => setEnding(s)}>
+                    <button type="button" class="button small danger-outline" disabled={paused} onClick={() => setEnding(s)}>
                       End
                     </button>
                   </td>
@@ -188,7 +198,7 @@ function Term({ sb, sid, onDetach }) {
         setStatus('The shell ' + how);
       } else if (c.type === 'error') {
         if (c.code !== 'invalid_argument') ended = true;
-        setErr(c.message);
+        setErr(c.code === 'paused' ? pausedMessage('terminal') : c.message);
       }
     };
     ws.onclose = (e) => {

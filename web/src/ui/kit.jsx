@@ -91,6 +91,9 @@ export function Notice({ children, kind = 'ok' }) {
 const stateKind = {
   running: 'green', ready: 'green', allowed: 'green', delivered: 'green', exited: 'gray',
   creating: 'blue', busy: 'blue', pending: 'blue',
+  // paused has a look of its own (two bars, not a dot): frozen, not
+  // ended, and not to be mistaken for running.
+  paused: 'paused', unreachable: 'amber',
   stopped: 'gray', ended: 'gray',
   failed: 'red', denied: 'red', lost: 'red',
 };
@@ -164,6 +167,9 @@ const paths = {
   refresh: 'M20 11a8 8 0 1 0-2.3 5.7M20 4v7h-7',
   logout: 'M15 4h4a1 1 0 0 1 1 1v14a1 1 0 0 1-1 1h-4M10 17l5-5-5-5m5 5H3',
   shield: 'M12 3 4 6v6c0 5 3.5 8 8 9 4.5-1 8-4 8-9V6Z',
+  pause: 'M9 5v14M15 5v14',
+  camera: 'M4 8h3l2-3h6l2 3h3v11H4ZM12 16.5a3 3 0 1 0 0-6 3 3 0 0 0 0 6Z',
+  fork: 'M6 3v4a4 4 0 0 0 4 4h4a4 4 0 0 0 4-4V3M12 11v10',
 };
 
 export function Icon({ name, size = 16 }) {

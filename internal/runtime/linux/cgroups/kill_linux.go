@@ -82,23 +82,18 @@ func (c *Cgroup) freezeKill(signalled map[int]bool) error {
 // function that thaws it. Without a freezer it returns a no-op: Kill then
 // relies on repeating until no new pid appears.
 func (c *Cgroup) freezeGroup() (thaw func() error, err error) {
-	var dir, file, on, off, state, frozen string
-	switch fz, ok := c.ctl["freezer"]; {
-	case c.freeze:
-		dir, file, on, off, state, frozen = c.unified, "cgroup.freeze", "1", "0", "cgroup.events", "frozen 1"
-	case ok:
-		dir, file, on, off, state, frozen = fz, "freezer.state", "FROZEN", "THAWED", "freezer.state", "FROZEN"
-	default:
+	f, ok := c.freezer()
+	if !ok {
 		return func() error { return nil }, nil
 	}
-	if err := write(dir, file, on); err != nil {
+	if err := write(f.dir, f.file, f.on); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return func() error { return nil }, nil
 		}
 		return nil, err
 	}
 	thaw = func() error {
-		if err := write(dir, file, off); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := write(f.dir, f.file, f.off); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		return nil
@@ -107,8 +102,8 @@ func (c *Cgroup) freezeGroup() (thaw func() error, err error) {
 	// hold it off indefinitely, so the wait is bounded and Kill goes on
 	// regardless: signals still land, only the fork race reopens.
 	for i := 0; i < 100; i++ {
-		b, err := os.ReadFile(dir + "/" + state)
-		if err != nil || strings.Contains(string(b), frozen) {
+		b, err := os.ReadFile(f.dir + "/" + f.state)
+		if err != nil || strings.Contains(string(b), f.frozen) {
 			break
 		}
 		time.Sleep(time.Duration(min(i+1, 5)) * 100 * time.Microsecond)

@@ -52,6 +52,7 @@ func TestBtrfsStructSizes(t *testing.T) {
 		got, want uintptr
 	}{
 		{"btrfs_ioctl_vol_args", unsafe.Sizeof(btrfsVolArgs{}), 4096},
+		{"btrfs_ioctl_vol_args_v2", unsafe.Sizeof(btrfsVolArgsV2{}), 4096},
 		{"btrfs_ioctl_ino_lookup_args", unsafe.Sizeof(btrfsInoLookupArgs{}), 4096},
 		{"btrfs_ioctl_quota_ctl_args", unsafe.Sizeof(btrfsQuotaCtlArgs{}), 16},
 		{"btrfs_ioctl_qgroup_limit_args", unsafe.Sizeof(btrfsQgroupLimitArgs{}), 48},
@@ -63,7 +64,7 @@ func TestBtrfsStructSizes(t *testing.T) {
 	}
 	// _IOC(dir, 0x94, nr, size): bits 16-29 hold the size.
 	for req, size := range map[uintptr]uintptr{
-		btrfsIocSubvolCreate: 4096, btrfsIocSnapDestroy: 4096, btrfsIocInoLookup: 4096,
+		btrfsIocSubvolCreate: 4096, btrfsIocSnapDestroy: 4096, btrfsIocSnapCreateV2: 4096, btrfsIocInoLookup: 4096,
 		btrfsIocQuotaCtl: 16, btrfsIocQgroupLimit: 48, btrfsIocFSInfo: 1024,
 	} {
 		if got := req >> 16 & 0x3fff; got != size {

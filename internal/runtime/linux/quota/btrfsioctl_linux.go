@@ -14,6 +14,7 @@ import (
 const (
 	btrfsIocSubvolCreate = 0x5000940e // _IOW(0x94, 14, struct btrfs_ioctl_vol_args)
 	btrfsIocSnapDestroy  = 0x5000940f // _IOW(0x94, 15, struct btrfs_ioctl_vol_args)
+	btrfsIocSnapCreateV2 = 0x50009417 // _IOW(0x94, 23, struct btrfs_ioctl_vol_args_v2)
 	btrfsIocInoLookup    = 0xd0009412 // _IOWR(0x94, 18, struct btrfs_ioctl_ino_lookup_args)
 	btrfsIocQuotaCtl     = 0xc0109428 // _IOWR(0x94, 40, struct btrfs_ioctl_quota_ctl_args)
 	btrfsIocQgroupLimit  = 0x8030942b // _IOR(0x94, 43, struct btrfs_ioctl_qgroup_limit_args)
@@ -32,6 +33,17 @@ const (
 type btrfsVolArgs struct {
 	Fd   int64
 	Name [4088]byte
+}
+
+// btrfsVolArgsV2 is struct btrfs_ioctl_vol_args_v2, with its unions laid
+// out as the snapshot request uses them: no flags (a writable snapshot) and
+// no qgroup inheritance.
+type btrfsVolArgsV2 struct {
+	Fd      int64
+	TransID uint64
+	Flags   uint64
+	_       [4]uint64
+	Name    [4040]byte
 }
 
 // btrfsInoLookupArgs is struct btrfs_ioctl_ino_lookup_args.
@@ -107,6 +119,19 @@ func destroySubvolume(dir *os.File, name string) error {
 		return err
 	}
 	return btrfsIoctl(dir, btrfsIocSnapDestroy, &a)
+}
+
+// snapshotSubvolume makes name in dir a writable snapshot of the subvolume
+// whose root is open as src. The kernel flushes src's dirty data and
+// commits, so the snapshot holds what src held at that instant; the data
+// itself is shared, not copied.
+func snapshotSubvolume(src, dir *os.File, name string) error {
+	a := btrfsVolArgsV2{Fd: int64(src.Fd())}
+	if name == "" || len(name) >= len(a.Name) {
+		return fmt.Errorf("subvolume name %q: %w", name, unix.ENAMETOOLONG)
+	}
+	copy(a.Name[:], name)
+	return btrfsIoctl(dir, btrfsIocSnapCreateV2, &a)
 }
 
 // subvolumeID returns the id of the subvolume holding the open file f.

@@ -81,38 +81,6 @@ func (f *FS) copyTemplate(img string, size int64) error {
 	return nil
 }
 
-// copySparse copies the data extents of src into dst and leaves its holes
-// holes, so the copy costs the host only what the template holds.
-func copySparse(dst, src *os.File, size int64) error {
-	if err := dst.Truncate(size); err != nil {
-		return err
-	}
-	for off := int64(0); off < size; {
-		data, err := unix.Seek(int(src.Fd()), off, unix.SEEK_DATA)
-		if errors.Is(err, unix.ENXIO) { // no data after off
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		hole, err := unix.Seek(int(src.Fd()), data, unix.SEEK_HOLE)
-		if err != nil {
-			return err
-		}
-		for in, out := data, data; in < hole; {
-			n, err := unix.CopyFileRange(int(src.Fd()), &in, int(dst.Fd()), &out, int(hole-in), 0)
-			if err != nil {
-				return err
-			}
-			if n == 0 {
-				return fmt.Errorf("copy template: short copy at %d", in)
-			}
-		}
-		off = hole
-	}
-	return nil
-}
-
 // imageMount finds where the image of project id is mounted.
 func (f *FS) imageMount(id uint32) (string, bool, error) {
 	img := f.imagePath(id)

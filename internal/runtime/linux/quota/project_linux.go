@@ -102,16 +102,26 @@ func (f *FS) setProject(path string, id uint32) error {
 	if st.Dev != root.Dev || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return fmt.Errorf("set project of %s: not a directory on %s", path, f.dir)
 	}
-	var x fsxattr
-	if err := ioctl(d, fsIOCGetXattr, &x); err != nil {
-		return fmt.Errorf("get attributes of %s: %w", path, err)
-	}
-	x.Projid = id
-	x.Xflags |= fsXflagProjInher
-	if err := ioctl(d, fsIOCSetXattr, &x); err != nil {
+	if err := setProjectID(d, id, true); err != nil {
 		return fmt.Errorf("set project of %s: %w", path, err)
 	}
 	return nil
+}
+
+// setProjectID puts the open file f in project id; with inherit (for a
+// directory) the files later created in it inherit the project, without,
+// they no longer do.
+func setProjectID(f *os.File, id uint32, inherit bool) error {
+	var x fsxattr
+	if err := ioctl(f, fsIOCGetXattr, &x); err != nil {
+		return fmt.Errorf("get attributes: %w", err)
+	}
+	x.Projid = id
+	x.Xflags &^= fsXflagProjInher
+	if inherit {
+		x.Xflags |= fsXflagProjInher
+	}
+	return ioctl(f, fsIOCSetXattr, &x)
 }
 
 func ioctl(f *os.File, req uintptr, x *fsxattr) error {

@@ -80,6 +80,29 @@ func (f *FS) record(id uint32, sv subvolume) error {
 	return nil
 }
 
+// owner returns the project whose record names sv, if one does.
+func (f *FS) owner(sv subvolume) (uint32, bool, error) {
+	entries, err := os.ReadDir(f.dir)
+	if err != nil {
+		return 0, false, err
+	}
+	want := fmt.Sprintf("%s@%d", sv.name, sv.id)
+	for _, e := range entries {
+		var id uint32
+		if _, err := fmt.Sscanf(e.Name(), ".quota-%d.subvol", &id); err != nil || e.Name() != filepath.Base(f.recordPath(id)) {
+			continue
+		}
+		target, err := os.Readlink(filepath.Join(f.dir, e.Name()))
+		if err != nil {
+			return 0, false, err
+		}
+		if target == want {
+			return id, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
 func (f *FS) forget(id uint32) error {
 	s := f.btrfs
 	s.mu.Lock()

@@ -47,20 +47,21 @@ type Config struct {
 	Binds    []string `json:"binds"`
 	// BindFrom is where Binds are found when not at their own path: the
 	// host's root seen from a container ("" on a host).
-	BindFrom string   `json:"bind_from,omitempty"`
-	Upper    string   `json:"upper"`
-	Work     string   `json:"work"`
-	Rootfs   string   `json:"rootfs"`
-	TmpMB    int64    `json:"tmp_mb"`
-	Env      []string `json:"env"`
-	Workdir  string   `json:"workdir"`
-	UID      int      `json:"uid"`
-	GID      int      `json:"gid"`
-	Rootless bool     `json:"rootless"`
-	Layer    string   `json:"layer,omitempty"` // a built template's layer directory (host path)
-	Build    bool     `json:"build,omitempty"` // a template build: /usr/local is writable
-	Trace    bool     `json:"trace"`           // report phase times on the status pipe
-	SentAt   int64    `json:"sent_at"`         // host clock (ns) just before the clone, when tracing
+	BindFrom string       `json:"bind_from,omitempty"`
+	Upper    string       `json:"upper"`
+	Work     string       `json:"work"`
+	Rootfs   string       `json:"rootfs"`
+	TmpMB    int64        `json:"tmp_mb"`
+	Env      []string     `json:"env"`
+	Workdir  string       `json:"workdir"`
+	UID      int          `json:"uid"`
+	GID      int          `json:"gid"`
+	Rootless bool         `json:"rootless"`
+	Layer    string       `json:"layer,omitempty"` // a built template's layer directory (host path)
+	Build    bool         `json:"build,omitempty"` // a template build: /usr/local is writable
+	Volumes  []VolumeBind `json:"volumes,omitempty"`
+	Trace    bool         `json:"trace"`   // report phase times on the status pipe
+	SentAt   int64        `json:"sent_at"` // host clock (ns) just before the clone, when tracing
 
 	status *os.File
 	placed func() error // blocks until the host has placed the init in its cgroups
@@ -196,6 +197,11 @@ func prepare(c *Config) error {
 	writable := writableDirs
 	if c.Build {
 		writable = append(slices.Clone(writableDirs), UsrLocal)
+	}
+	for _, v := range c.Volumes {
+		if !v.ReadOnly {
+			writable = append(slices.Clone(writable), v.Target)
+		}
 	}
 	if _, err := landlock.Restrict([]string{"/"}, writable); err != nil && !errors.Is(err, landlock.ErrUnsupported) {
 		return fmt.Errorf("landlock: %w", err)

@@ -66,6 +66,9 @@ func setupRootfs(c *Config) error {
 			return err
 		}
 	}
+	if err := mountVolumes(c.Rootfs, c.Volumes); err != nil {
+		return err
+	}
 	if err := setupDev(r("/dev"), c.TmpMB, !c.Rootless); err != nil {
 		return err
 	}
