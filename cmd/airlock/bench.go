@@ -32,6 +32,7 @@ func benchCmd(args []string) error {
 		verb{"burst", func(args []string) error { return benchBurst(ctx, args) }},
 		verb{"density", func(args []string) error { return benchDensity(ctx, args) }},
 		verb{"egress", benchEgress},
+		verb{"lifecycle", func(args []string) error { return benchLifecycle(ctx, args) }},
 	)
 }
 
@@ -40,6 +41,7 @@ const benchUsage = `Usage: airlock bench spawn [-n 200] [-pool 2] [-v] [--data-d
        airlock bench burst [-n 100] [-pool 2]
        airlock bench density [-n 500] [-execs 200]
        airlock bench egress [-n 2000] [-n-tunnel 200] [-mb 100] [-runs 5]
+       airlock bench lifecycle [-n 50] [-mb 1024] [-forks 10] [-v]
 
 spawn times create -> exec true -> destroy on the runtime, exec true in a
 live sandbox and airlock run -- true as a whole process, beside unshare,
@@ -48,18 +50,15 @@ same cycle through the HTTP API of an in-process server on a data dir of
 its own (removed after); burst n creates at once through that API, then an
 exec and a delete in each; density n idle sandboxes: host memory each,
 the daemon's, exec among them; egress the egress proxy against direct
-connections on loopback. Each prints p50, p95, p99 and max.`
+connections on loopback; lifecycle pause, resume, snapshot, create from
+a snapshot and fork of a sandbox with -mb in its workspace, next to a
+cold create. Each prints p50, p95, p99 and max.`
 
 func benchSpawn(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench spawn", flag.ContinueOnError)
 	n := fs.Int("n", 200, "iterations per contender")
 	poolSize := fs.Int("pool", 2, "warm pool size for the pooled row (0 skips it)")
-	stateDir := dataDirFlag(fs, defaultDataDir(), "where sandboxes and templates live ($AIRLOCK_DATA_DIR)")
-	verbose := fs.Bool("v", false, "also print where the time goes, phase by phase")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), benchUsage)
-		printFlags(fs)
-	}
+	stateDir, verbose := runtimeBenchFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -127,6 +126,18 @@ func benchSpawn(ctx context.Context, args []string) error {
 	return nil
 }
 
+// runtimeBenchFlags adds what every bench of the runtime takes: its data
+// dir, and -v for the time of each phase.
+func runtimeBenchFlags(fs *flag.FlagSet) (stateDir *string, verbose *bool) {
+	stateDir = dataDirFlag(fs, defaultDataDir(), "where sandboxes and templates live ($AIRLOCK_DATA_DIR)")
+	verbose = fs.Bool("v", false, "also print where the time goes, phase by phase")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), benchUsage)
+		printFlags(fs)
+	}
+	return stateDir, verbose
+}
+
 type row struct {
 	name string
 	d    []time.Duration
@@ -161,19 +172,10 @@ func (r row) printRatio(base time.Duration) {
 // cycles outrun the refills, which get only the CPU the cycles leave, and
 // most creates find the pool empty and boot cold.
 func spawnRows(ctx context.Context, stateDir string, n, poolSize int, verbose, paced bool) ([]row, error) {
-	var mu sync.Mutex
-	phases := map[string][]time.Duration{}
-	var order []string
+	var phases phaseLog
 	cfg := linux.Config{StateDir: stateDir, PoolSize: poolSize}
 	if verbose {
-		cfg.Trace = func(name string, d time.Duration) {
-			mu.Lock()
-			defer mu.Unlock()
-			if _, ok := phases[name]; !ok {
-				order = append(order, name)
-			}
-			phases[name] = append(phases[name], d)
-		}
+		cfg.Trace = phases.record
 	}
 	rt, err := linux.New(cfg)
 	if err != nil {
@@ -219,12 +221,38 @@ func spawnRows(ctx context.Context, stateDir string, n, poolSize int, verbose, p
 		create, execT, destroy, total = append(create, t1.Sub(t0)), append(execT, t2.Sub(t1)), append(destroy, t3.Sub(t2)), append(total, t3.Sub(t0))
 	}
 	rows := []row{{name: label, d: total}, {name: "  create", d: create}, {name: "  exec true", d: execT}, {name: "  destroy", d: destroy}}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, name := range order {
-		rows = append(rows, row{name: "    " + name, d: phases[name]})
+	return append(rows, phases.rows()...), nil
+}
+
+// phaseLog collects the runtime's phase times (linux.Config.Trace) for
+// the verbose rows, in the order phases first ran.
+type phaseLog struct {
+	mu     sync.Mutex
+	phases map[string][]time.Duration
+	order  []string
+}
+
+func (p *phaseLog) record(name string, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.phases == nil {
+		p.phases = map[string][]time.Duration{}
 	}
-	return rows, nil
+	if _, ok := p.phases[name]; !ok {
+		p.order = append(p.order, name)
+	}
+	p.phases[name] = append(p.phases[name], d)
+}
+
+// rows are the phases as rows under a contender's.
+func (p *phaseLog) rows() []row {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []row
+	for _, name := range p.order {
+		out = append(out, row{name: "    " + name, d: p.phases[name]})
+	}
+	return out
 }
 
 // interrupted is the error of a bench stopped by a signal.

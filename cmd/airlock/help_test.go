@@ -18,6 +18,8 @@ var helpVerbs = [][]string{
 	{"metrics"}, {"usage"}, {"task"}, {"task", "run"}, {"task", "ls"}, {"task", "get"}, {"task", "cancel"},
 	{"template"}, {"template", "build"}, {"template", "ls"}, {"template", "rm"}, {"mcp"}, {"teardown"}, {"version"},
 	{"node"}, {"node", "drain"}, {"nodes"}, {"nodes", "token"}, {"nodes", "ls"}, {"nodes", "drain"}, {"nodes", "undrain"}, {"nodes", "rm"},
+	{"pause"}, {"resume"}, {"fork"}, {"snapshot"}, {"snapshot", "create"}, {"snapshot", "ls"}, {"snapshot", "rm"},
+	{"volume"}, {"volume", "create"}, {"volume", "ls"}, {"volume", "rm"}, {"template", "import"}, {"bench", "lifecycle"},
 }
 
 // TestEveryHelpExitsZeroOnStdout: --help, -h and help VERB print the

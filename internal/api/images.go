@@ -45,7 +45,7 @@ func (s *server) importTemplate(w http.ResponseWriter, r *http.Request, req sand
 		if status >= 500 {
 			s.log.Error("import template", "name", req.Name, "err", err)
 		}
-		st.event("error", errorBody{Error: errorDetail{Code: code, Message: msg}})
+		st.event("error", errorDetail{Code: code, Message: msg})
 		return
 	}
 	st.event("template", t)

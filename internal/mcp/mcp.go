@@ -41,6 +41,7 @@ func NewServer(cf ClientFunc) *mcpsdk.Server {
 		&mcpsdk.ServerOptions{Instructions: instructions})
 	b := &bridge{client: cf}
 	b.addSandboxTools(s)
+	b.addLifecycleTools(s)
 	b.addExecTools(s)
 	b.addFileTools(s)
 	b.addLogTools(s)

@@ -18,6 +18,7 @@ type createIn struct {
 	Allow    []string          `json:"allow,omitempty" jsonschema:"domains the sandbox may reach over the network (e.g. pypi.org, *.github.com); none by default"`
 	Secrets  []string          `json:"secrets,omitempty" jsonschema:"names of stored secrets the egress proxy injects into requests to their hosts (the sandbox never sees their values)"`
 	Metadata map[string]string `json:"metadata,omitempty" jsonschema:"labels to find the sandbox by later"`
+	Snapshot string            `json:"snapshot,omitempty" jsonschema:"start from this snapshot's files (from sandbox_snapshot)"`
 }
 
 type createOut struct {
@@ -31,7 +32,7 @@ type sandboxRef struct {
 
 type sandboxInfo struct {
 	SandboxID string            `json:"sandbox_id"`
-	State     string            `json:"state" jsonschema:"creating, running, stopped or failed"`
+	State     string            `json:"state" jsonschema:"creating, running, paused, stopped or failed"`
 	Reason    string            `json:"reason,omitempty" jsonschema:"why it stopped or failed"`
 	Template  string            `json:"template"`
 	CreatedAt time.Time         `json:"created_at"`
@@ -79,7 +80,7 @@ func (b *bridge) sandboxCreate(ctx context.Context, req *mcpsdk.CallToolRequest,
 		return nil, createOut{}, err
 	}
 	cr := client.CreateRequest{Template: in.Template, MemoryMB: in.MemoryMB, CPUs: in.CPUs, Secrets: in.Secrets, Metadata: in.Metadata,
-		Timeout: time.Duration(in.TimeoutS) * time.Second}
+		Timeout: time.Duration(in.TimeoutS) * time.Second, Snapshot: in.Snapshot}
 	if len(in.Allow) > 0 {
 		cr.Network = client.AllowOnly(in.Allow...)
 	}

@@ -1,8 +1,6 @@
 package sandbox_test
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -11,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,84 +18,16 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/egress/fakenet"
+	"github.com/airlockhq/airlock/internal/images/imagetest"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/secrets"
 )
-
-// testImage is a small image the test builds from the host's dash and
-// cat (with their libc): a first layer with /usr/share/old, a setuid
-// file and a device node, a second that whites out /usr/share/old.
-func testImage(t *testing.T) v1.Image {
-	t.Helper()
-	type entry struct {
-		name, body, link string
-		typ              byte
-		mode             int64
-	}
-	host := func(p string) string {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Skipf("the test image needs the host's %s: %v", p, err)
-		}
-		return string(b)
-	}
-	layer := func(entries ...entry) v1.Layer {
-		var buf bytes.Buffer
-		tw := tar.NewWriter(&buf)
-		for _, e := range entries {
-			h := &tar.Header{Name: e.name, Typeflag: e.typ, Mode: e.mode, Linkname: e.link, Size: int64(len(e.body))}
-			if h.Typeflag == 0 {
-				h.Typeflag = tar.TypeReg
-			}
-			if h.Typeflag != tar.TypeReg {
-				h.Size = 0
-			}
-			if h.Typeflag == tar.TypeChar {
-				h.Devmajor, h.Devminor = 1, 3
-			}
-			if err := tw.WriteHeader(h); err != nil {
-				t.Fatal(err)
-			}
-			io.WriteString(tw, e.body)
-		}
-		tw.Close()
-		b := buf.Bytes()
-		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
-	dir := func(n string) entry { return entry{name: n, typ: tar.TypeDir, mode: 0o755} }
-	l1 := layer(dir("usr/"), dir("usr/bin/"), dir("usr/share/"), dir("lib/"), dir("lib/x86_64-linux-gnu/"), dir("lib64/"), dir("etc/"), dir("srv/"), dir("dev/"),
-		entry{name: "bin", typ: tar.TypeSymlink, link: "usr/bin", mode: 0o777},
-		entry{name: "usr/bin/sh", body: host("/usr/bin/dash"), mode: 0o755},
-		entry{name: "usr/bin/cat", body: host("/usr/bin/cat"), mode: 0o755},
-		entry{name: "usr/bin/su", body: host("/usr/bin/cat"), mode: 0o4755},
-		entry{name: "lib/x86_64-linux-gnu/libc.so.6", body: host("/lib/x86_64-linux-gnu/libc.so.6"), mode: 0o755},
-		entry{name: "lib64/ld-linux-x86-64.so.2", body: host("/lib64/ld-linux-x86-64.so.2"), mode: 0o755},
-		entry{name: "etc/os-release", body: "ID=testimage\n", mode: 0o644},
-		entry{name: "usr/share/old", body: "old\n", mode: 0o644},
-		entry{name: "dev/evil", typ: tar.TypeChar, mode: 0o666})
-	l2 := layer(dir("usr/share/"), entry{name: "usr/share/.wh.old", mode: 0o644}, entry{name: "etc/motd", body: "layer two\n", mode: 0o644})
-	img, err := mutate.AppendLayers(empty.Image, l1, l2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err = mutate.Config(img, v1.Config{Env: []string{"PATH=/usr/bin:/bin", "IMAGE_VAR=from-image"}, WorkingDir: "/srv", User: "root"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
-}
 
 // registryOn serves an in-memory registry on loopback, wrapped by wrap,
 // and pushes img to it as repo:latest.
@@ -142,7 +71,7 @@ func TestImageTemplate(t *testing.T) {
 	c := tenant(t, 0, 0)
 	admin := c
 	admin.Admin = true
-	img := testImage(t)
+	img := imagetest.Image(t)
 	ref := registryOn(t, img, nil, authn.Anonymous)
 
 	var mu sync.Mutex
@@ -241,7 +170,7 @@ func TestImageCredentials(t *testing.T) {
 	admin.Admin = true
 	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	// Pushed on loopback, pulled from the fake internet: one store.
-	registryOn(t, testImage(t), func(http.Handler) http.Handler { return reg }, authn.Anonymous)
+	registryOn(t, imagetest.Image(t), func(http.Handler) http.Handler { return reg }, authn.Anonymous)
 	fn.Handle("/v2/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u, p, ok := r.BasicAuth(); !ok || u != "puller" || p != "s3cret" {
 			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
@@ -284,7 +213,7 @@ func TestImagePullNeedsTheOperatorsOpening(t *testing.T) {
 	defer svc.Close()
 	admin := tenant(t, 0, 0)
 	admin.Admin = true
-	ref := registryOn(t, testImage(t), nil, authn.Anonymous)
+	ref := registryOn(t, imagetest.Image(t), nil, authn.Anonymous)
 	_, err = svc.ImportTemplate(ctx, admin, sandbox.ImportTemplateRequest{Name: "img-loop", Image: ref, Insecure: true}, nil)
 	if err == nil || svc.HasTemplate(ctx, "img-loop") {
 		t.Errorf("pull from loopback without the operator's opening: %v", err)

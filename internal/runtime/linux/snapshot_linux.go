@@ -161,3 +161,13 @@ func (r *Runtime) fromSnapshot(dir, name string, project uint32, bytes int64, ho
 	}
 	return nil
 }
+
+// DiskMode says how the disk pool keeps layers: "btrfs" (snapshots are
+// copy-on-write), "project" or "image" (snapshots are copies), or why
+// there is none.
+func (r *Runtime) DiskMode() string {
+	if r.quota == nil {
+		return fmt.Sprintf("none (%v)", r.quotaErr)
+	}
+	return r.quota.Mode()
+}
