@@ -42,6 +42,18 @@ type Sandbox struct {
 	Snapshot   string        `json:"snapshot,omitempty"`
 	ForkOf     string        `json:"fork_of,omitempty"`
 	Volumes    []VolumeMount `json:"volumes,omitempty"`
+	// SnapshotTransfer is set when the create streamed its snapshot from
+	// the node that keeps it to one with room.
+	SnapshotTransfer *SnapshotTransfer `json:"snapshot_transfer,omitempty"`
+}
+
+// SnapshotTransfer is what streaming a snapshot to another node cost.
+type SnapshotTransfer struct {
+	From       string `json:"from_node"`
+	To         string `json:"to_node"`
+	Bytes      int64  `json:"bytes"`
+	DurationMS int64  `json:"duration_ms"`
+	Resumed    int    `json:"resumed,omitempty"`
 }
 
 // VolumeMount mounts one of the tenant's volumes into a sandbox.

@@ -135,6 +135,24 @@ func TestLifecycleOnNodes(t *testing.T) {
 			t.Errorf("from the snapshot: %+v", r)
 		}
 	}
+	// Its node draining, a sandbox from the snapshot goes to the other,
+	// the snapshot streamed there, and says so.
+	if _, err := admin.DrainNode(ctx, sb.Node, true); err != nil {
+		t.Fatal(err)
+	}
+	waitNode(t, admin, sb.Node, "draining", 5*time.Second)
+	moved := must[client.Sandbox](t)(admin.CreateSandbox(ctx, client.CreateRequest{Snapshot: "on-node"}))
+	tr := moved.SnapshotTransfer
+	if moved.Node == sb.Node || tr == nil || tr.From != sb.Node || tr.To != moved.Node || tr.Bytes < 1024 {
+		t.Errorf("from the snapshot while its node drains: on %s, transfer %+v", moved.Node, tr)
+	}
+	if r := must[client.ExecResult](t)(admin.Exec(ctx, moved.ID, client.ExecRequest{Command: "cat f; whoami"})); r.Stdout != "kept\nuser\n" {
+		t.Errorf("from the streamed snapshot: %+v", r)
+	}
+	if _, err := admin.DrainNode(ctx, sb.Node, false); err != nil {
+		t.Fatal(err)
+	}
+	waitNode(t, admin, sb.Node, "ready", 5*time.Second)
 	for _, f := range must[[]client.Sandbox](t)(admin.ForkSandbox(ctx, sb.ID, client.ForkRequest{Count: 2})) {
 		if f.Node != sb.Node {
 			t.Errorf("fork on %s, parent on %s", f.Node, sb.Node)

@@ -3,7 +3,10 @@ package noderpc
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 
 	"github.com/airlockhq/airlock/internal/runtime"
 )
@@ -60,6 +63,7 @@ func (c *Runtime) DeleteVolume(ctx context.Context, name string) error {
 }
 
 func (s *server) lifecycleRoutes() {
+	s.snapshotTarRoutes()
 	s.handle("POST "+prefix+"/sandboxes/{id}/pause", func(r *http.Request) (any, error) {
 		p, err := sandboxAs[runtime.Pauser](s, r, "pause")
 		if err != nil {
@@ -121,4 +125,85 @@ func runtimeAs[T any](s *server, what string) (T, error) {
 		return t, fmt.Errorf("%w: this node's runtime cannot %s", runtime.ErrUnsupported, what)
 	}
 	return t, nil
+}
+
+var _ runtime.SnapshotMover = (*Runtime)(nil)
+
+type importReply struct {
+	Have int64
+	Done bool
+}
+
+func (c *Runtime) ExportSnapshot(ctx context.Context, name string, offset int64, w io.Writer) error {
+	seg, err := segment("snapshot", name)
+	if err != nil {
+		return err
+	}
+	resp, err := c.do(ctx, http.MethodGet, "/snapshots/"+seg+"/tar?offset="+strconv.FormatInt(offset, 10), nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return c.unreachable(ctx, fmt.Errorf("export snapshot %s: %w", name, err))
+	}
+	return nil
+}
+
+func (c *Runtime) ImportSnapshot(ctx context.Context, name, template string, r io.Reader) (int64, bool, error) {
+	seg, err := segment("snapshot", name)
+	if err != nil {
+		return 0, false, err
+	}
+	var out importReply
+	err = c.send(ctx, http.MethodPut, "/snapshots/"+seg+"/tar?template="+url.QueryEscape(template), r, &out)
+	return out.Have, out.Done, err
+}
+
+// snapshotTarRoutes stream a snapshot's layer: raw bytes, not frames. An
+// export that fails after its first byte cuts the connection, so the
+// receiver holds a stream that is short, never one that is wrong.
+func (s *server) snapshotTarRoutes() {
+	s.mux.HandleFunc("GET "+prefix+"/snapshots/{name}/tar", func(w http.ResponseWriter, r *http.Request) {
+		mv, err := runtimeAs[runtime.SnapshotMover](s, "move snapshots")
+		var off int64
+		if err == nil {
+			off, err = queryInt(r, "offset")
+			if err == nil && off < 0 {
+				err = fmt.Errorf("%w: offset %d", runtime.ErrInvalid, off)
+			}
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-tar")
+		cw := &countingWriter{w: w}
+		if err := mv.ExportSnapshot(r.Context(), r.PathValue("name"), off, cw); err != nil {
+			if cw.n == 0 {
+				writeError(w, err)
+				return
+			}
+			panic(http.ErrAbortHandler)
+		}
+	})
+	s.handle("PUT "+prefix+"/snapshots/{name}/tar", func(r *http.Request) (any, error) {
+		mv, err := runtimeAs[runtime.SnapshotMover](s, "move snapshots")
+		if err != nil {
+			return nil, err
+		}
+		have, done, err := mv.ImportSnapshot(r.Context(), r.PathValue("name"), r.URL.Query().Get("template"), r.Body)
+		return importReply{have, done}, err
+	})
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

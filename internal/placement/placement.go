@@ -69,11 +69,28 @@ type Runtime struct {
 }
 
 var (
-	_ runtime.Runtime    = (*Runtime)(nil)
-	_ runtime.Templater  = (*Runtime)(nil)
-	_ runtime.Locator    = (*Runtime)(nil)
-	_ runtime.NodeRouter = (*Runtime)(nil)
+	_ runtime.Runtime     = (*Runtime)(nil)
+	_ runtime.Templater   = (*Runtime)(nil)
+	_ runtime.Locator     = (*Runtime)(nil)
+	_ runtime.NodeRouter  = (*Runtime)(nil)
+	_ runtime.NodeChooser = (*Runtime)(nil)
 )
+
+// Choose names a ready node with room for lim other than not: the least
+// loaded of a few, as a create would pick.
+func (r *Runtime) Choose(ctx context.Context, lim runtime.Limits, not string) (string, error) {
+	cands, why, err := r.candidates(ctx, lim.WithDefaults())
+	if err != nil {
+		return "", err
+	}
+	cands = slices.DeleteFunc(cands, func(c candidate) bool { return c.name == not })
+	if len(cands) == 0 {
+		return "", fmt.Errorf("%w: no other node has room (%s)", runtime.ErrUnavailable, why)
+	}
+	rand.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
+	k := min(sample, len(cands))
+	return slices.MinFunc(cands[:k], func(a, b candidate) int { return cmp.Compare(a.load, b.load) }).name, nil
+}
 
 // On is the runtime of the named node ("" is the local one).
 func (r *Runtime) On(ctx context.Context, node string) (runtime.Runtime, error) {
@@ -107,8 +124,8 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Sandbo
 		// Its snapshot or volumes are there: no other node will do.
 		cands = slices.DeleteFunc(cands, func(c candidate) bool { return c.name != spec.Node })
 		if len(cands) == 0 {
-			return nil, fmt.Errorf("%w: node %s, which holds the sandbox's snapshot or volumes, has no room for it or is not ready (%s)",
-				runtime.ErrUnavailable, spec.Node, why)
+			return nil, fmt.Errorf("%w: %w: node %s, which holds the sandbox's snapshot or volumes, has no room for it or is not ready (%s)",
+				runtime.ErrUnavailable, runtime.ErrNoRoom, spec.Node, why)
 		}
 	}
 	if len(cands) == 0 {

@@ -160,6 +160,30 @@ type Snapshotter interface {
 	DeleteSnapshot(ctx context.Context, name string) error
 }
 
+// ErrNoRoom is the ErrUnavailable of a create that must go to one node
+// (Spec.Node) when that node has no room or is not ready.
+var ErrNoRoom = errors.New("no room on the node")
+
+// SnapshotMover is implemented by runtimes that hand snapshots to another
+// node's runtime, for a sandbox made from one on a node that has room.
+type SnapshotMover interface {
+	// ExportSnapshot writes snapshot name as a tar stream from byte
+	// offset on: the stream is the same bytes every time, so a transfer
+	// that broke resumes where it stopped.
+	ExportSnapshot(ctx context.Context, name string, offset int64, w io.Writer) error
+	// ImportSnapshot adds r to what it holds of snapshot name's stream
+	// and, once the stream is whole, makes the snapshot, on template.
+	// It returns how many bytes it holds (where to resume) and whether
+	// the snapshot is made. A reader with nothing asks how far it got.
+	ImportSnapshot(ctx context.Context, name, template string, r io.Reader) (have int64, done bool, err error)
+}
+
+// NodeChooser is implemented by a runtime that places sandboxes: Choose
+// names a ready node with room for lim other than not.
+type NodeChooser interface {
+	Choose(ctx context.Context, lim Limits, not string) (string, error)
+}
+
 // Volumer is implemented by runtimes that keep volumes: directories with
 // a disk limit of their own that outlive the sandboxes that mount them.
 type Volumer interface {

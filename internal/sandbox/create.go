@@ -48,11 +48,21 @@ func (s *Service) create(ctx context.Context, c Caller, req CreateRequest, from 
 	// The record exists now: however the caller's request ends, it must
 	// not be left in creating.
 	ctx = context.WithoutCancel(ctx)
-	sb, err := s.rt.Create(ctx, runtime.Spec{
+	spec := runtime.Spec{
 		ID: rec.ID, Template: rec.Template, Env: rec.Env, Workdir: rec.Workdir, Build: req.Build,
 		Limits:   runtime.Limits{CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Pids: rec.Pids, DiskMB: rec.DiskMB},
 		Snapshot: from.snapshot, Node: node, Volumes: mounts,
-	})
+	}
+	sb, err := s.rt.Create(ctx, spec)
+	if err != nil && from.snapshot != "" && errors.Is(err, runtime.ErrNoRoom) {
+		var tr *SnapshotTransfer
+		sb, tr, err = s.createElsewhere(ctx, spec, from, rec.Template)
+		if tr != nil {
+			l := lifecycleOf(rec)
+			l.Transfer = tr
+			rec.Lifecycle = l.encode()
+		}
+	}
 	if err != nil {
 		return store.Sandbox{}, s.createFailed(ctx, c, rec, err)
 	}

@@ -47,6 +47,18 @@ type lifecycle struct {
 	Snapshot string        `json:"snapshot,omitempty"`
 	ForkOf   string        `json:"fork_of,omitempty"`
 	Volumes  []VolumeMount `json:"volumes,omitempty"`
+	// Transfer is how its snapshot came from another node.
+	Transfer *SnapshotTransfer `json:"transfer,omitempty"`
+}
+
+// SnapshotTransfer says that a sandbox's snapshot was streamed from the
+// node that keeps it to the one that had room, and what that cost.
+type SnapshotTransfer struct {
+	From       string `json:"from_node"`
+	To         string `json:"to_node"`
+	Bytes      int64  `json:"bytes"`
+	DurationMS int64  `json:"duration_ms"`
+	Resumed    int    `json:"resumed,omitempty"` // times the stream was cut and picked up again
 }
 
 // Lifecycle is a sandbox's lifecycle settings and state, as the API shows
@@ -59,13 +71,16 @@ type Lifecycle struct {
 	Snapshot   string        `json:"snapshot,omitempty"`
 	ForkOf     string        `json:"fork_of,omitempty"`
 	Volumes    []VolumeMount `json:"volumes"`
+	// SnapshotTransfer, when set, says the create streamed its snapshot
+	// from another node, and how long that took.
+	SnapshotTransfer *SnapshotTransfer `json:"snapshot_transfer,omitempty"`
 }
 
 // LifecycleOf reads rec's lifecycle, with defaults filled in.
 func LifecycleOf(rec store.Sandbox) Lifecycle {
 	l := lifecycleOf(rec)
 	out := Lifecycle{AutoResume: l.AutoResume, IdleAction: l.IdleAction, MaxPausedS: l.MaxPausedS,
-		PausedAt: l.PausedAt, Snapshot: l.Snapshot, ForkOf: l.ForkOf, Volumes: l.Volumes}
+		PausedAt: l.PausedAt, Snapshot: l.Snapshot, ForkOf: l.ForkOf, Volumes: l.Volumes, SnapshotTransfer: l.Transfer}
 	if out.IdleAction == "" {
 		out.IdleAction = IdleDestroy
 	}
@@ -90,7 +105,7 @@ func lifecycleOf(rec store.Sandbox) lifecycle {
 
 func (l lifecycle) encode() string {
 	if l.AutoResume == false && l.IdleAction == "" && l.MaxPausedS == 0 && l.PausedAt.IsZero() &&
-		l.Snapshot == "" && l.ForkOf == "" && len(l.Volumes) == 0 {
+		l.Snapshot == "" && l.ForkOf == "" && len(l.Volumes) == 0 && l.Transfer == nil {
 		return ""
 	}
 	b, _ := json.Marshal(l)

@@ -19,10 +19,11 @@ export function onUnauthorized(f) {
 }
 
 // api calls the API. opts: method, json (a body sent as JSON), body (sent
-// as is), query (an object), raw (answer the Response), text (answer text),
-// signal, quiet401 (do not leave the page on a 401).
+// as is), headers (more request headers), query (an object), raw (answer
+// the Response), text (answer text), signal, quiet401 (do not leave the
+// page on a 401).
 export async function api(path, opts = {}) {
-  const headers = { 'X-Airlock-CSRF': '1' };
+  const headers = { ...opts.headers, 'X-Airlock-CSRF': '1' };
   let body = opts.body;
   if (opts.json !== undefined) {
     headers['Content-Type'] = 'application/json';

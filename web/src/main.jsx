@@ -8,6 +8,8 @@ import { SignIn } from './pages/signin.jsx';
 import { Sandboxes } from './pages/sandboxes.jsx';
 import { Sandbox, TABS } from './pages/sandbox.jsx';
 import { Snapshots } from './pages/snapshots.jsx';
+import { Volumes } from './pages/volumes.jsx';
+import { Templates } from './pages/templates.jsx';
 import { Secrets } from './pages/secrets.jsx';
 import { Usage } from './pages/usage.jsx';
 import { Admin } from './pages/admin.jsx';
@@ -94,6 +96,10 @@ function App() {
           <ul class="nav-links">
             <NavItem href="/sandboxes" path={path} icon="box">Sandboxes</NavItem>
             <NavItem href="/snapshots" path={path} icon="camera">Snapshots</NavItem>
+            <NavItem href="/volumes" path={path} icon="disk">Volumes</NavItem>
+            {session.admin && (
+              <NavItem href="/templates" path={path} icon="layers">Templates</NavItem>
+            )}
             <NavItem href="/secrets" path={path} icon="lock">Secrets</NavItem>
             <NavItem href="/usage" path={path} icon="chart">Usage</NavItem>
             {session.admin && (
@@ -168,6 +174,8 @@ function known(path) {
       return p.length <= 2 || (p.length === 3 && TABS.some((t) => t[0] === p[2]));
     case 'signin':
     case 'snapshots':
+    case 'volumes':
+    case 'templates':
     case 'secrets':
     case 'usage':
     case 'admin':
@@ -201,6 +209,10 @@ function Page({ path, session }) {
       return <Sandboxes />;
     case 'snapshots':
       return <Snapshots />;
+    case 'volumes':
+      return <Volumes />;
+    case 'templates':
+      return <Templates session={session} />;
     case 'secrets':
       return <Secrets />;
     case 'usage':
@@ -213,7 +225,7 @@ function Page({ path, session }) {
 
 function pageTitle(path) {
   const p = path.split('/').filter(Boolean);
-  const names = { sandboxes: 'Sandboxes', snapshots: 'Snapshots', secrets: 'Secrets', usage: 'Usage', admin: 'Keys & tenants', signin: 'Sign in' };
+  const names = { sandboxes: 'Sandboxes', snapshots: 'Snapshots', volumes: 'Volumes', templates: 'Templates', secrets: 'Secrets', usage: 'Usage', admin: 'Keys & tenants', signin: 'Sign in' };
   if (!known(path)) return 'Nothing here';
   if (p[0] === 'sandboxes' && p[1]) return decodeURIComponent(p[1]);
   return names[p[0]] || '';

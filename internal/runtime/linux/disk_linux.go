@@ -19,6 +19,9 @@ type diskLimiter interface {
 	Snapshot(src, dst string) error
 	Adopt(path string, project uint32, bytes int64) error
 	RemoveSnapshot(path string) error
+	// NewDir makes an empty directory snapshots of it can share
+	// (transfer_linux.go).
+	NewDir(path string) error
 }
 
 func setupDiskPool(dir string, size int64) (diskLimiter, error) {

@@ -501,6 +501,9 @@ type persisted struct {
 	Build        bool   `json:"build,omitempty"`
 	// Volumes are the volumes it mounts.
 	Volumes []runtime.VolumeMount `json:"volumes,omitempty"`
+	// Owners is where the ids of a snapshot imported from another node
+	// start (0: as inside the sandbox); nil for a sandbox's own.
+	Owners *int `json:"owners,omitempty"`
 }
 
 func (p persisted) cgroup() string {

@@ -95,6 +95,8 @@ func (r *Runtime) DeleteSnapshot(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	// A transfer given up leaves its spool.
+	os.Remove(filepath.Join(r.snapshotsDir(), ".incoming-"+name+".tar"))
 	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -154,7 +156,7 @@ func (r *Runtime) fromSnapshot(dir, name string, project uint32, bytes int64, ho
 			}
 		}
 	}
-	if from := (slot{n: st.Slot}).hostUID(); st.Slot >= 0 && from != hostUID {
+	if from := st.owners(); (st.Slot >= 0 || st.Owners != nil) && from != hostUID {
 		if err := quota.ShiftOwners(filepath.Join(dir, "upper"), from, hostUID, uidCount); err != nil {
 			return fmt.Errorf("copy snapshot %s: %w", name, err)
 		}

@@ -1,13 +1,15 @@
-// The create form: a sandbox's template, limits, network and labels. Its
-// duration fields take what airlock create --timeout takes. Given a
-// snapshot, it makes a sandbox that starts on the snapshot's files (and
-// template) instead.
+// The create form: a sandbox's template, limits, network, labels, volumes
+// and what happens when it idles or is paused. Its duration fields take
+// what airlock create --timeout takes. Given a snapshot, it makes a
+// sandbox that starts on the snapshot's files (and template) instead.
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { navigate } from '../router.jsx';
 import { Dialog, ErrorText, Field } from '../ui/kit.jsx';
 import { bytes, parseMetadata, splitList } from '../format.js';
 import { parseSeconds } from '../duration.js';
+import { MAX_PAUSED_S, mountErrors, mountsBody, pauseBody } from '../volumes.js';
+import { Mounts } from './mounts.jsx';
 
 // durationError is what is wrong with a duration field's text, or null.
 function durationError(text, opts) {
@@ -22,15 +24,22 @@ function durationError(text, opts) {
 export function NewSandbox({ onClose, snapshot }) {
   const [f, setF] = useState({
     template: 'base', cpus: '1', memory: '512', timeout: '5m', hosts: '', secrets: '', metadata: '', network: 'none',
-    disk: '', pids: '', idle: '',
+    disk: '', pids: '', idle: '', idleAction: 'destroy', autoResume: false, maxPaused: '',
   });
+  const [volumes, setVolumes] = useState([]);
+  const [mounts, setMounts] = useState([]);
+  const [mountsLeft, setMountsLeft] = useState({}); // rows whose path was left, by key
+  const [sent, setSent] = useState(false); // tried once: every error shows
   // The duration fields say what is wrong with them once left or on
   // submit, not while a person is still typing "1h3".
   const [touched, setTouched] = useState({});
   const durations = {
     timeout: durationError(f.timeout, {}),
     idle: durationError(f.idle, { allowZero: true }),
+    maxPaused: durationError(f.maxPaused, { max: MAX_PAUSED_S }),
   };
+  const mountErr = mountErrors(mounts);
+  const idleSet = !durations.idle && (parseSeconds(f.idle, { allowZero: true }) || 0) > 0;
   const shown = (k) => (touched[k] ? durations[k] : null);
   const leave = (k) => () => setTouched((t) => ({ ...t, [k]: true }));
   const [busy, setBusy] = useState(false);
@@ -44,8 +53,16 @@ export function NewSandbox({ onClose, snapshot }) {
       .catch((x) => x.name !== 'AbortError' && setErr(x));
     return () => ctl.abort();
   }, []);
+  useEffect(() => {
+    const ctl = new AbortController();
+    api('/v1/volumes', { signal: ctl.signal })
+      .then((r) => setVolumes((r.volumes || []).slice().sort((a, b) => a.name.localeCompare(b.name))))
+      .catch((x) => x.name !== 'AbortError' && setErr(x));
+    return () => ctl.abort();
+  }, []);
   const set = (k) => (e) => {
-    const v = e.currentTarget.value;
+    const t = e.currentTarget;
+    const v = t.type === 'checkbox' ? t.checked : t.value;
     setF((o) => ({ ...o, [k]: v, ...(k === 'hosts' && v.trim() ? { network: 'allowlist' } : {}) }));
   };
 
@@ -53,10 +70,13 @@ export function NewSandbox({ onClose, snapshot }) {
     e.preventDefault();
     setErr(null);
     const bad = Object.keys(durations).filter((k) => durations[k]);
-    if (bad.length) {
-      setTouched({ timeout: true, idle: true });
-      if (bad.includes('idle')) e.currentTarget.querySelector('details.more').open = true;
-      e.currentTarget.querySelector(`[data-field="${bad[0]}"]`)?.focus();
+    if (bad.length || !mountErr.ok) {
+      setTouched({ timeout: true, idle: true, maxPaused: true });
+      setSent(true);
+      if (bad.some((k) => k !== 'timeout')) e.currentTarget.querySelector('details.more').open = true;
+      const badMount = mountErr.paths.findIndex(Boolean);
+      const first = bad[0] || (badMount >= 0 ? 'mount-' + badMount : '');
+      e.currentTarget.querySelector(`[data-field="${first}"]`)?.focus();
       return;
     }
     let metadata;
@@ -78,6 +98,8 @@ export function NewSandbox({ onClose, snapshot }) {
       disk_mb: f.disk === '' ? undefined : Number(f.disk),
       pids: f.pids === '' ? undefined : Number(f.pids),
       idle_timeout_s: parseSeconds(f.idle, { allowZero: true }),
+      volumes: mountsBody(mounts),
+      ...pauseBody({ autoResume: f.autoResume, idle: idleSet, idleAction: f.idleAction, maxPaused: f.maxPaused }),
     };
     if (allow.length || f.network === 'allowlist') body.network = { mode: 'allowlist', allow };
     setBusy(true);
@@ -137,6 +159,15 @@ export function NewSandbox({ onClose, snapshot }) {
             <textarea class="input mono" rows="2" value={f.metadata} onInput={set('metadata')} />
           </Field>
         </div>
+        <Mounts
+          volumes={volumes}
+          mounts={mounts}
+          setMounts={setMounts}
+          errors={mountErr}
+          touched={mountsLeft}
+          onLeave={(key) => setMountsLeft((t) => ({ ...t, [key]: true }))}
+          all={sent}
+        />
         <details class="more">
           <summary>More limits</summary>
           <div class="row3">
@@ -146,9 +177,31 @@ export function NewSandbox({ onClose, snapshot }) {
             <Field label="Max processes" hint="Default 256.">
               <input class="input" type="number" min="0" value={f.pids} onInput={set('pids')} />
             </Field>
-            <Field label="Idle after" hint="Destroyed when unused this long (e.g. 10m); empty: never." error={shown('idle')}>
+            <Field label="Idle after" hint="Unused this long (e.g. 10m), it is destroyed, or paused; empty: never." error={shown('idle')}>
               <input class="input mono" data-field="idle" autocomplete="off" spellcheck={false} value={f.idle} onInput={set('idle')} onBlur={leave('idle')} />
             </Field>
+          </div>
+          <div class="row3">
+            {idleSet ? (
+              <Field label="When idle" hint="Paused keeps its processes and memory, to resume later.">
+                <select class="input wide-select" value={f.idleAction} onChange={set('idleAction')}>
+                  <option value="destroy">Destroy it</option>
+                  <option value="pause">Pause it</option>
+                </select>
+              </Field>
+            ) : (
+              <div class="field muted small idle-note">Set Idle after to pause an idle sandbox instead of destroying it.</div>
+            )}
+            <Field label="Max paused" hint="Destroyed once paused this long, e.g. 48h; at most 720h; empty: 7 days." error={shown('maxPaused')}>
+              <input class="input mono" data-field="maxPaused" autocomplete="off" spellcheck={false} value={f.maxPaused} onInput={set('maxPaused')} onBlur={leave('maxPaused')} />
+            </Field>
+            <div class="field">
+              <span class="field-label">While paused</span>
+              <label class="check">
+                <input type="checkbox" checked={f.autoResume} onChange={set('autoResume')} /> Auto-resume
+              </label>
+              <p class="hint">A call that needs it running (exec, files, terminal) resumes it instead of answering “paused”.</p>
+            </div>
           </div>
         </details>
         <ErrorText error={err} />

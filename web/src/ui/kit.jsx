@@ -170,6 +170,8 @@ const paths = {
   pause: 'M9 5v14M15 5v14',
   camera: 'M4 8h3l2-3h6l2 3h3v11H4ZM12 16.5a3 3 0 1 0 0-6 3 3 0 0 0 0 6Z',
   fork: 'M6 3v4a4 4 0 0 0 4 4h4a4 4 0 0 0 4-4V3M12 11v10',
+  disk: 'M4 6c0-1.7 3.6-3 8-3s8 1.3 8 3-3.6 3-8 3-8-1.3-8-3Zm0 0v12c0 1.7 3.6 3 8 3s8-1.3 8-3V6M4 12c0 1.7 3.6 3 8 3s8-1.3 8-3',
+  layers: 'M12 3 2 8l10 5 10-5ZM2 13l10 5 10-5M2 17.5l10 5 10-5',
 };
 
 export function Icon({ name, size = 16 }) {

@@ -1,0 +1,101 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/runtime"
+)
+
+// A sandbox from a snapshot goes to the snapshot's node when it has room.
+// When it has none (full, draining, lost), the control plane picks
+// another node, streams the snapshot there (a tar of its writable layer,
+// resumed where it broke off), makes the sandbox from that copy, and
+// drops the copy: the snapshot itself stays where it was taken. The
+// sandbox's lifecycle says what the transfer cost.
+
+// maxTransferTries bounds how often a cut transfer is picked up again.
+const maxTransferTries = 5
+
+// createElsewhere makes spec's sandbox on another node than its
+// snapshot's, which refused it for want of room.
+func (s *Service) createElsewhere(ctx context.Context, spec runtime.Spec, from origin, template string) (runtime.Sandbox, *SnapshotTransfer, error) {
+	chooser, ok := s.rt.(runtime.NodeChooser)
+	if !ok || len(spec.Volumes) > 0 {
+		return nil, nil, fmt.Errorf("%w: node %s has no room, and the sandbox cannot go elsewhere", runtime.ErrUnavailable, from.node)
+	}
+	target, err := chooser.Choose(ctx, spec.Limits, from.node)
+	if err != nil {
+		return nil, nil, err
+	}
+	src, err := s.mover(ctx, from.node)
+	if err != nil {
+		return nil, nil, err
+	}
+	dst, err := s.mover(ctx, target)
+	if err != nil {
+		return nil, nil, err
+	}
+	copyName, err := runtimeName("t-")
+	if err != nil {
+		return nil, nil, err
+	}
+	start := time.Now()
+	n, resumed, err := moveSnapshot(ctx, src, dst, from.snapshot, copyName, template)
+	defer s.dropSnapshot(context.WithoutCancel(ctx), target, copyName)
+	if err != nil {
+		return nil, nil, fmt.Errorf("stream the snapshot from node %s to node %s: %w", from.node, target, err)
+	}
+	tr := &SnapshotTransfer{From: from.node, To: target, Bytes: n, DurationMS: time.Since(start).Milliseconds(), Resumed: resumed}
+	s.log.Info("snapshot streamed to a node with room", "from", from.node, "to", target, "bytes", n, "duration_ms", tr.DurationMS)
+	spec.Node, spec.Snapshot = target, copyName
+	sb, err := s.rt.Create(ctx, spec)
+	return sb, tr, err
+}
+
+func (s *Service) mover(ctx context.Context, node string) (runtime.SnapshotMover, error) {
+	rt, err := s.on(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := rt.(runtime.SnapshotMover)
+	if !ok {
+		return nil, fmt.Errorf("%w: node %s cannot move snapshots", ErrUnavailable, node)
+	}
+	return m, nil
+}
+
+// moveSnapshot streams snapshot name from src to dst as copyName, picking
+// a cut stream up where dst's spool ends. It returns the stream's size and
+// how often it was resumed.
+func moveSnapshot(ctx context.Context, src, dst runtime.SnapshotMover, name, copyName, template string) (int64, int, error) {
+	var last error
+	for try := range maxTransferTries {
+		have, done, err := dst.ImportSnapshot(ctx, copyName, template, strings.NewReader(""))
+		if err != nil {
+			return 0, try, err
+		}
+		if done {
+			return have, try, nil
+		}
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(src.ExportSnapshot(ctx, name, have, pw)) }()
+		n, done, err := dst.ImportSnapshot(ctx, copyName, template, pr)
+		pr.CloseWithError(errors.New("import ended"))
+		if err != nil {
+			return 0, try, err
+		}
+		if done {
+			return n, try, nil
+		}
+		last = fmt.Errorf("cut off at %d bytes", n)
+		if ctx.Err() != nil {
+			return 0, try, ctx.Err()
+		}
+	}
+	return 0, maxTransferTries, fmt.Errorf("%w: gave up after %d tries: %v", runtime.ErrUnavailable, maxTransferTries, last)
+}
