@@ -48,11 +48,14 @@ func (c *Client) ImportImage(ctx context.Context, req ImportImageRequest, progre
 }
 
 // UploadImage makes the template name from a `docker save` or OCI layout
-// tarball.
-func (c *Client) UploadImage(ctx context.Context, name string, tarball io.Reader, description string, progress func(ImageProgress)) (Template, error) {
-	var q url.Values
+// tarball, fileName what it is called (kept as the template's image).
+func (c *Client) UploadImage(ctx context.Context, name string, tarball io.Reader, fileName, description string, progress func(ImageProgress)) (Template, error) {
+	q := url.Values{}
 	if description != "" {
-		q = url.Values{"description": {description}}
+		q.Set("description", description)
+	}
+	if fileName != "" {
+		q.Set("filename", fileName)
 	}
 	hdr := http.Header{"Content-Type": {"application/x-tar"}}
 	return c.importStream(ctx, http.MethodPut, "/v1/templates/"+url.PathEscape(name)+"/image", q, tarball, hdr, progress)

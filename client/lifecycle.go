@@ -127,6 +127,13 @@ func (c *Client) ListVolumes(ctx context.Context) ([]Volume, error) {
 	return out.Volumes, err
 }
 
+// GetVolume returns one volume.
+func (c *Client) GetVolume(ctx context.Context, name string) (Volume, error) {
+	var v Volume
+	err := c.doJSON(ctx, http.MethodGet, "/v1/volumes/"+url.PathEscape(name), nil, nil, &v)
+	return v, err
+}
+
 // DeleteVolume deletes a volume with all it holds; refused while a
 // sandbox mounts it.
 func (c *Client) DeleteVolume(ctx context.Context, name string) error {

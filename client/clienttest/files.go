@@ -51,8 +51,15 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request, b *sandbox) {
 		return
 	}
 	s.mu.Lock()
-	b.files[p] = file{data: buf.Bytes(), mode: mode, mtime: time.Now().UTC()}
+	files, _, key, ro := b.at(p)
+	if !ro {
+		files[key] = file{data: buf.Bytes(), mode: mode, mtime: time.Now().UTC()}
+	}
 	s.mu.Unlock()
+	if ro {
+		fail(w, 403, "forbidden", fmt.Sprintf("%s: read-only file system", p))
+		return
+	}
 	writeJSON(w, 200, map[string]any{"path": p, "size": buf.Len()})
 }
 
@@ -63,7 +70,8 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request, b *sandbox) {
 		return
 	}
 	s.mu.Lock()
-	f, ok := b.files[p]
+	files, _, key, _ := b.at(p)
+	f, ok := files[key]
 	s.mu.Unlock()
 	if !ok {
 		fail(w, 404, "not_found", fmt.Sprintf("%s: no such file", p))
@@ -77,10 +85,11 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request, b *sandbox) {
 func (s *Server) listDir(w http.ResponseWriter, dir string, b *sandbox) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	files, dirs, key, _ := b.at(dir)
 	entries := []client.FileEntry{}
 	seen := map[string]bool{}
 	add := func(p, typ string, size int64, mode fileMode, mtime time.Time) {
-		rest, ok := strings.CutPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+		rest, ok := strings.CutPrefix(p, strings.TrimSuffix(key, "/")+"/")
 		if !ok || rest == "" {
 			return
 		}
@@ -95,10 +104,10 @@ func (s *Server) listDir(w http.ResponseWriter, dir string, b *sandbox) {
 		entries = append(entries, client.FileEntry{Name: name, Path: path.Join(dir, name), Type: typ,
 			Size: size, Mode: fmt.Sprintf("%04o", mode), MTime: mtime})
 	}
-	for p, f := range b.files {
+	for p, f := range files {
 		add(p, "file", int64(len(f.data)), f.mode, f.mtime)
 	}
-	for p, m := range b.dirs {
+	for p, m := range dirs {
 		add(p, "dir", 0, m, time.Time{})
 	}
 	slices.SortFunc(entries, func(a, b client.FileEntry) int { return strings.Compare(a.Name, b.Name) })
@@ -110,22 +119,27 @@ func (s *Server) remove(w http.ResponseWriter, r *http.Request, b *sandbox) {
 	recursive := r.URL.Query().Get("recursive") == "1"
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := b.files[p]; ok {
-		delete(b.files, p)
+	files, dirs, key, ro := b.at(p)
+	if ro {
+		fail(w, 403, "forbidden", fmt.Sprintf("%s: read-only file system", p))
+		return
+	}
+	if _, ok := files[key]; ok {
+		delete(files, key)
 		w.WriteHeader(204)
 		return
 	}
-	under := func(q string) bool { return strings.HasPrefix(q, p+"/") }
+	under := func(q string) bool { return strings.HasPrefix(q, strings.TrimSuffix(key, "/")+"/") }
 	// A directory is one made with mkdir or one that files were written
 	// under.
-	_, isDir := b.dirs[p]
+	_, isDir := dirs[key]
 	empty := true
-	for q := range b.files {
+	for q := range files {
 		if under(q) {
 			isDir, empty = true, false
 		}
 	}
-	for q := range b.dirs {
+	for q := range dirs {
 		empty = empty && !under(q)
 	}
 	switch {
@@ -136,14 +150,14 @@ func (s *Server) remove(w http.ResponseWriter, r *http.Request, b *sandbox) {
 		fail(w, 409, "conflict", fmt.Sprintf("%s: directory not empty", p))
 		return
 	}
-	for q := range b.files {
+	for q := range files {
 		if under(q) {
-			delete(b.files, q)
+			delete(files, q)
 		}
 	}
-	for q := range b.dirs {
-		if q == p || under(q) {
-			delete(b.dirs, q)
+	for q := range dirs {
+		if q == key || under(q) {
+			delete(dirs, q)
 		}
 	}
 	w.WriteHeader(204)
@@ -163,8 +177,15 @@ func (s *Server) mkdir(w http.ResponseWriter, r *http.Request, b *sandbox) {
 		return
 	}
 	s.mu.Lock()
-	b.dirs[abs(req.Path)] = mode
+	_, dirs, key, ro := b.at(abs(req.Path))
+	if !ro {
+		dirs[key] = mode
+	}
 	s.mu.Unlock()
+	if ro {
+		fail(w, 403, "forbidden", fmt.Sprintf("%s: read-only file system", req.Path))
+		return
+	}
 	w.WriteHeader(204)
 }
 
@@ -179,12 +200,18 @@ func (s *Server) move(w http.ResponseWriter, r *http.Request, b *sandbox) {
 	from, to := abs(req.From), abs(req.To)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, ok := b.files[from]
-	if !ok {
+	src, _, fromKey, fromRO := b.at(from)
+	dst, _, toKey, toRO := b.at(to)
+	f, ok := src[fromKey]
+	switch {
+	case !ok:
 		fail(w, 404, "not_found", fmt.Sprintf("%s: no such file", from))
-		return
+	case fromRO || toRO:
+		fail(w, 403, "forbidden", fmt.Sprintf("%s to %s: read-only file system", from, to))
+	default:
+		// Across a mount it is a copy and a remove, as mv does it.
+		delete(src, fromKey)
+		dst[toKey] = f
+		w.WriteHeader(204)
 	}
-	delete(b.files, from)
-	b.files[to] = f
-	w.WriteHeader(204)
 }

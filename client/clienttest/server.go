@@ -2,7 +2,10 @@
 // for tests of programs that use package client. It runs nothing: exec
 // calls a function the test supplies, and files live in memory; pausing
 // changes a sandbox's state (and refuses exec and files while paused,
-// as the server does), a snapshot or a fork copies its files. It checks
+// as the server does), a snapshot or a fork copies its files, a volume's
+// files are shared by the sandboxes that mount it (one read-write mount
+// at a time), and an image import makes a template of an image the test
+// added (AddImage). It checks
 // credentials and refuses unknown JSON fields like the real server, but it
 // must not grow into a second server: it enforces no quotas and no tenancy
 // beyond a sandbox token's one sandbox.
@@ -38,12 +41,16 @@ type Server struct {
 	keys      map[string]*key   // by secret
 	tokens    map[string]string // secret -> sandbox id
 	snapshots map[string]*snapshot
+	volumes   map[string]*volume
+	images    map[string]*image
+	templates map[string]client.Template // imported
 }
 
 type sandbox struct {
 	client.Sandbox
-	files map[string]file // by clean absolute path
-	dirs  map[string]fileMode
+	files  map[string]file // by clean absolute path
+	dirs   map[string]fileMode
+	mounts []mount
 	// lifeLeft is what was left of its lifetime when it was paused.
 	lifeLeft time.Duration
 }
@@ -62,6 +69,9 @@ func NewServer(t testing.TB) *Server {
 		keys:      map[string]*key{"alk_admin": {Key: client.Key{ID: "key-admin", Tenant: "admin", Name: "admin"}, admin: true}},
 		tokens:    map[string]string{},
 		snapshots: map[string]*snapshot{},
+		volumes:   map[string]*volume{},
+		images:    map[string]*image{},
+		templates: map[string]client.Template{},
 	}
 	srv := httptest.NewServer(s.routes())
 	t.Cleanup(srv.Close)
@@ -117,6 +127,16 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/snapshots", s.auth(false, s.listSnapshots))
 	mux.HandleFunc("GET /v1/snapshots/{name}", s.auth(false, s.getSnapshot))
 	mux.HandleFunc("DELETE /v1/snapshots/{name}", s.auth(false, s.deleteSnapshot))
+	mux.HandleFunc("POST /v1/volumes", s.auth(false, s.createVolume))
+	mux.HandleFunc("GET /v1/volumes", s.auth(false, s.listVolumes))
+	mux.HandleFunc("GET /v1/volumes/{name}", s.auth(false, s.getVolume))
+	mux.HandleFunc("DELETE /v1/volumes/{name}", s.auth(false, s.deleteVolume))
+	mux.HandleFunc("GET /v1/templates", s.auth(false, s.listTemplates))
+	mux.HandleFunc("GET /v1/templates/{name}", s.auth(false, s.getTemplate))
+	mux.HandleFunc("POST /v1/templates", s.auth(true, s.importImage))
+	mux.HandleFunc("GET /v1/server", s.auth(true, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, client.ServerInfo{Version: "clienttest", SandboxAgents: map[string]int{}})
+	}))
 	mux.HandleFunc("POST /v1/sandboxes/{id}/exec", run(s.execute))
 	mux.HandleFunc("PUT /v1/sandboxes/{id}/files", run(s.writeFile))
 	mux.HandleFunc("GET /v1/sandboxes/{id}/files", run(s.readFile))
@@ -179,19 +199,20 @@ func (s *Server) withSandbox(h func(http.ResponseWriter, *http.Request, *sandbox
 // createRequest is the body of POST /v1/sandboxes, as far as the fake
 // takes it.
 type createRequest struct {
-	Template   string            `json:"template"`
-	CPUs       float64           `json:"cpus"`
-	MemoryMB   int64             `json:"memory_mb"`
-	Pids       int64             `json:"pids"`
-	DiskMB     int64             `json:"disk_mb"`
-	TimeoutS   int64             `json:"timeout_s"`
-	Env        map[string]string `json:"env"`
-	Metadata   map[string]string `json:"metadata"`
-	Workdir    string            `json:"workdir"`
-	AutoResume bool              `json:"auto_resume"`
-	IdleAction string            `json:"idle_action"`
-	MaxPausedS int64             `json:"max_paused_s"`
-	Snapshot   string            `json:"snapshot"`
+	Template   string               `json:"template"`
+	CPUs       float64              `json:"cpus"`
+	MemoryMB   int64                `json:"memory_mb"`
+	Pids       int64                `json:"pids"`
+	DiskMB     int64                `json:"disk_mb"`
+	TimeoutS   int64                `json:"timeout_s"`
+	Env        map[string]string    `json:"env"`
+	Metadata   map[string]string    `json:"metadata"`
+	Workdir    string               `json:"workdir"`
+	AutoResume bool                 `json:"auto_resume"`
+	IdleAction string               `json:"idle_action"`
+	MaxPausedS int64                `json:"max_paused_s"`
+	Snapshot   string               `json:"snapshot"`
+	Volumes    []client.VolumeMount `json:"volumes"`
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
@@ -235,8 +256,10 @@ func (s *Server) newSandbox(w http.ResponseWriter, req createRequest, files map[
 		fail(w, 400, "invalid_argument", "idle_action must be destroy or pause")
 		return client.Sandbox{}, false
 	}
-	// The fake's templates: base and, as if built, python.
-	if req.Template != "" && req.Template != "base" && req.Template != "python" {
+	s.mu.Lock()
+	_, ok := s.templateLocked(or(req.Template, "base"))
+	s.mu.Unlock()
+	if !ok {
 		fail(w, 404, "not_found", fmt.Sprintf("template %q", req.Template))
 		return client.Sandbox{}, false
 	}
@@ -257,13 +280,19 @@ func (s *Server) newSandbox(w http.ResponseWriter, req createRequest, files map[
 		IdleAction: or(req.IdleAction, "destroy"),
 		MaxPausedS: or(req.MaxPausedS, int64(maxPaused/time.Second)),
 		Snapshot:   req.Snapshot,
+		Volumes:    req.Volumes,
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.seq++
 	sb.ID = fmt.Sprintf("sb-%04d", s.seq)
-	s.sandboxes[sb.ID] = &sandbox{Sandbox: sb, files: files, dirs: dirs}
+	mounts, status, msg := s.mountLocked(sb.ID, req.Volumes)
+	if status != 0 {
+		fail(w, status, map[int]string{400: "invalid_argument", 404: "not_found", 409: "conflict"}[status], msg)
+		return client.Sandbox{}, false
+	}
+	s.sandboxes[sb.ID] = &sandbox{Sandbox: sb, files: files, dirs: dirs, mounts: mounts}
 	s.order = append(s.order, sb.ID)
-	s.mu.Unlock()
 	return sb, true
 }
 
@@ -302,6 +331,7 @@ outer:
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, b *sandbox) {
 	s.mu.Lock()
+	s.unmountLocked(b)
 	delete(s.sandboxes, b.ID)
 	s.order = slices.DeleteFunc(s.order, func(id string) bool { return id == b.ID })
 	s.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/airlockhq/airlock/client"
@@ -52,7 +53,7 @@ func templateImport(args []string) error {
 		if *creds != "" || len(allow) > 0 || *insecure {
 			return fmt.Errorf("--credentials, --allow and --insecure are for a registry; %s is a file", src)
 		}
-		t, err = remote().UploadImage(ctx, name, f, *desc, progress)
+		t, err = remote().UploadImage(ctx, name, f, filepath.Base(src), *desc, progress)
 	} else {
 		t, err = remote().ImportImage(ctx, client.ImportImageRequest{Name: name, Image: src, Description: *desc,
 			Credentials: *creds, Allow: allow, Insecure: *insecure}, progress)

@@ -54,7 +54,7 @@ func (s *server) importTemplate(w http.ResponseWriter, r *http.Request, req sand
 // uploadImage is PUT /v1/templates/{name}/image: the body is a `docker
 // save` or OCI layout tarball, spooled to the data dir and imported.
 func (s *server) uploadImage(w http.ResponseWriter, r *http.Request) {
-	if err := checkQuery(r, []string{"description"}); err != nil {
+	if err := checkQuery(r, []string{"description", "filename"}); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -85,6 +85,10 @@ func (s *server) uploadImage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.importTemplate(w, r, sandbox.ImportTemplateRequest{Name: r.PathValue("name"), File: f.Name(),
+	fileName := r.URL.Query().Get("filename")
+	if fileName == "" {
+		fileName = "upload.tar"
+	}
+	s.importTemplate(w, r, sandbox.ImportTemplateRequest{Name: r.PathValue("name"), File: f.Name(), FileName: fileName,
 		Description: r.URL.Query().Get("description")})
 }

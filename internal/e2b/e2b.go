@@ -1,6 +1,7 @@
 // Package e2b is Airlock's E2B-compatible facade: the control plane of
 // E2B's API (create, get, list, connect, timeout, kill; pause and resume,
-// snapshots and forks: lifecycle.go, snapshots.go) and the in-sandbox
+// snapshots and forks: lifecycle.go, snapshots.go; volumes: volumes.go;
+// templates built from an image alone: builds.go) and the in-sandbox
 // "envd" API (Connect RPC in JSON for processes and the filesystem, plain
 // HTTP for file contents), so that the unmodified E2B SDKs drive Airlock
 // sandboxes when E2B_API_URL and E2B_SANDBOX_URL point here. What the API
@@ -53,17 +54,22 @@ type Handler struct {
 	mux      *http.ServeMux
 	ptys     ptyTable
 	watchers watchTable
+	builds   *buildTable
 }
 
-// NewHandler returns the facade's handler.
+// NewHandler returns the facade's handler. Close stops what it runs in
+// the background (template builds).
 func NewHandler(opts Options) *Handler {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = http.DefaultClient
 	}
-	h := &Handler{opts: opts, mux: http.NewServeMux(), ptys: ptyTable{m: map[string]map[uint32]string{}}}
+	h := &Handler{opts: opts, mux: http.NewServeMux(), ptys: ptyTable{m: map[string]map[uint32]string{}}, builds: newBuildTable()}
 	h.routes()
 	return h
 }
+
+// Close cancels the template builds in progress and waits for them.
+func (h *Handler) Close() { h.builds.close() }
 
 // routes: the control plane, then envd. Anything else answers in E2B's
 // error shape.
@@ -85,6 +91,16 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /snapshots", h.listSnapshots)
 	m.HandleFunc("DELETE /templates/{id}", h.deleteTemplate)
 	m.HandleFunc("POST /sandboxes/{id}/fork", h.forkSandbox)
+	m.HandleFunc("POST /volumes", h.createVolume)
+	m.HandleFunc("GET /volumes", h.listVolumes)
+	m.HandleFunc("GET /volumes/{volumeID}", h.getVolume)
+	m.HandleFunc("DELETE /volumes/{volumeID}", h.deleteVolume)
+	m.HandleFunc("/volumecontent/{volumeID}/{rest...}", h.volumeContent)
+	m.HandleFunc("POST /v3/templates", h.requestBuild)
+	m.HandleFunc("GET /templates/{id}/files/{hash}", h.uploadLink)
+	m.HandleFunc("POST /v2/templates/{id}/builds/{buildID}", h.startBuild)
+	m.HandleFunc("GET /templates/{id}/builds/{buildID}/status", h.buildStatus)
+	m.HandleFunc("GET /templates/aliases/{alias}", h.templateAlias)
 
 	m.HandleFunc("POST /envd/process.Process/{method}", h.process)
 	m.HandleFunc("POST /envd/filesystem.Filesystem/{method}", h.filesystem)

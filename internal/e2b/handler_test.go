@@ -18,16 +18,20 @@ import (
 // facade is the facade over the in-memory fake of the API, mounted at /e2b
 // as serve mounts it.
 type facade struct {
-	t   *testing.T
-	url string
-	key string
+	t    *testing.T
+	url  string
+	key  string
+	fake *clienttest.Server
+	h    *Handler
 }
 
 func newFacade(t *testing.T) *facade {
 	fake := clienttest.NewServer(t)
-	srv := httptest.NewServer(http.StripPrefix("/e2b", NewHandler(Options{APIURL: fake.URL})))
+	h := NewHandler(Options{APIURL: fake.URL})
+	srv := httptest.NewServer(http.StripPrefix("/e2b", h))
 	t.Cleanup(srv.Close)
-	return &facade{t: t, url: srv.URL + "/e2b", key: fake.AdminKey}
+	t.Cleanup(h.Close)
+	return &facade{t: t, url: srv.URL + "/e2b", key: fake.AdminKey, fake: fake, h: h}
 }
 
 // call makes a request and decodes a JSON answer into out (if not nil).

@@ -42,7 +42,10 @@ func TestCreateRequest(t *testing.T) {
 		{name: "auto resume", body: createBody{AutoResume: &autoResumeBody{Enabled: true}}, want: client.CreateRequest{Template: "base", AutoResume: true}},
 		{name: "no auto resume", body: createBody{AutoResume: &autoResumeBody{}}, want: client.CreateRequest{Template: "base"}},
 		{name: "auto resume with auto pause", body: createBody{AutoPause: &yes, AutoResume: &autoResumeBody{Enabled: true}}, err: "autoPause"},
-		{name: "volumes", body: createBody{VolumeMounts: json.RawMessage(`[{"name":"v","path":"/data"}]`)}, err: "volumeMounts is not supported"},
+		{name: "volumes", body: createBody{VolumeMounts: []volumeMountBody{{Name: "v", Path: "/mnt/data"}, {Name: "w", Path: "/mnt/w"}}},
+			want: client.CreateRequest{Template: "base", Volumes: []client.VolumeMount{{Name: "v", Path: "/mnt/data"}, {Name: "w", Path: "/mnt/w"}}}},
+		{name: "volume without a path", body: createBody{VolumeMounts: []volumeMountBody{{Name: "v"}}}, err: "volumeMounts[0]: a mount needs"},
+		{name: "mcp", body: createBody{MCP: json.RawMessage(`{"exa":{}}`)}, err: "mcp is not supported"},
 		{name: "rules", body: createBody{Network: &network{Rules: json.RawMessage(`{"a.com":[{}]}`)}}, err: "network.rules"},
 		{name: "zero timeout", body: createBody{Timeout: sec(0)}, err: "timeout must be positive"},
 	} {

@@ -38,11 +38,11 @@ type createBody struct {
 		EgressProxy json.RawMessage `json:"egressProxy"`
 		Rules       json.RawMessage `json:"rules"`
 	} `json:"network"`
-	AutoPause    *bool           `json:"autoPause"`
-	AutoResume   *autoResumeBody `json:"autoResume"`
-	MCP          json.RawMessage `json:"mcp"`
-	VolumeMounts json.RawMessage `json:"volumeMounts"`
-	IAM          json.RawMessage `json:"iam"`
+	AutoPause    *bool             `json:"autoPause"`
+	AutoResume   *autoResumeBody   `json:"autoResume"`
+	MCP          json.RawMessage   `json:"mcp"`
+	VolumeMounts []volumeMountBody `json:"volumeMounts"`
+	IAM          json.RawMessage   `json:"iam"`
 }
 
 // createRequest maps E2B's body onto Airlock's, or says what is refused.
@@ -60,11 +60,16 @@ func (b createBody) createRequest() (client.CreateRequest, error) {
 		req.Timeout = time.Duration(*b.Timeout) * time.Second
 	}
 	req.Metadata, req.Env = b.Metadata, b.EnvVars
-	for name, v := range map[string]json.RawMessage{"mcp": b.MCP, "volumeMounts": b.VolumeMounts, "iam": b.IAM} {
+	for name, v := range map[string]json.RawMessage{"mcp": b.MCP, "iam": b.IAM} {
 		if isSet(v) {
 			return req, fmt.Errorf("%s is not supported by Airlock", name)
 		}
 	}
+	vols, err := volumeMounts(b.VolumeMounts)
+	if err != nil {
+		return req, err
+	}
+	req.Volumes = vols
 	// E2B's autoPause pauses a sandbox when its timeout is reached instead
 	// of killing it. Airlock destroys a sandbox at its timeout, always:
 	// its idle_action "pause" pauses after a stretch without use, which
@@ -138,6 +143,7 @@ type sandboxBody struct {
 	AllowInternetAccess *bool             `json:"allowInternetAccess,omitempty"`
 	Network             *networkBody      `json:"network,omitempty"`
 	Lifecycle           *lifecycleBody    `json:"lifecycle,omitempty"`
+	VolumeMounts        []volumeMountBody `json:"volumeMounts,omitempty"`
 }
 
 type networkBody struct {
@@ -183,6 +189,7 @@ func detail(sb client.Sandbox) sandboxBody {
 		b.Network = &networkBody{AllowOut: sb.Network.Allow, DenyOut: sb.Network.Deny}
 	}
 	b.Lifecycle = &lifecycleBody{AutoResume: sb.AutoResume, OnTimeout: "kill"}
+	b.VolumeMounts = mountsOf(sb.Volumes)
 	return b
 }
 
@@ -213,22 +220,17 @@ func (h *Handler) createSandbox(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := body.createRequest()
 	if err != nil {
-		status := http.StatusBadRequest
-		if _, ok := err.(errNotFound); ok {
-			status = http.StatusNotFound
-		}
-		writeAPIError(w, status, err.Error())
+		writeAPIError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	c := h.clientOf(apiKey(r))
 	sb, err := createFrom(r.Context(), c, req)
 	if err != nil {
-		msg := err.Error()
-		if statusOf(err) == http.StatusNotFound {
-			// The one thing a create can miss: E2B's own words for it.
-			msg = fmt.Sprintf("template '%s' not found (build it with airlock template build, or name one of your snapshots)", req.Template)
+		status := statusOf(err)
+		if _, ok := err.(errNotFound); ok {
+			status = http.StatusNotFound
 		}
-		writeAPIError(w, statusOf(err), msg)
+		writeAPIError(w, status, err.Error())
 		return
 	}
 	tok, err := c.CreateToken(r.Context(), sb.ID, tokenTTL)
@@ -246,14 +248,20 @@ func (h *Handler) createSandbox(w http.ResponseWriter, r *http.Request) {
 // createFrom creates the sandbox. E2B's templateID names a template or a
 // snapshot (E2B's snapshots are templates; Sandbox.create(snapshotId)
 // starts from one): the template is tried first, so a snapshot named
-// like a template is reached through Airlock's own API only.
+// like a template is reached through Airlock's own API only. A 404 with
+// the template there is about something else (a volume), and is passed
+// on as the API gave it.
 func createFrom(ctx context.Context, c *client.Client, req client.CreateRequest) (client.Sandbox, error) {
 	sb, err := c.CreateSandbox(ctx, req)
 	if err == nil || statusOf(err) != http.StatusNotFound {
 		return sb, err
 	}
+	if _, terr := c.Template(ctx, req.Template); terr == nil {
+		return sb, err
+	}
 	if _, serr := c.GetSnapshot(ctx, req.Template); serr != nil {
-		return sb, err // the template's 404, not the snapshot's
+		// E2B's own words for a missing template.
+		return sb, errNotFound{fmt.Sprintf("template '%s' not found (build it with airlock template build or Template.build, or name one of your snapshots)", req.Template)}
 	}
 	req.Snapshot, req.Template = req.Template, ""
 	return c.CreateSandbox(ctx, req)

@@ -221,6 +221,9 @@ type TemplateInfo struct {
 type ImageSource struct {
 	Ref  string
 	File string
+	// FileName is what File was called where it came from (an upload),
+	// for the template's Image; File's own name otherwise.
+	FileName string
 	// Username and Password log in to the registry (Password alone: a
 	// registry token); empty is anonymous.
 	Username, Password string

@@ -30,8 +30,10 @@ type ImportTemplateRequest struct {
 	Allow []string `json:"allow,omitempty"`
 	// Insecure pulls over plain http (a registry on a private network).
 	Insecure bool `json:"insecure,omitempty"`
-	// File is an uploaded tarball on this host (the API spools it).
-	File string `json:"-"`
+	// File is an uploaded tarball on this host (the API spools it),
+	// FileName what the uploader called it.
+	File     string `json:"-"`
+	FileName string `json:"-"`
 }
 
 // maxImageBytes bounds an image's unpacked size.
@@ -61,7 +63,7 @@ func (s *Service) ImportTemplate(ctx context.Context, c Caller, req ImportTempla
 	if !ok {
 		return runtime.TemplateInfo{}, fmt.Errorf("%w: this server has no local runtime to import images into", ErrUnavailable)
 	}
-	src := runtime.ImageSource{Ref: req.Image, File: req.File, Insecure: req.Insecure, MaxBytes: maxImageBytes}
+	src := runtime.ImageSource{Ref: req.Image, File: req.File, FileName: req.FileName, Insecure: req.Insecure, MaxBytes: maxImageBytes}
 	if req.Image != "" {
 		dial, err := s.imageDialer(req)
 		if err != nil {

@@ -171,7 +171,7 @@ func (s *Service) DeleteVolume(ctx context.Context, c Caller, name string) error
 	if err != nil {
 		return err
 	}
-	if ids, err := s.mountedBy(ctx, c.TenantID, name); err != nil {
+	if ids, _, err := s.mountedBy(ctx, c.TenantID, name); err != nil {
 		return err
 	} else if len(ids) > 0 {
 		return fmt.Errorf("%w: volume %s is mounted by %s: delete those sandboxes first", ErrConflict, name, strings.Join(ids, ", "))
@@ -190,23 +190,26 @@ func (s *Service) DeleteVolume(ctx context.Context, c Caller, name string) error
 	return nil
 }
 
-// mountedBy are the tenant's live sandboxes that mount volume name.
-func (s *Service) mountedBy(ctx context.Context, tenant, name string) ([]string, error) {
-	var ids []string
+// mountedBy are the tenant's live sandboxes that mount volume name, and
+// those of them that mount it read-write.
+func (s *Service) mountedBy(ctx context.Context, tenant, name string) (all, rw []string, err error) {
 	for _, state := range []string{store.StateCreating, store.StateRunning, store.StatePaused} {
 		recs, err := s.st.ListSandboxes(ctx, store.SandboxFilter{TenantID: tenant, State: state})
 		if err != nil {
-			return nil, fmt.Errorf("list sandboxes: %w", err)
+			return nil, nil, fmt.Errorf("list sandboxes: %w", err)
 		}
 		for _, rec := range recs {
-			for _, v := range lifecycleOf(rec).Volumes {
-				if v.Name == name {
-					ids = append(ids, rec.ID)
+			for _, m := range lifecycleOf(rec).Volumes {
+				if m.Name == name {
+					all = append(all, rec.ID)
+					if !m.ReadOnly {
+						rw = append(rw, rec.ID)
+					}
 				}
 			}
 		}
 	}
-	return ids, nil
+	return all, rw, nil
 }
 
 // resolveVolumes checks req's volumes and returns them as the runtime
@@ -237,10 +240,29 @@ func (s *Service) resolveVolumes(ctx context.Context, c Caller, req CreateReques
 			return nil, "", fmt.Errorf("%w: volumes are on nodes %s and %s: one sandbox mounts volumes of one node", ErrInvalid, node, d.Node)
 		}
 		node = d.Node
+		if err := s.checkMount(ctx, c.TenantID, v); err != nil {
+			return nil, "", err
+		}
 		_, sp := volumeOf(d)
 		out = append(out, runtime.VolumeMount{Name: sp.Runtime, Path: path.Clean(v.Path), ReadOnly: v.ReadOnly})
 	}
 	return out, node, nil
+}
+
+// checkMount refuses a read-write mount of a volume another sandbox of
+// the tenant mounts, or any mount of one mounted read-write, naming them.
+// (The runtime checks again, under its lock: two creates may race here.)
+func (s *Service) checkMount(ctx context.Context, tenant string, v VolumeMount) error {
+	all, rw, err := s.mountedBy(ctx, tenant, v.Name)
+	switch {
+	case err != nil:
+		return err
+	case len(rw) > 0:
+		return fmt.Errorf("%w: volume %s is mounted read-write by %s (one read-write mount at a time, or many read-only)", ErrConflict, v.Name, strings.Join(rw, ", "))
+	case !v.ReadOnly && len(all) > 0:
+		return fmt.Errorf("%w: volume %s is mounted by %s: a read-write mount needs it to itself", ErrConflict, v.Name, strings.Join(all, ", "))
+	}
+	return nil
 }
 
 // validMountPath: absolute, clean of NULs, not the root, and not where the

@@ -81,6 +81,9 @@ func (r *Runtime) ImportImage(ctx context.Context, t runtime.TemplateInfo, src r
 	t.From, t.Image, t.Digest = "image", src.Ref, cfg.Digest
 	if src.Ref == "" {
 		t.Image = "file:" + filepath.Base(src.File)
+		if src.FileName != "" {
+			t.Image = "file:" + filepath.Base(src.FileName)
+		}
 	}
 	t.Env, t.Workdir, t.User, t.SizeBytes = cfg.Env, cfg.WorkingDir, cfg.User, cfg.Size
 	t.CreatedAt = time.Now().UTC().Truncate(time.Second)

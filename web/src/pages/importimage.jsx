@@ -38,7 +38,7 @@ export function ImportImage({ taken, onDone }) {
     const opts = { raw: true, signal, headers: { Accept: 'text/event-stream' } };
     if (mode === 'file') {
       return api('/v1/templates/' + encodeURIComponent(name) + '/image', {
-        ...opts, method: 'PUT', body: file, query: { description: f.description.trim() },
+        ...opts, method: 'PUT', body: file, query: { description: f.description.trim(), filename: file.name },
         headers: { ...opts.headers, 'Content-Type': 'application/x-tar' },
       });
     }
