@@ -45,6 +45,15 @@ type Sandbox struct {
 	// SnapshotTransfer is set when the create streamed its snapshot from
 	// the node that keeps it to one with room.
 	SnapshotTransfer *SnapshotTransfer `json:"snapshot_transfer,omitempty"`
+	// VolumeTransfers are set when the create moved its volumes from
+	// their node, which had no room, to the sandbox's.
+	VolumeTransfers []VolumeTransfer `json:"volume_transfers,omitempty"`
+}
+
+// VolumeTransfer is a volume moved to another node, and what it cost.
+type VolumeTransfer struct {
+	Volume string `json:"volume"`
+	SnapshotTransfer
 }
 
 // SnapshotTransfer is what streaming a snapshot to another node cost.

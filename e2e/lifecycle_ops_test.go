@@ -176,6 +176,34 @@ func TestLifecycleOnNodes(t *testing.T) {
 	if _, err := admin.CreateSandbox(ctx, client.CreateRequest{Snapshot: "on-node", Volumes: []client.VolumeMount{{Name: "vol", Path: "/mnt/v"}}}); !errors.Is(err, client.ErrInvalid) {
 		t.Errorf("a snapshot on one node and a volume on another: %v", err)
 	}
+	// Its node draining, the volume moves with the next sandbox that
+	// mounts it, and keeps what was written.
+	if _, err := admin.DrainNode(ctx, other, true); err != nil {
+		t.Fatal(err)
+	}
+	waitNode(t, admin, other, "draining", 5*time.Second)
+	v := must[client.Sandbox](t)(admin.CreateSandbox(ctx, client.CreateRequest{Volumes: []client.VolumeMount{{Name: "vol", Path: "/mnt/v"}}}))
+	if v.Node == other || len(v.VolumeTransfers) != 1 || v.VolumeTransfers[0].Volume != "vol" || v.VolumeTransfers[0].From != other {
+		t.Errorf("a sandbox with a volume on a draining node: on %s, moves %+v", v.Node, v.VolumeTransfers)
+	}
+	if r := must[client.ExecResult](t)(admin.Exec(ctx, v.ID, client.ExecRequest{Command: "cat /mnt/v/log; stat -c %U /mnt/v/log; echo y >> /mnt/v/log"})); r.Stdout != "x\nx\nuser\n" || r.ExitCode != 0 {
+		t.Errorf("the moved volume: %+v", r)
+	}
+	if got := must[client.Volume](t)(admin.GetVolume(ctx, "vol")); got.Node != v.Node {
+		t.Errorf("the volume is recorded on %s, its sandbox runs on %s", got.Node, v.Node)
+	}
+	if err := admin.DeleteSandbox(ctx, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.DrainNode(ctx, other, false); err != nil {
+		t.Fatal(err)
+	}
+	// Now on the snapshot's node: one sandbox may have both.
+	both := must[client.Sandbox](t)(admin.CreateSandbox(ctx, client.CreateRequest{Snapshot: "on-node", Volumes: []client.VolumeMount{{Name: "vol", Path: "/mnt/v"}}}))
+	if r := must[client.ExecResult](t)(admin.Exec(ctx, both.ID, client.ExecRequest{Command: "cat f /mnt/v/log"})); r.Stdout != "kept\nx\nx\ny\n" {
+		t.Errorf("a snapshot and a volume: %+v", r)
+	}
+	must[struct{}](t)(struct{}{}, admin.DeleteSandbox(ctx, both.ID))
 	must[struct{}](t)(struct{}{}, admin.DeleteSnapshot(ctx, "on-node"))
 	must[struct{}](t)(struct{}{}, admin.DeleteVolume(ctx, "vol"))
 }

@@ -11,7 +11,7 @@ import (
 func lsCmd(args []string) error {
 	fs := flag.NewFlagSet("ls", flag.ContinueOnError)
 	meta := envFlags{}
-	state := fs.String("state", "", "only sandboxes in this state (creating, running, stopped, failed)")
+	state := fs.String("state", "", "only sandboxes in this state (creating, running, paused, stopped, failed)")
 	fs.Var(meta, "metadata", "only sandboxes labelled KEY=VALUE (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: airlock ls [flags]\n\nList sandboxes.")

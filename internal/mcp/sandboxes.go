@@ -43,7 +43,7 @@ type sandboxInfo struct {
 }
 
 type listIn struct {
-	All bool `json:"all,omitempty" jsonschema:"also list stopped and failed sandboxes (default: running ones only)"`
+	All bool `json:"all,omitempty" jsonschema:"also list stopped and failed sandboxes (default: running and paused ones only)"`
 }
 
 type listOut struct {
@@ -68,7 +68,7 @@ func (b *bridge) addSandboxTools(s *mcpsdk.Server) {
 	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "sandbox_create", Description: "Create an isolated Linux sandbox and return its sandbox_id. " +
 		"It has no network unless you list domains in allow, and it is destroyed when timeout_s runs out (default 300 s). " +
 		"Destroy it with sandbox_destroy when you are done."}, b.sandboxCreate)
-	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "sandbox_list", Description: "List your sandboxes (running ones unless all is set) with their state and expiry.",
+	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "sandbox_list", Description: "List your sandboxes (running and paused ones unless all is set) with their state and expiry.",
 		Annotations: &mcpsdk.ToolAnnotations{ReadOnlyHint: true}}, b.sandboxList)
 	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "sandbox_destroy", Description: "Destroy a sandbox and everything in it (files, processes, sessions). Its audit log is kept."}, b.sandboxDestroy)
 	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "sandbox_extend", Description: "Set a running sandbox to expire timeout_s seconds from now (1..86400), so long work is not cut off."}, b.sandboxExtend)
@@ -111,21 +111,25 @@ func (b *bridge) sandboxList(ctx context.Context, req *mcpsdk.CallToolRequest, i
 const maxListed = 1000
 
 func listSandboxes(ctx context.Context, c *client.Client, all bool) ([]client.Sandbox, error) {
-	opts := client.ListOptions{Limit: 1000}
+	states := []string{""}
 	if !all {
-		opts.State = client.StateRunning
+		// The live ones: a paused sandbox keeps its processes for later.
+		states = []string{client.StateRunning, client.StatePaused}
 	}
 	var sbs []client.Sandbox
-	for len(sbs) < maxListed {
-		p, err := c.ListSandboxes(ctx, opts)
-		if err != nil {
-			return nil, err
+	for _, state := range states {
+		opts := client.ListOptions{Limit: 1000, State: state}
+		for len(sbs) < maxListed {
+			p, err := c.ListSandboxes(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			sbs = append(sbs, p.Sandboxes...)
+			if p.Next == "" {
+				break
+			}
+			opts.After = p.Next
 		}
-		sbs = append(sbs, p.Sandboxes...)
-		if p.Next == "" {
-			break
-		}
-		opts.After = p.Next
 	}
 	return sbs, nil
 }

@@ -134,58 +134,61 @@ type importReply struct {
 	Done bool
 }
 
+var _ runtime.VolumeMover = (*Runtime)(nil)
+
 func (c *Runtime) ExportSnapshot(ctx context.Context, name string, offset int64, w io.Writer) error {
-	seg, err := segment("snapshot", name)
+	return c.exportTar(ctx, "snapshot", name, offset, w)
+}
+
+func (c *Runtime) ImportSnapshot(ctx context.Context, name, template string, r io.Reader) (int64, bool, error) {
+	return c.importTar(ctx, "snapshot", name, "template="+url.QueryEscape(template), r)
+}
+
+func (c *Runtime) ExportVolume(ctx context.Context, name string, offset int64, w io.Writer) error {
+	return c.exportTar(ctx, "volume", name, offset, w)
+}
+
+func (c *Runtime) ImportVolume(ctx context.Context, name string, sizeMB int64, r io.Reader) (int64, bool, error) {
+	return c.importTar(ctx, "volume", name, "size_mb="+strconv.FormatInt(sizeMB, 10), r)
+}
+
+// exportTar copies the node's tar of a snapshot or volume (kind) to w.
+func (c *Runtime) exportTar(ctx context.Context, kind, name string, offset int64, w io.Writer) error {
+	seg, err := segment(kind, name)
 	if err != nil {
 		return err
 	}
-	resp, err := c.do(ctx, http.MethodGet, "/snapshots/"+seg+"/tar?offset="+strconv.FormatInt(offset, 10), nil)
+	resp, err := c.do(ctx, http.MethodGet, "/"+kind+"s/"+seg+"/tar?offset="+strconv.FormatInt(offset, 10), nil)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if _, err := io.Copy(w, resp.Body); err != nil {
-		return c.unreachable(ctx, fmt.Errorf("export snapshot %s: %w", name, err))
+		return c.unreachable(ctx, fmt.Errorf("export %s %s: %w", kind, name, err))
 	}
 	return nil
 }
 
-func (c *Runtime) ImportSnapshot(ctx context.Context, name, template string, r io.Reader) (int64, bool, error) {
-	seg, err := segment("snapshot", name)
+// importTar sends r to the node's import of a snapshot or volume.
+func (c *Runtime) importTar(ctx context.Context, kind, name, query string, r io.Reader) (int64, bool, error) {
+	seg, err := segment(kind, name)
 	if err != nil {
 		return 0, false, err
 	}
 	var out importReply
-	err = c.send(ctx, http.MethodPut, "/snapshots/"+seg+"/tar?template="+url.QueryEscape(template), r, &out)
+	err = c.send(ctx, http.MethodPut, "/"+kind+"s/"+seg+"/tar?"+query, r, &out)
 	return out.Have, out.Done, err
 }
 
-// snapshotTarRoutes stream a snapshot's layer: raw bytes, not frames. An
-// export that fails after its first byte cuts the connection, so the
-// receiver holds a stream that is short, never one that is wrong.
+// tarRoutes stream a snapshot's layer or a volume's tree: raw bytes, not
+// frames. An export that fails after its first byte cuts the connection,
+// so the receiver holds a stream that is short, never one that is wrong.
 func (s *server) snapshotTarRoutes() {
 	s.mux.HandleFunc("GET "+prefix+"/snapshots/{name}/tar", func(w http.ResponseWriter, r *http.Request) {
 		mv, err := runtimeAs[runtime.SnapshotMover](s, "move snapshots")
-		var off int64
-		if err == nil {
-			off, err = queryInt(r, "offset")
-			if err == nil && off < 0 {
-				err = fmt.Errorf("%w: offset %d", runtime.ErrInvalid, off)
-			}
-		}
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		w.Header().Set("Content-Type", "application/x-tar")
-		cw := &countingWriter{w: w}
-		if err := mv.ExportSnapshot(r.Context(), r.PathValue("name"), off, cw); err != nil {
-			if cw.n == 0 {
-				writeError(w, err)
-				return
-			}
-			panic(http.ErrAbortHandler)
-		}
+		exportTar(w, r, err, func(off int64, cw io.Writer) error {
+			return mv.ExportSnapshot(r.Context(), r.PathValue("name"), off, cw)
+		})
 	})
 	s.handle("PUT "+prefix+"/snapshots/{name}/tar", func(r *http.Request) (any, error) {
 		mv, err := runtimeAs[runtime.SnapshotMover](s, "move snapshots")
@@ -195,6 +198,49 @@ func (s *server) snapshotTarRoutes() {
 		have, done, err := mv.ImportSnapshot(r.Context(), r.PathValue("name"), r.URL.Query().Get("template"), r.Body)
 		return importReply{have, done}, err
 	})
+	s.mux.HandleFunc("GET "+prefix+"/volumes/{name}/tar", func(w http.ResponseWriter, r *http.Request) {
+		mv, err := runtimeAs[runtime.VolumeMover](s, "move volumes")
+		exportTar(w, r, err, func(off int64, cw io.Writer) error {
+			return mv.ExportVolume(r.Context(), r.PathValue("name"), off, cw)
+		})
+	})
+	s.handle("PUT "+prefix+"/volumes/{name}/tar", func(r *http.Request) (any, error) {
+		mv, err := runtimeAs[runtime.VolumeMover](s, "move volumes")
+		if err != nil {
+			return nil, err
+		}
+		size, err := queryInt(r, "size_mb")
+		if err != nil {
+			return nil, err
+		}
+		have, done, err := mv.ImportVolume(r.Context(), r.PathValue("name"), size, r.Body)
+		return importReply{have, done}, err
+	})
+}
+
+// exportTar answers an export: the error as JSON while nothing is
+// written, a cut connection after.
+func exportTar(w http.ResponseWriter, r *http.Request, err error, export func(off int64, w io.Writer) error) {
+	var off int64
+	if err == nil {
+		off, err = queryInt(r, "offset")
+		if err == nil && off < 0 {
+			err = fmt.Errorf("%w: offset %d", runtime.ErrInvalid, off)
+		}
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-tar")
+	cw := &countingWriter{w: w}
+	if err := export(off, cw); err != nil {
+		if cw.n == 0 {
+			writeError(w, err)
+			return
+		}
+		panic(http.ErrAbortHandler)
+	}
 }
 
 type countingWriter struct {

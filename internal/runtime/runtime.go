@@ -178,6 +178,15 @@ type SnapshotMover interface {
 	ImportSnapshot(ctx context.Context, name, template string, r io.Reader) (have int64, done bool, err error)
 }
 
+// VolumeMover is implemented by runtimes that hand a volume no sandbox
+// mounts to another node's runtime, as SnapshotMover does snapshots.
+type VolumeMover interface {
+	ExportVolume(ctx context.Context, name string, offset int64, w io.Writer) error
+	// ImportVolume makes volume name, limited to sizeMB, once the stream
+	// is whole.
+	ImportVolume(ctx context.Context, name string, sizeMB int64, r io.Reader) (have int64, done bool, err error)
+}
+
 // NodeChooser is implemented by a runtime that places sandboxes: Choose
 // names a ready node with room for lim other than not.
 type NodeChooser interface {

@@ -54,14 +54,15 @@ func (s *Service) create(ctx context.Context, c Caller, req CreateRequest, from 
 		Snapshot: from.snapshot, Node: node, Volumes: mounts,
 	}
 	sb, err := s.rt.Create(ctx, spec)
-	if err != nil && from.snapshot != "" && errors.Is(err, runtime.ErrNoRoom) {
-		var tr *SnapshotTransfer
-		sb, tr, err = s.createElsewhere(ctx, spec, from, rec.Template)
-		if tr != nil {
-			l := lifecycleOf(rec)
-			l.Transfer = tr
-			rec.Lifecycle = l.encode()
+	if err != nil && errors.Is(err, runtime.ErrNoRoom) {
+		// The node holding its snapshot or volumes has no room.
+		l := lifecycleOf(rec)
+		if from.snapshot != "" {
+			sb, l.Transfer, err = s.createElsewhere(ctx, spec, from, rec.Template)
+		} else if len(req.Volumes) > 0 {
+			sb, l.VolumeTransfers, err = s.createMovingVolumes(ctx, c, spec, req.Volumes, node)
 		}
+		rec.Lifecycle = l.encode()
 	}
 	if err != nil {
 		return store.Sandbox{}, s.createFailed(ctx, c, rec, err)

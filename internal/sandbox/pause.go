@@ -47,8 +47,10 @@ type lifecycle struct {
 	Snapshot string        `json:"snapshot,omitempty"`
 	ForkOf   string        `json:"fork_of,omitempty"`
 	Volumes  []VolumeMount `json:"volumes,omitempty"`
-	// Transfer is how its snapshot came from another node.
-	Transfer *SnapshotTransfer `json:"transfer,omitempty"`
+	// Transfer is how its snapshot came from another node,
+	// VolumeTransfers how its volumes moved to its node.
+	Transfer        *SnapshotTransfer `json:"transfer,omitempty"`
+	VolumeTransfers []VolumeTransfer  `json:"volume_transfers,omitempty"`
 }
 
 // SnapshotTransfer says that a sandbox's snapshot was streamed from the
@@ -74,13 +76,16 @@ type Lifecycle struct {
 	// SnapshotTransfer, when set, says the create streamed its snapshot
 	// from another node, and how long that took.
 	SnapshotTransfer *SnapshotTransfer `json:"snapshot_transfer,omitempty"`
+	// VolumeTransfers, when set, say the create moved its volumes from
+	// their node, which had no room, to the sandbox's.
+	VolumeTransfers []VolumeTransfer `json:"volume_transfers,omitempty"`
 }
 
 // LifecycleOf reads rec's lifecycle, with defaults filled in.
 func LifecycleOf(rec store.Sandbox) Lifecycle {
 	l := lifecycleOf(rec)
 	out := Lifecycle{AutoResume: l.AutoResume, IdleAction: l.IdleAction, MaxPausedS: l.MaxPausedS,
-		PausedAt: l.PausedAt, Snapshot: l.Snapshot, ForkOf: l.ForkOf, Volumes: l.Volumes, SnapshotTransfer: l.Transfer}
+		PausedAt: l.PausedAt, Snapshot: l.Snapshot, ForkOf: l.ForkOf, Volumes: l.Volumes, SnapshotTransfer: l.Transfer, VolumeTransfers: l.VolumeTransfers}
 	if out.IdleAction == "" {
 		out.IdleAction = IdleDestroy
 	}
@@ -105,7 +110,7 @@ func lifecycleOf(rec store.Sandbox) lifecycle {
 
 func (l lifecycle) encode() string {
 	if l.AutoResume == false && l.IdleAction == "" && l.MaxPausedS == 0 && l.PausedAt.IsZero() &&
-		l.Snapshot == "" && l.ForkOf == "" && len(l.Volumes) == 0 && l.Transfer == nil {
+		l.Snapshot == "" && l.ForkOf == "" && len(l.Volumes) == 0 && l.Transfer == nil && len(l.VolumeTransfers) == 0 {
 		return ""
 	}
 	b, _ := json.Marshal(l)

@@ -11,12 +11,14 @@ import (
 	"github.com/airlockhq/airlock/internal/runtime"
 )
 
-// A sandbox from a snapshot goes to the snapshot's node when it has room.
+// A sandbox from a snapshot, or with volumes, goes to their node when it
+// has room.
 // When it has none (full, draining, lost), the control plane picks
 // another node, streams the snapshot there (a tar of its writable layer,
 // resumed where it broke off), makes the sandbox from that copy, and
-// drops the copy: the snapshot itself stays where it was taken. The
-// sandbox's lifecycle says what the transfer cost.
+// drops the copy: the snapshot itself stays where it was taken. Volumes
+// no sandbox mounts move for good (volumes_move.go). The sandbox's
+// lifecycle says what each transfer cost.
 
 // maxTransferTries bounds how often a cut transfer is picked up again.
 const maxTransferTries = 5
@@ -69,13 +71,20 @@ func (s *Service) mover(ctx context.Context, node string) (runtime.SnapshotMover
 	return m, nil
 }
 
-// moveSnapshot streams snapshot name from src to dst as copyName, picking
-// a cut stream up where dst's spool ends. It returns the stream's size and
-// how often it was resumed.
+// moveSnapshot streams snapshot name from src to dst as copyName.
 func moveSnapshot(ctx context.Context, src, dst runtime.SnapshotMover, name, copyName, template string) (int64, int, error) {
+	return moveStream(ctx,
+		func(off int64, w io.Writer) error { return src.ExportSnapshot(ctx, name, off, w) },
+		func(r io.Reader) (int64, bool, error) { return dst.ImportSnapshot(ctx, copyName, template, r) })
+}
+
+// moveStream hands what export writes to imp, picking a cut stream up
+// where imp's spool ends. It returns the stream's size and how often it
+// was resumed.
+func moveStream(ctx context.Context, export func(off int64, w io.Writer) error, imp func(io.Reader) (int64, bool, error)) (int64, int, error) {
 	var last error
 	for try := range maxTransferTries {
-		have, done, err := dst.ImportSnapshot(ctx, copyName, template, strings.NewReader(""))
+		have, done, err := imp(strings.NewReader(""))
 		if err != nil {
 			return 0, try, err
 		}
@@ -83,8 +92,8 @@ func moveSnapshot(ctx context.Context, src, dst runtime.SnapshotMover, name, cop
 			return have, try, nil
 		}
 		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(src.ExportSnapshot(ctx, name, have, pw)) }()
-		n, done, err := dst.ImportSnapshot(ctx, copyName, template, pr)
+		go func() { pw.CloseWithError(export(have, pw)) }()
+		n, done, err := imp(pr)
 		pr.CloseWithError(errors.New("import ended"))
 		if err != nil {
 			return 0, try, err

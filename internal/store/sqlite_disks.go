@@ -67,3 +67,15 @@ func (s *SQLite) DeleteDisk(ctx context.Context, kind, tenantID, name string) er
 		return nil
 	})
 }
+
+// MoveDisk: see Store.
+func (s *SQLite) MoveDisk(ctx context.Context, kind, tenantID, name, node string) error {
+	n, err := s.exec(ctx, `UPDATE disks SET node = ? WHERE tenant_id = ? AND kind = ? AND name = ?`, node, tenantID, kind, name)
+	if err == nil && n == 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("move %s %s: %w", kind, name, err)
+	}
+	return nil
+}

@@ -339,6 +339,9 @@ type Store interface {
 	GetDisk(ctx context.Context, kind, tenantID, name string) (Disk, error)
 	ListDisks(ctx context.Context, kind, tenantID string) ([]Disk, error)
 	DeleteDisk(ctx context.Context, kind, tenantID, name string) error
+	// MoveDisk records that the disk is kept on node now (ErrNotFound if
+	// there is none).
+	MoveDisk(ctx context.Context, kind, tenantID, name, node string) error
 
 	Close() error
 }

@@ -34,18 +34,43 @@ func (r *Runtime) ExportSnapshot(ctx context.Context, name string, offset int64,
 		return err
 	}
 	p, _ := r.snapshotPath(name)
-	pr, pw := io.Pipe()
-	go func() {
-		pw.CloseWithError(quota.WriteTar(filepath.Join(p, "upper"), "upper/", pw, st.owners(), uidCount))
-	}()
-	defer pr.Close()
-	if _, err := io.CopyN(io.Discard, pr, offset); err != nil {
-		return fmt.Errorf("export snapshot %s: resume at %d: %w", name, offset, err)
-	}
-	if _, err := io.Copy(w, pr); err != nil {
+	err = exportTar(func(w io.Writer) error {
+		return quota.WriteTar(filepath.Join(p, "upper"), "upper/", w, st.owners(), uidCount)
+	}, offset, w)
+	if err != nil {
 		return fmt.Errorf("export snapshot %s: %w", name, err)
 	}
 	return nil
+}
+
+// exportTar writes what write produces to w, from byte offset on.
+func exportTar(write func(io.Writer) error, offset int64, w io.Writer) error {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(write(pw)) }()
+	defer pr.Close()
+	if _, err := io.CopyN(io.Discard, pr, offset); err != nil {
+		return fmt.Errorf("resume at %d: %w", offset, err)
+	}
+	_, err := io.Copy(w, pr)
+	return err
+}
+
+// spoolTar adds rd to the file spool and says how many bytes it holds
+// and whether they are a whole tar stream (at least its end-of-archive
+// blocks); a reader cut off is not an error, the sender resumes.
+func spoolTar(spool string, rd io.Reader) (int64, bool, error) {
+	f, err := os.OpenFile(spool, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return 0, false, err
+	}
+	_, cerr := io.Copy(f, rd)
+	fi, serr := f.Stat()
+	f.Close()
+	if serr != nil {
+		return 0, false, serr
+	}
+	have := fi.Size()
+	return have, cerr == nil && have >= 1024 && wholeTar(spool), nil
 }
 
 // ImportSnapshot spools r and, once the stream is whole, unpacks it as
@@ -66,21 +91,9 @@ func (r *Runtime) ImportSnapshot(ctx context.Context, name, template string, rd 
 		return 0, false, err
 	}
 	spool := filepath.Join(r.snapshotsDir(), ".incoming-"+name+".tar")
-	f, err := os.OpenFile(spool, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return 0, false, fmt.Errorf("import snapshot %s: %w", name, err)
-	}
-	_, cerr := io.Copy(f, rd)
-	fi, serr := f.Stat()
-	f.Close()
-	if serr != nil {
-		return 0, false, serr
-	}
-	have := fi.Size()
-	// A stream holds at least its end-of-archive blocks.
-	if cerr != nil || have < 1024 || !wholeTar(spool) {
-		// Cut off: the sender resumes at what is here.
-		return have, false, nil
+	have, whole, err := spoolTar(spool, rd)
+	if err != nil || !whole {
+		return have, false, err
 	}
 	if err := r.unpackSnapshot(spool, dst, tmplDir, template); err != nil {
 		os.Remove(spool)

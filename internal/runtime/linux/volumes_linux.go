@@ -122,6 +122,7 @@ func (r *Runtime) DeleteVolume(ctx context.Context, name string) error {
 	defer r.volMu.Unlock()
 	rec, err := r.loadVolume(name)
 	if errors.Is(err, runtime.ErrNotFound) {
+		os.Remove(filepath.Join(r.sandboxesDir(), ".vol-"+name+".incoming.tar"))
 		return nil
 	}
 	if err != nil {
@@ -130,6 +131,7 @@ func (r *Runtime) DeleteVolume(ctx context.Context, name string) error {
 	if users := r.volumeUsers(name, ""); len(users) > 0 {
 		return fmt.Errorf("%w: volume %s is mounted by %d sandboxes", runtime.ErrConflict, name, len(users))
 	}
+	os.Remove(filepath.Join(r.sandboxesDir(), ".vol-"+name+".incoming.tar"))
 	if err := r.quota.Clear(rec.Project); err != nil {
 		return fmt.Errorf("delete volume %s: %w", name, err)
 	}

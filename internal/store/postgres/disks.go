@@ -57,3 +57,15 @@ func (s *Store) DeleteDisk(ctx context.Context, kind, tenantID, name string) err
 		return nil
 	})
 }
+
+// MoveDisk: see store.Store.
+func (s *Store) MoveDisk(ctx context.Context, kind, tenantID, name, node string) error {
+	n, err := s.exec(ctx, `UPDATE disks SET node = $1 WHERE tenant_id = $2 AND kind = $3 AND name = $4`, node, tenantID, kind, name)
+	if err == nil && n == 0 {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("move %s %s: %w", kind, name, err)
+	}
+	return nil
+}

@@ -65,9 +65,16 @@ func testDisks(t *testing.T, h *harness) {
 	if n, err := s.StorageBytes(ctx, "a"); err != nil || n != 100<<20 {
 		t.Errorf("storage of a after delete: %d, %v; want %d", n, err, 100<<20)
 	}
+	must(t, s.MoveDisk(ctx, store.DiskVolume, "a", "s1", "n3"))
+	if err := s.MoveDisk(ctx, store.DiskVolume, "b", "s1", "n3"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("move of another tenant's volume: %v, want ErrNotFound", err)
+	}
 	s = h.reopen(t)
 	if d := cmp.Diff([]string{"a/s1"}, names(store.DiskVolume, "")); d != "" {
 		t.Errorf("volumes after reopen (-want +got):\n%s", d)
+	}
+	if v, err := s.GetDisk(ctx, store.DiskVolume, "a", "s1"); err != nil || v.Node != "n3" || v.Bytes != 100<<20 {
+		t.Errorf("moved volume: %+v, %v", v, err)
 	}
 }
 
