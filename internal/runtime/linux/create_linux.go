@@ -149,13 +149,14 @@ func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, hos
 	case lay.Template != "":
 		cfg.Layer = filepath.Join(r.templatesDir(), lay.Template, "layer")
 	}
+	var vols []volumeSource
 	if len(lay.Volumes) > 0 {
 		// Saved first: from here on, the volumes count as this sandbox's
 		// for every other create and delete.
 		if err := sb.save(); err != nil {
 			return nil, err
 		}
-		if cfg.Volumes, err = r.mountVolumes(name, lay.Volumes, hostUID); err != nil {
+		if cfg.Volumes, vols, err = r.mountVolumes(name, lay.Volumes); err != nil {
 			return nil, err
 		}
 		for _, v := range lay.Volumes {
@@ -168,7 +169,7 @@ func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, hos
 			unix.Close(fd)
 		}
 	}
-	if err := r.start(ctx, sb, cfg, hostUID, lay.Idle); err != nil {
+	if err := r.start(ctx, sb, cfg, hostUID, lay.Idle, vols); err != nil {
 		return nil, err
 	}
 	return sb, sb.save()
@@ -329,7 +330,7 @@ func (r *Runtime) layout(dir string, h string, hostUID int, fromSnapshot bool) e
 
 // start re-executes the binary as the sandbox init, places it in its
 // cgroup, hands it its configuration and waits for its agent to answer.
-func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *sbinit.Config, hostUID int, idle bool) error {
+func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *sbinit.Config, hostUID int, idle bool, vols []volumeSource) error {
 	endPrep := r.phase("create: sockets and pipes")
 	sock := filepath.Join(sb.dir, "agent.sock")
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
@@ -376,6 +377,17 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *sbinit.Config, ho
 	if sb.slot.f != nil {
 		// The init holds its uid range's lock for as long as it lives.
 		cmd.ExtraFiles = append(cmd.ExtraFiles, sb.slot.f)
+	}
+	var volSock *os.File
+	if len(vols) > 0 {
+		ours, theirs, err := socketPair()
+		if err != nil {
+			return fmt.Errorf("volume socket: %w", err)
+		}
+		defer ours.Close()
+		defer theirs.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, theirs)
+		cfg.VolumeSock, volSock = 2+len(cmd.ExtraFiles), ours
 	}
 	ids := 1
 	if !r.rootless {
@@ -428,6 +440,14 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *sbinit.Config, ho
 	sb.proc = proc
 	if err := sb.slot.recordInit(sb.dir, sb.p.Pid, sb.p.Start); err != nil {
 		return err
+	}
+	if volSock != nil {
+		end := r.phase("create: volume mounts")
+		err := sendVolumeMounts(volSock, sb.p.Pid, vols)
+		end()
+		if err != nil {
+			return err
+		}
 	}
 	cfgR.Close()
 	stW.Close()

@@ -13,9 +13,9 @@ import (
 )
 
 // A volume no sandbox mounts moves to another node as snapshots do: a
-// tar of its tree, owners as the ids inside a sandbox, spooled by the
-// receiver (.vol-NAME.incoming.tar) and resumed where it broke off, then
-// unpacked into a fresh volume with the same limit.
+// tar of its tree (its ids are those inside a sandbox already), spooled
+// by the receiver (.vol-NAME.incoming.tar) and resumed where it broke
+// off, then unpacked into a fresh volume with the same limit.
 
 var _ runtime.VolumeMover = (*Runtime)(nil)
 
@@ -26,7 +26,7 @@ func (r *Runtime) ExportVolume(ctx context.Context, name string, offset int64, w
 		return err
 	}
 	r.volMu.Lock()
-	rec, err := r.loadVolume(name)
+	_, err = r.loadVolume(name)
 	users := r.volumeUsers(name, "")
 	r.volMu.Unlock()
 	if err != nil {
@@ -35,8 +35,8 @@ func (r *Runtime) ExportVolume(ctx context.Context, name string, offset int64, w
 	if len(users) > 0 {
 		return fmt.Errorf("%w: volume %s is mounted: it moves only while no sandbox holds it", runtime.ErrConflict, name)
 	}
-	owner := max(rec.Owner, 0)
-	err = exportTar(func(w io.Writer) error { return quota.WriteTar(dir, "", w, owner, uidCount) }, offset, w)
+	data := filepath.Join(dir, volumeData)
+	err = exportTar(func(w io.Writer) error { return quota.WriteTar(data, volumeData+"/", w, 0, uidCount) }, offset, w)
 	if err != nil {
 		return fmt.Errorf("export volume %s: %w", name, err)
 	}
@@ -69,26 +69,14 @@ func (r *Runtime) ImportVolume(ctx context.Context, name string, sizeMB int64, r
 
 func (r *Runtime) unpackVolume(name, spool string) error {
 	dir, _ := r.volumePath(name)
+	// The stream makes data/ itself, with its owner and mode.
+	if err := os.Remove(filepath.Join(dir, volumeData)); err != nil {
+		return err
+	}
 	f, err := os.Open(spool)
 	if err != nil {
 		return err
 	}
-	err = quota.ReadTar(f, dir)
-	f.Close()
-	if err != nil {
-		return err
-	}
-	// Its root is the sandbox user's, as a fresh volume's, in ids from 0
-	// like the rest: the next mount shifts them all.
-	if err := os.Lchown(dir, sandboxUID, sandboxUID); err != nil {
-		return err
-	}
-	r.volMu.Lock()
-	defer r.volMu.Unlock()
-	rec, err := r.loadVolume(name)
-	if err != nil {
-		return err
-	}
-	rec.Owner = 0
-	return r.saveVolume(name, rec)
+	defer f.Close()
+	return quota.ReadTar(f, dir)
 }

@@ -12,17 +12,17 @@ import (
 	"path/filepath"
 
 	"github.com/airlockhq/airlock/internal/runtime"
-	"github.com/airlockhq/airlock/internal/runtime/linux/quota"
 	"github.com/airlockhq/airlock/internal/runtime/linux/sbinit"
+	"golang.org/x/sys/unix"
 )
 
 // A volume is a directory of the disk pool, .vol-NAME, limited like a
 // sandbox's layer (a subvolume with its own qgroup on btrfs), with its
-// record .vol-NAME.json beside it. Its files belong to the uid range of
-// the sandbox that last mounted it: a mount shifts them to the new
-// sandbox's range when no other sandbox holds the volume (one read-write
-// mount at a time, or any number of read-only ones: a read-only mount
-// beside another sees the files as the other's, read by their mode bits).
+// record .vol-NAME.json beside it. Its files (.vol-NAME/data) are stored
+// with the ids they have inside a sandbox and mounted idmapped through
+// each sandbox's own user namespace, so that every sandbox that mounts it
+// sees them as its own: one read-write mount at a time, or any number of
+// read-only ones.
 
 var _ runtime.Volumer = (*Runtime)(nil)
 
@@ -30,9 +30,6 @@ var _ runtime.Volumer = (*Runtime)(nil)
 type volumeRecord struct {
 	Project uint32 `json:"project"`
 	SizeMB  int64  `json:"size_mb"`
-	// Owner is the host uid the files' range starts at, -1 before the
-	// first mount.
-	Owner int `json:"owner"`
 }
 
 func (r *Runtime) volumePath(name string) (string, error) {
@@ -56,14 +53,21 @@ func (r *Runtime) CreateVolume(ctx context.Context, name string, sizeMB int64) e
 	}
 	r.volMu.Lock()
 	defer r.volMu.Unlock()
-	if err := os.Mkdir(dir, 0o711); err != nil {
+	if err := os.Mkdir(dir, 0o700); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("%w: volume %s", runtime.ErrConflict, name)
 		}
 		return fmt.Errorf("create volume %s: %w", name, err)
 	}
-	rec := volumeRecord{Project: volumeProject(), SizeMB: sizeMB, Owner: -1}
+	rec := volumeRecord{Project: volumeProject(), SizeMB: sizeMB}
 	err = r.quota.Limit(dir, rec.Project, sizeMB<<20)
+	if err == nil {
+		// Its root is the sandbox user's, as the id inside a sandbox.
+		data := filepath.Join(dir, volumeData)
+		if err = os.Mkdir(data, 0o755); err == nil {
+			err = os.Lchown(data, sandboxUID, sandboxUID)
+		}
+	}
 	if err == nil {
 		err = r.saveVolume(name, rec)
 	}
@@ -173,46 +177,84 @@ func (r *Runtime) volumeUsers(name, skip string) map[string]bool {
 	return out
 }
 
-// mountVolumes checks that sandbox name may mount vols and gives each
-// volume's files the range at hostUID where no other sandbox holds it.
-func (r *Runtime) mountVolumes(name string, vols []runtime.VolumeMount, hostUID int) ([]sbinit.VolumeBind, error) {
-	if len(vols) == 0 {
-		return nil, nil
-	}
+// volumeSource is a volume's tree on the host, to mount into a sandbox.
+type volumeSource struct {
+	path     string
+	readOnly bool
+}
+
+// volumeData is the directory of a volume's files in its directory: the
+// volume's own is root's alone (0700), so that no host user whose uid
+// happens to be one of the ids the files are stored with can reach them.
+const volumeData = "data"
+
+// mountVolumes checks that sandbox name may mount vols and returns what
+// its init and the host's mounts need.
+func (r *Runtime) mountVolumes(name string, vols []runtime.VolumeMount) ([]sbinit.VolumeBind, []volumeSource, error) {
 	r.volMu.Lock()
 	defer r.volMu.Unlock()
-	var out []sbinit.VolumeBind
+	var binds []sbinit.VolumeBind
+	var srcs []volumeSource
 	for _, v := range vols {
 		dir, err := r.volumePath(v.Name)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		rec, err := r.loadVolume(v.Name)
-		if err != nil {
-			return nil, err
+		if _, err := r.loadVolume(v.Name); err != nil {
+			return nil, nil, err
 		}
-		users := r.volumeUsers(v.Name, name)
-		for _, rw := range users {
+		for _, rw := range r.volumeUsers(v.Name, name) {
 			if rw || !v.ReadOnly {
-				return nil, fmt.Errorf("%w: volume %s is mounted read-write by another sandbox (one read-write mount at a time, or many read-only)", runtime.ErrConflict, v.Name)
+				return nil, nil, fmt.Errorf("%w: volume %s is mounted read-write by another sandbox (one read-write mount at a time, or many read-only)", runtime.ErrConflict, v.Name)
 			}
 		}
-		if len(users) == 0 && rec.Owner != hostUID {
-			if rec.Owner < 0 {
-				// A fresh volume: its root is the sandbox user's.
-				err = os.Lchown(dir, hostUID+sandboxUID, hostUID+sandboxUID)
-			} else {
-				err = quota.ShiftOwners(dir, rec.Owner, hostUID, uidCount)
-			}
-			if err == nil {
-				rec.Owner = hostUID
-				err = r.saveVolume(v.Name, rec)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("volume %s: give its files to the sandbox: %w", v.Name, err)
-			}
-		}
-		out = append(out, sbinit.VolumeBind{Source: dir, Target: v.Path, ReadOnly: v.ReadOnly})
+		binds = append(binds, sbinit.VolumeBind{Target: v.Path, ReadOnly: v.ReadOnly})
+		srcs = append(srcs, volumeSource{path: filepath.Join(dir, volumeData), readOnly: v.ReadOnly})
 	}
-	return out, nil
+	return binds, srcs, nil
+}
+
+// sendVolumeMounts makes an idmapped clone of each volume's tree, mapped
+// through the user namespace of the init pid (its files' ids, stored as
+// inside a sandbox, become the sandbox's own range), read-only where
+// asked, and sends them to the init, which attaches them in its root.
+func sendVolumeMounts(sock *os.File, pid int, vols []volumeSource) error {
+	ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", pid))
+	if err != nil {
+		return fmt.Errorf("volumes: the init's user namespace: %w", err)
+	}
+	defer ns.Close()
+	var fds []int
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	for _, v := range vols {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, v.path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+		if err != nil {
+			return fmt.Errorf("volume %s: clone its tree: %w", v.path, err)
+		}
+		fds = append(fds, fd)
+		attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Userns_fd: uint64(ns.Fd())}
+		if v.readOnly {
+			attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+		}
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, attr); err != nil {
+			return fmt.Errorf("volume %s: idmapped mount (needs Linux 5.12+ and a filesystem that supports it): %w", v.path, err)
+		}
+	}
+	if err := unix.Sendmsg(int(sock.Fd()), []byte{byte(len(fds))}, unix.UnixRights(fds...), nil, 0); err != nil {
+		return fmt.Errorf("volumes: send their mounts to the init: %w", err)
+	}
+	return nil
+}
+
+// socketPair is a connected pair of SOCK_SEQPACKET sockets.
+func socketPair() (ours, theirs *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), "volumes"), os.NewFile(uintptr(fds[1]), "volumes"), nil
 }

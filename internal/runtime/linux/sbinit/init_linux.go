@@ -60,8 +60,11 @@ type Config struct {
 	Layer    string       `json:"layer,omitempty"` // a built template's layer directory (host path)
 	Build    bool         `json:"build,omitempty"` // a template build: /usr/local is writable
 	Volumes  []VolumeBind `json:"volumes,omitempty"`
-	Trace    bool         `json:"trace"`   // report phase times on the status pipe
-	SentAt   int64        `json:"sent_at"` // host clock (ns) just before the clone, when tracing
+	// VolumeSock is the fd of the socket the host sends the volumes'
+	// mounts on (volumes_linux.go).
+	VolumeSock int   `json:"volume_sock,omitempty"`
+	Trace      bool  `json:"trace"`   // report phase times on the status pipe
+	SentAt     int64 `json:"sent_at"` // host clock (ns) just before the clone, when tracing
 
 	status *os.File
 	placed func() error // blocks until the host has placed the init in its cgroups

@@ -66,7 +66,7 @@ func setupRootfs(c *Config) error {
 			return err
 		}
 	}
-	if err := mountVolumes(c.Rootfs, c.Volumes); err != nil {
+	if err := mountVolumes(c.Rootfs, c.VolumeSock, c.Volumes); err != nil {
 		return err
 	}
 	if err := setupDev(r("/dev"), c.TmpMB, !c.Rootless); err != nil {

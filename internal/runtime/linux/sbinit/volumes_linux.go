@@ -8,41 +8,73 @@ import (
 )
 
 // VolumeBind is a volume the host keeps, mounted into the sandbox at
-// Target. The host has given its files the sandbox's uid range.
+// Target. The host sends the mount itself (Config.VolumeSock): an
+// idmapped clone of the volume's tree, whose on-disk owners are the ids
+// inside a sandbox, mapped through this sandbox's own user namespace, so
+// that every sandbox that mounts it, read-only beside others included,
+// sees its files as theirs.
 type VolumeBind struct {
-	Source   string `json:"source"` // host path
 	Target   string `json:"target"` // absolute, inside the sandbox
 	ReadOnly bool   `json:"read_only,omitempty"`
 }
 
-// mountVolumes binds each volume into the new root. The target is made
-// and opened one component at a time, never through a symlink: the root's
-// writable layer may be a snapshot a sandbox wrote, whose /mnt could be a
-// symlink to anywhere, and the root is not pivoted yet, so a followed
-// absolute link would point into the host's tree.
-func mountVolumes(rootfs string, vols []VolumeBind) error {
-	for _, v := range vols {
-		fd, err := OpenBeneath(rootfs, v.Target, -1)
+// mountVolumes attaches the mounts the host sends on sock, one per
+// volume in order, into the new root. The target is made and opened one
+// component at a time, never through a symlink: the root's writable layer
+// may be a snapshot a sandbox wrote, whose /mnt could be a symlink to
+// anywhere, and the root is not pivoted yet, so a followed absolute link
+// would point into the host's tree.
+func mountVolumes(rootfs string, sock int, vols []VolumeBind) error {
+	if len(vols) == 0 {
+		return nil
+	}
+	fds, err := recvFDs(sock, len(vols))
+	if err != nil {
+		return fmt.Errorf("volumes: receive their mounts: %w", err)
+	}
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	for i, v := range vols {
+		target, err := OpenBeneath(rootfs, v.Target, -1)
 		if err != nil {
 			return fmt.Errorf("volume at %s: %w", v.Target, err)
 		}
-		target := fmt.Sprintf("/proc/self/fd/%d", fd)
-		err = unix.Mount(v.Source, target, "", unix.MS_BIND, "")
-		unix.Close(fd)
+		err = unix.MoveMount(fds[i], "", target, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+		unix.Close(target)
 		if err != nil {
-			return fmt.Errorf("bind volume at %s: %w", v.Target, err)
-		}
-		// Resolved by its path now that the mount is there: the open fd
-		// pointed at the directory under it.
-		attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
-		if v.ReadOnly {
-			attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
-		}
-		if err := unix.MountSetattr(-1, rootfs+v.Target, unix.AT_SYMLINK_NOFOLLOW, attr); err != nil {
-			return fmt.Errorf("volume at %s: set flags: %w", v.Target, err)
+			return fmt.Errorf("mount volume at %s: %w", v.Target, err)
 		}
 	}
 	return nil
+}
+
+// recvFDs reads one message carrying n file descriptors from sock.
+func recvFDs(sock, n int) ([]int, error) {
+	defer unix.Close(sock)
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4*n))
+	_, oobn, _, _, err := unix.Recvmsg(sock, buf, oob, 0)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil, fmt.Errorf("want one control message, got %d (%v)", len(msgs), err)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil {
+		return nil, err
+	}
+	if len(fds) != n {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return nil, fmt.Errorf("want %d mounts, got %d", n, len(fds))
+	}
+	return fds, nil
 }
 
 // OpenBeneath opens (as O_PATH) the directory path beneath root, making
