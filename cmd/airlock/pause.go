@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/sandbox"
@@ -23,30 +22,13 @@ func resumeCmd(args []string) error {
 func pauseOrResume(verb, about string, args []string, do func(*client.Client, context.Context, string) (client.Sandbox, error)) error {
 	fs := flag.NewFlagSet(verb, flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprintf(fs.Output(), "Usage: airlock %s ID...\n\n%s\n", verb, about) }
-	ids, _, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
-	}
-	if len(ids) == 0 {
-		return usageError(fs)
-	}
-	ctx, stop := remoteContext()
-	defer stop()
-	c := remote()
-	failed := false
-	for _, id := range ids {
+	return forEachArg(fs, args, func(ctx context.Context, c *client.Client, id string) error {
 		sb, err := do(c, ctx, id)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "airlock: %s %s: %v\n", verb, id, explain(err))
-			failed = true
-			continue
+		if err == nil {
+			fmt.Printf("%s\t%s\n", sb.ID, sb.State)
 		}
-		fmt.Printf("%s\t%s\n", sb.ID, sb.State)
-	}
-	if failed {
-		return exitError(1)
-	}
-	return nil
+		return err
+	})
 }
 
 func forkCmd(args []string) error {

@@ -1,10 +1,11 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
-	"os"
 
+	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/sandbox"
 )
 
@@ -67,25 +68,7 @@ func snapshotList(args []string) error {
 func snapshotRemove(args []string) error {
 	fs := flag.NewFlagSet("snapshot rm", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprintln(fs.Output(), "Usage: airlock snapshot rm NAME...\n\nDelete snapshots.") }
-	names, _, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
-	}
-	if len(names) == 0 {
-		return usageError(fs)
-	}
-	ctx, stop := remoteContext()
-	defer stop()
-	c := remote()
-	failed := false
-	for _, n := range names {
-		if err := c.DeleteSnapshot(ctx, n); err != nil {
-			fmt.Fprintf(os.Stderr, "airlock: snapshot rm %s: %v\n", n, explain(err))
-			failed = true
-		}
-	}
-	if failed {
-		return exitError(1)
-	}
-	return nil
+	return forEachArg(fs, args, func(ctx context.Context, c *client.Client, name string) error {
+		return c.DeleteSnapshot(ctx, name)
+	})
 }

@@ -1,9 +1,9 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/airlockhq/airlock/client"
@@ -72,27 +72,9 @@ func volumeRemove(args []string) error {
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: airlock volume rm NAME...\n\nDelete volumes and all they hold.")
 	}
-	names, _, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
-	}
-	if len(names) == 0 {
-		return usageError(fs)
-	}
-	ctx, stop := remoteContext()
-	defer stop()
-	c := remote()
-	failed := false
-	for _, n := range names {
-		if err := c.DeleteVolume(ctx, n); err != nil {
-			fmt.Fprintf(os.Stderr, "airlock: volume rm %s: %v\n", n, explain(err))
-			failed = true
-		}
-	}
-	if failed {
-		return exitError(1)
-	}
-	return nil
+	return forEachArg(fs, args, func(ctx context.Context, c *client.Client, name string) error {
+		return c.DeleteVolume(ctx, name)
+	})
 }
 
 // volumeFlags is create's --volume NAME:PATH[:ro], repeatable.

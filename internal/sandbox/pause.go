@@ -244,9 +244,6 @@ func (s *Service) pauser(ctx context.Context, id string) (runtime.Pauser, error)
 func (s *Service) runtimeError(ctx context.Context, id, op string, err error) error {
 	switch {
 	case errors.Is(err, runtime.ErrNotFound):
-		if id == "" {
-			return fmt.Errorf("%w: %s: %v", ErrNotFound, op, err)
-		}
 		if lost, ok := s.lostError(ctx, id, err); ok {
 			return lost
 		}

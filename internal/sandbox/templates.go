@@ -96,10 +96,14 @@ func (s *Service) DeleteTemplate(ctx context.Context, c Caller, name string) err
 	return templateErr(tr.DeleteTemplate(ctx, name))
 }
 
+// templateErr maps a runtime's error for what a node keeps besides
+// sandboxes (templates, volumes) to the domain's kinds.
 func templateErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, runtime.ErrConflict):
+		return fmt.Errorf("%w: %s", ErrConflict, strings.TrimPrefix(err.Error(), runtime.ErrConflict.Error()+": "))
 	case errors.Is(err, runtime.ErrInvalid):
 		return fmt.Errorf("%w: %s", ErrInvalid, strings.TrimPrefix(err.Error(), runtime.ErrInvalid.Error()+": "))
 	case errors.Is(err, runtime.ErrNotFound):

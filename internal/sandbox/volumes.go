@@ -99,7 +99,7 @@ func (s *Service) CreateVolume(ctx context.Context, c Caller, req VolumeRequest)
 	}
 	ctx = context.WithoutCancel(ctx)
 	if err := v.CreateVolume(ctx, rtName, req.SizeMB); err != nil {
-		return Volume{}, s.runtimeError(ctx, "", "create volume for", err)
+		return Volume{}, templateErr(err)
 	}
 	spec, _ := json.Marshal(volumeSpec{Runtime: rtName})
 	d := store.Disk{Kind: store.DiskVolume, TenantID: c.TenantID, Name: req.Name, Node: node,
@@ -182,7 +182,7 @@ func (s *Service) DeleteVolume(ctx context.Context, c Caller, name string) error
 		return err
 	}
 	if err := v.DeleteVolume(ctx, sp.Runtime); err != nil {
-		return s.runtimeError(ctx, "", "delete volume of", err)
+		return templateErr(err)
 	}
 	if err := s.st.DeleteDisk(ctx, store.DiskVolume, c.TenantID, name); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("delete volume %s: %w", name, err)
@@ -265,9 +265,11 @@ func (s *Service) checkMount(ctx context.Context, tenant string, v VolumeMount) 
 	return nil
 }
 
-// validMountPath: absolute, clean of NULs, not the root, and not where the
-// sandbox's own filesystems go (/proc, /sys, /dev, /tmp) or over its
-// system directories.
+// validMountPath: absolute, free of NULs, and not where the sandbox's own
+// filesystems and system directories are: on or under /proc, /sys, /dev,
+// /tmp, /var/tmp, /usr, /etc, /bin, /sbin, /lib, /lib64, nor on /,
+// /home or /home/user themselves (beneath /home/user is the workspace's
+// and fine).
 func validMountPath(p string) error {
 	if p == "" || !path.IsAbs(p) || strings.IndexByte(p, 0) >= 0 {
 		return fmt.Errorf("%s: want an absolute path", clip(p))
@@ -276,8 +278,13 @@ func validMountPath(p string) error {
 	if err := CheckPathLength(c); err != nil {
 		return err
 	}
-	for _, no := range []string{"/", "/proc", "/sys", "/dev", "/tmp", "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/home", "/home/user", "/var/tmp"} {
-		if c == no || (no != "/" && no != "/home" && strings.HasPrefix(c, no+"/") && no != "/home/user") {
+	for _, no := range []string{"/", "/home", "/home/user"} {
+		if c == no {
+			return fmt.Errorf("%s: a volume cannot go on %s", clip(p), no)
+		}
+	}
+	for _, no := range []string{"/proc", "/sys", "/dev", "/tmp", "/var/tmp", "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64"} {
+		if c == no || strings.HasPrefix(c, no+"/") {
 			return fmt.Errorf("%s: a volume cannot go on or under %s", clip(p), no)
 		}
 	}

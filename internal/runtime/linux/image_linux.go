@@ -3,9 +3,6 @@ package linux
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -47,60 +44,30 @@ func (r *Runtime) ImportImage(ctx context.Context, t runtime.TemplateInfo, src r
 		isrc.Transport = &http.Transport{DialContext: src.Dial, ForceAttemptHTTP2: true,
 			TLSHandshakeTimeout: 30 * time.Second, ResponseHeaderTimeout: 60 * time.Second}
 	}
-	suffix := make([]byte, 6)
-	rand.Read(suffix)
-	dirName := "." + t.Name + "@" + hex.EncodeToString(suffix)
-	dir := filepath.Join(r.templatesDir(), dirName)
-	tmpLink := filepath.Join(r.templatesDir(), ".link-"+t.Name+"-"+hex.EncodeToString(suffix))
-	committing.add(dir)
-	committing.add(tmpLink)
-	defer committing.remove(dir)
-	defer committing.remove(tmpLink)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return t, fmt.Errorf("create template dir: %w", err)
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			os.RemoveAll(dir)
-		}
-	}()
 	var report func(images.Progress)
 	if progress != nil {
 		report = func(p images.Progress) {
 			progress(runtime.ImageProgress{Layer: p.Layer, Layers: p.Layers, Digest: p.Digest, Bytes: p.Bytes, Total: p.Total, Done: p.Done})
 		}
 	}
-	cfg, err := images.Import(ctx, isrc, filepath.Join(dir, imageRootfs), report)
-	if err != nil {
-		return t, fmt.Errorf("import image: %w", mapImageErr(err))
-	}
-	if err := addSandboxUser(filepath.Join(dir, imageRootfs, "etc")); err != nil {
-		return t, fmt.Errorf("import image: %w", err)
-	}
-	t.From, t.Image, t.Digest = "image", src.Ref, cfg.Digest
-	if src.Ref == "" {
-		t.Image = "file:" + filepath.Base(src.File)
-		if src.FileName != "" {
-			t.Image = "file:" + filepath.Base(src.FileName)
+	return r.installTemplate(t, func(dir string, t runtime.TemplateInfo) (runtime.TemplateInfo, error) {
+		cfg, err := images.Import(ctx, isrc, filepath.Join(dir, imageRootfs), report)
+		if err != nil {
+			return t, fmt.Errorf("import image: %w", mapImageErr(err))
 		}
-	}
-	t.Env, t.Workdir, t.User, t.SizeBytes = cfg.Env, cfg.WorkingDir, cfg.User, cfg.Size
-	t.CreatedAt = time.Now().UTC().Truncate(time.Second)
-	b, _ := json.MarshalIndent(t, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, templateMeta), b, 0o644); err != nil {
-		return t, err
-	}
-	if err := os.Symlink(dirName, tmpLink); err != nil {
-		return t, err
-	}
-	if err := os.Rename(tmpLink, filepath.Join(r.templatesDir(), t.Name)); err != nil {
-		os.Remove(tmpLink)
-		return t, fmt.Errorf("install template: %w", err)
-	}
-	ok = true
-	r.collectTemplates()
-	return t, nil
+		if err := addSandboxUser(filepath.Join(dir, imageRootfs, "etc")); err != nil {
+			return t, fmt.Errorf("import image: %w", err)
+		}
+		t.From, t.Image, t.Digest = "image", src.Ref, cfg.Digest
+		if src.Ref == "" {
+			t.Image = "file:" + filepath.Base(src.File)
+			if src.FileName != "" {
+				t.Image = "file:" + filepath.Base(src.FileName)
+			}
+		}
+		t.Env, t.Workdir, t.User, t.SizeBytes = cfg.Env, cfg.WorkingDir, cfg.User, cfg.Size
+		return t, nil
+	})
 }
 
 // mapImageErr gives an import's failure the runtime's error kinds (the

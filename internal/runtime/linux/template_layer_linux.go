@@ -145,7 +145,33 @@ func (r *Runtime) CommitTemplate(ctx context.Context, sandboxID string, t runtim
 	if t.From == "" {
 		t.From = "base"
 	}
-	t.CreatedAt = time.Now().UTC().Truncate(time.Second)
+	return r.installTemplate(t, func(dir string, t runtime.TemplateInfo) (runtime.TemplateInfo, error) {
+		layer := filepath.Join(dir, layerUsrLocal)
+		if err := os.MkdirAll(layer, 0o755); err != nil {
+			return t, err
+		}
+		links := map[[2]uint64]string{}
+		if sb.p.Template != "" {
+			n, err := copyLayer(ctx, filepath.Join(r.templatesDir(), sb.p.Template, layerUsrLocal), layer, links)
+			if err != nil {
+				return t, fmt.Errorf("copy %s's layer: %w", t.From, err)
+			}
+			t.SizeBytes += n
+		}
+		n, err := copyLayer(ctx, filepath.Join(sb.dir, buildUpper), layer, links)
+		if err != nil {
+			return t, fmt.Errorf("copy the build's /usr/local: %w", err)
+		}
+		t.SizeBytes += n
+		return t, nil
+	})
+}
+
+// installTemplate makes a new build directory for template t.Name, has
+// fill put the template in it (and complete t), then points the name at
+// it (replacing one of that name: sandboxes running on the old one keep
+// it). On any error nothing of it is left.
+func (r *Runtime) installTemplate(t runtime.TemplateInfo, fill func(dir string, t runtime.TemplateInfo) (runtime.TemplateInfo, error)) (runtime.TemplateInfo, error) {
 	suffix := make([]byte, 6)
 	rand.Read(suffix)
 	dirName := "." + t.Name + "@" + hex.EncodeToString(suffix)
@@ -166,23 +192,11 @@ func (r *Runtime) CommitTemplate(ctx context.Context, sandboxID string, t runtim
 			os.RemoveAll(dir)
 		}
 	}()
-	layer := filepath.Join(dir, layerUsrLocal)
-	if err := os.MkdirAll(layer, 0o755); err != nil {
+	t, err := fill(dir, t)
+	if err != nil {
 		return t, err
 	}
-	links := map[[2]uint64]string{}
-	if sb.p.Template != "" {
-		n, err := copyLayer(ctx, filepath.Join(r.templatesDir(), sb.p.Template, layerUsrLocal), layer, links)
-		if err != nil {
-			return t, fmt.Errorf("copy %s's layer: %w", t.From, err)
-		}
-		t.SizeBytes += n
-	}
-	n, err := copyLayer(ctx, filepath.Join(sb.dir, buildUpper), layer, links)
-	if err != nil {
-		return t, fmt.Errorf("copy the build's /usr/local: %w", err)
-	}
-	t.SizeBytes += n
+	t.CreatedAt = time.Now().UTC().Truncate(time.Second)
 	b, _ := json.MarshalIndent(t, "", "  ")
 	if err := os.WriteFile(filepath.Join(dir, templateMeta), b, 0o644); err != nil {
 		return t, err
