@@ -23,6 +23,8 @@ type ImportImageRequest struct {
 	Credentials string   `json:"credentials,omitempty"`
 	Allow       []string `json:"allow,omitempty"`
 	Insecure    bool     `json:"insecure,omitempty"`
+	// Start is run in every sandbox made from the template.
+	Start *TemplateStart `json:"start,omitempty"`
 }
 
 // ImageProgress is how far an import got: Bytes of layer Layer (of

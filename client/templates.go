@@ -33,6 +33,20 @@ type Template struct {
 	Env     []string `json:"env,omitempty"`
 	Workdir string   `json:"workdir,omitempty"`
 	User    string   `json:"user,omitempty"`
+	// Start is what every sandbox made from the template runs.
+	Start *TemplateStart `json:"start,omitempty"`
+}
+
+// TemplateStart is a template's start command: a service run in the
+// background as the sandbox user in every sandbox made from the
+// template. Creating one returns once ReadyPort accepts connections and
+// ReadyCommand exits 0 (those set), or fails with the end of the
+// command's stderr after ReadyTimeoutS (default 60).
+type TemplateStart struct {
+	Command       string `json:"command"`
+	ReadyPort     int    `json:"ready_port,omitempty"`
+	ReadyCommand  string `json:"ready_command,omitempty"`
+	ReadyTimeoutS int    `json:"ready_timeout_s,omitempty"`
 }
 
 // Templates lists the server's templates, base first.
@@ -58,6 +72,9 @@ type CommitTemplateRequest struct {
 	SandboxID   string            `json:"sandbox_id"`
 	Description string            `json:"description,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
+	// Start: nil keeps the start command of the template the build was
+	// made from; an empty one means none.
+	Start *TemplateStart `json:"start,omitempty"`
 }
 
 // CommitTemplate saves a build sandbox as a template and deletes the
@@ -94,6 +111,9 @@ type TemplateBuild struct {
 	// Force rebuilds even when a template of the name was built from the
 	// same recipe.
 	Force bool
+	// Start is what every sandbox made from the template runs (nil: the
+	// From template's, if it has one).
+	Start *TemplateStart
 }
 
 // BuildStep is one step: Run (a shell command, run as the sandbox user in
@@ -124,8 +144,8 @@ func (c *Client) BuildTemplate(ctx context.Context, b TemplateBuild, log io.Writ
 	if b.From == "" {
 		b.From = "base"
 	}
-	if b.Name == "" || len(b.Steps) == 0 {
-		return t, false, errors.New("build template: a name and at least one step are needed")
+	if b.Name == "" || len(b.Steps) == 0 && b.Start == nil {
+		return t, false, errors.New("build template: a name and at least one step (or a start command) are needed")
 	}
 	for i, s := range b.Steps {
 		if (s.Run == "") == (s.Copy == nil) {
@@ -193,7 +213,7 @@ func (c *Client) BuildTemplate(ctx context.Context, b TemplateBuild, log io.Writ
 	}
 	t, err = c.CommitTemplate(ctx, CommitTemplateRequest{
 		Name: b.Name, SandboxID: sb.ID, Description: b.Description,
-		Labels: map[string]string{RecipeLabel: digest},
+		Labels: map[string]string{RecipeLabel: digest}, Start: b.Start,
 	})
 	if err != nil {
 		return t, false, fmt.Errorf("build template: save: %w", err)
@@ -213,6 +233,10 @@ func recipeDigest(b TemplateBuild, from Template) (string, error) {
 		Env       map[string]string
 		Network   *NetworkPolicy
 	}{from.Name, from.CreatedAt, b.Env, b.Network})
+	if b.Start != nil {
+		// Only when set, so recipes without one keep their digests.
+		enc.Encode(b.Start)
+	}
 	for _, s := range b.Steps {
 		if s.Run != "" {
 			enc.Encode([]string{"run", s.Run})

@@ -91,7 +91,7 @@ func TestE2BStream(t *testing.T) {
 	}
 
 	got = start("sleep 30", map[string]string{"Connect-Timeout-Ms": "1000"})
-	want = []string{"start", "end -1 signal: killed: the command timed out and was killed", "eos"}
+	want = []string{"start", `eos {"error":{"code":"deadline_exceeded","message":"the command timed out and was killed"}}`}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("past its deadline (-want +got):\n%s", d)
 	}

@@ -33,36 +33,52 @@ func TestMCP(t *testing.T) {
 	keyB := must[client.NewKey](t)(admin.CreateKey(ctx, "mcp-b", "b")).Key
 	transports := []struct {
 		name    string
-		connect func(t *testing.T, key string, opts *mcpsdk.ClientOptions) *mcpsdk.ClientSession
+		connect func(t *testing.T, key, version string, opts *mcpsdk.ClientOptions) *mcpsdk.ClientSession
 	}{
-		{"http", func(t *testing.T, key string, opts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
-			return mcpHTTP(t, s.url, key, opts)
+		{"http", func(t *testing.T, key, version string, opts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
+			return mcpHTTPAt(t, s.url, key, version, opts)
 		}},
-		{"stdio", func(t *testing.T, key string, opts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
-			return mcpStdio(t, s.bin, s.url, key, opts)
+		{"stdio", func(t *testing.T, key, version string, opts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
+			return mcpStdioAt(t, s.bin, s.url, key, version, opts)
 		}},
 	}
+	// 2026-07-28 is stateless (no session; over HTTP a call is its POST, so
+	// cancelling drops the request); 2025-11-25 is the newest revision with
+	// an initialize handshake and a session. The older handshake revisions
+	// differ from it in nothing Airlock uses: e2e/mcpnode2 runs them.
 	for _, tr := range transports {
-		t.Run(tr.name, func(t *testing.T) {
-			a := tr.connect(t, keyA, nil)
-			t.Run("Tools", func(t *testing.T) { mcpToolSchemas(t, a) })
-			t.Run("Flow", func(t *testing.T) { mcpFlow(t, a, client.New(s.url, keyA)) })
-			t.Run("Expired", func(t *testing.T) { mcpExpired(t, a) })
-			t.Run("Tenancy", func(t *testing.T) { mcpTenancy(t, a, tr.connect(t, keyB, nil), client.New(s.url, keyA)) })
-			t.Run("Cancel", func(t *testing.T) { mcpCancel(t, a, client.New(s.url, keyA)) })
-			t.Run("Progress", func(t *testing.T) {
-				var mu sync.Mutex
-				var got []string
-				p := tr.connect(t, keyA, &mcpsdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcpsdk.ProgressNotificationClientRequest) {
-					mu.Lock()
-					got = append(got, r.Params.Message)
-					mu.Unlock()
-				}})
-				mcpProgress(t, p, func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(got) })
+		for _, rev := range []string{"2026-07-28", "2025-11-25"} {
+			t.Run(tr.name+"/"+rev, func(t *testing.T) {
+				connect := func(t *testing.T, key string, opts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
+					cs := tr.connect(t, key, rev, opts)
+					if got := cs.InitializeResult().ProtocolVersion; got != rev {
+						t.Fatalf("negotiated %s, want %s", got, rev)
+					}
+					if tr.name == "http" && (cs.ID() == "") != (rev >= "2026-07-28") {
+						t.Errorf("Mcp-Session-Id %q at %s: want one only before 2026-07-28", cs.ID(), rev)
+					}
+					return cs
+				}
+				a := connect(t, keyA, nil)
+				t.Run("Tools", func(t *testing.T) { mcpToolSchemas(t, a) })
+				t.Run("Flow", func(t *testing.T) { mcpFlow(t, a, client.New(s.url, keyA)) })
+				t.Run("Expired", func(t *testing.T) { mcpExpired(t, a) })
+				t.Run("Tenancy", func(t *testing.T) { mcpTenancy(t, a, connect(t, keyB, nil), client.New(s.url, keyA)) })
+				t.Run("Cancel", func(t *testing.T) { mcpCancel(t, a, client.New(s.url, keyA)) })
+				t.Run("Progress", func(t *testing.T) {
+					var mu sync.Mutex
+					var got []string
+					p := connect(t, keyA, &mcpsdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcpsdk.ProgressNotificationClientRequest) {
+						mu.Lock()
+						got = append(got, r.Params.Message)
+						mu.Unlock()
+					}})
+					mcpProgress(t, p, func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(got) })
+				})
+				t.Run("Resources", func(t *testing.T) { mcpResources(t, a) })
+				t.Run("Task", func(t *testing.T) { mcpTask(t, a) })
 			})
-			t.Run("Resources", func(t *testing.T) { mcpResources(t, a) })
-			t.Run("Task", func(t *testing.T) { mcpTask(t, a) })
-		})
+		}
 	}
 	t.Run("HTTPAuth", func(t *testing.T) { mcpHTTPAuth(t, s.url, keyA, keyB) })
 }
@@ -81,25 +97,42 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func mcpHTTP(t *testing.T, url, key string, opts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
 	t.Helper()
+	return mcpHTTPAt(t, url, key, "", opts)
+}
+
+// mcpHTTPAt connects over streamable HTTP asking for protocol revision
+// version ("": the SDK's newest, 2026-07-28).
+func mcpHTTPAt(t *testing.T, url, key, version string, opts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
+	t.Helper()
 	tr := &mcpsdk.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: &http.Client{Transport: bearer{key, http.DefaultTransport}}}
-	return mcpConnect(t, tr, opts)
+	return mcpConnectAt(t, tr, version, opts)
 }
 
 func mcpStdio(t *testing.T, bin, url, key string, opts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
+	t.Helper()
+	return mcpStdioAt(t, bin, url, key, "", opts)
+}
+
+func mcpStdioAt(t *testing.T, bin, url, key, version string, opts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
 	t.Helper()
 	mcpVerb(t, bin)
 	cmd := exec.Command(bin, "mcp")
 	cmd.Env = append(os.Environ(), "AIRLOCK_URL="+url, "AIRLOCK_API_KEY="+key)
 	cmd.Stderr = os.Stderr
-	return mcpConnect(t, &mcpsdk.CommandTransport{Command: cmd}, opts)
+	return mcpConnectAt(t, &mcpsdk.CommandTransport{Command: cmd}, version, opts)
 }
 
 func mcpConnect(t *testing.T, tr mcpsdk.Transport, opts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
 	t.Helper()
+	return mcpConnectAt(t, tr, "", opts)
+}
+
+func mcpConnectAt(t *testing.T, tr mcpsdk.Transport, version string, opts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
+	t.Helper()
 	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "airlock-e2e", Version: "1"}, opts)
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cs, err := c.Connect(cctx, tr, nil)
+	cs, err := c.Connect(cctx, tr, &mcpsdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}

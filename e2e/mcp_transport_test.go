@@ -15,7 +15,8 @@ import (
 )
 
 // mcpHTTPAuth: no key or a bad one gets 401 and no session; a session id is
-// no credential for another key; a rebound Host is refused.
+// no credential for another key; a rebound Host is refused. The same holds
+// for 2026-07-28 requests, which are served without a session at all.
 func mcpHTTPAuth(t *testing.T, url, keyA, keyB string) {
 	initBody := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 	post := func(key, session, host, body string) *http.Response {
@@ -56,6 +57,40 @@ func mcpHTTPAuth(t *testing.T, url, keyA, keyB string) {
 	}
 	if resp := post(keyA, "", "evil.example:80", initBody); resp.StatusCode != 403 {
 		t.Errorf("initialize with a rebound Host: %s, want 403", resp.Status)
+	}
+
+	modern := func(key, host string) *http.Response {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{` +
+			`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+		req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/list")
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := modern(keyA, ""); resp.StatusCode != 200 || resp.Header.Get("Mcp-Session-Id") != "" {
+		t.Errorf("tools/list at 2026-07-28: %s, session %q; want 200 and none", resp.Status, resp.Header.Get("Mcp-Session-Id"))
+	}
+	for _, key := range []string{"", "alk_unknown"} {
+		if resp := modern(key, ""); resp.StatusCode != 401 {
+			t.Errorf("tools/list at 2026-07-28 with key %q: %s, want 401", key, resp.Status)
+		}
+	}
+	if resp := modern(keyA, "evil.example:80"); resp.StatusCode != 403 {
+		t.Errorf("tools/list at 2026-07-28 with a rebound Host: %s, want 403", resp.Status)
 	}
 }
 

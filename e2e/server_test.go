@@ -7,15 +7,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/client/clienttest/contract"
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
 )
@@ -36,6 +40,8 @@ type server struct {
 	adminKey string
 	args     []string // extra flags for serve
 	env      []string // extra environment for serve
+	docMu    sync.Mutex
+	doc      *contract.Doc // checked's, once fetched
 }
 
 // startServer starts a daemon on 127.0.0.1 with a fresh data dir (or the
@@ -134,7 +140,36 @@ func (s *server) stop() {
 	s.cmd = nil
 }
 
-func (s *server) admin() *client.Client { return client.New(s.url, s.adminKey) }
+// admin is a client with the admin key whose every answer is checked
+// against the server's own openapi.json (client/clienttest/contract): a
+// status, content type or JSON body the document does not describe fails
+// the test that started the server.
+func (s *server) admin() *client.Client {
+	return client.New(s.url, s.adminKey, client.WithHTTPClient(s.checked()))
+}
+
+// checked is an HTTP client that checks answers against the document the
+// server serves, fetched once per server (and parsed once per process).
+func (s *server) checked() *http.Client {
+	s.t.Helper()
+	s.docMu.Lock()
+	defer s.docMu.Unlock()
+	if s.doc == nil {
+		resp, err := http.Get(s.url + "/v1/openapi.json")
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		spec, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if s.doc, err = contract.Parse(spec); err != nil {
+			s.t.Fatalf("the server's openapi.json: %v", err)
+		}
+	}
+	return &http.Client{Transport: s.doc.Transport(s.t, nil)}
+}
 
 // cli runs the airlock binary against the server with key and returns
 // its combined output and exit code.

@@ -85,13 +85,13 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	me := s.keys[cred]
-	keys := []client.Key{}
+	keys := []keyJSON{}
 	for _, k := range s.keys {
 		if me.admin || k.Tenant == me.Tenant {
-			keys = append(keys, k.Key)
+			keys = append(keys, keyJSON{k.Key, k.admin})
 		}
 	}
-	slices.SortFunc(keys, func(a, b client.Key) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(keys, func(a, b keyJSON) int { return strings.Compare(a.ID, b.ID) })
 	writeJSON(w, 200, map[string]any{"keys": keys})
 }
 

@@ -30,6 +30,10 @@ func abs(p string) string {
 	return path.Clean(p)
 }
 
+// roRefusal is what the server says of a change on a read-only mount:
+// the sandbox's permission denied, an invalid argument (400).
+func roRefusal(p string) string { return "permission denied: " + p }
+
 func parseMode(s string, def fileMode) (fileMode, bool) {
 	if s == "" {
 		return def, true
@@ -57,7 +61,7 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request, b *sandbox) {
 	}
 	s.mu.Unlock()
 	if ro {
-		fail(w, 403, "forbidden", fmt.Sprintf("%s: read-only file system", p))
+		fail(w, 400, "invalid_argument", roRefusal(p))
 		return
 	}
 	writeJSON(w, 200, map[string]any{"path": p, "size": buf.Len()})
@@ -121,7 +125,7 @@ func (s *Server) remove(w http.ResponseWriter, r *http.Request, b *sandbox) {
 	defer s.mu.Unlock()
 	files, dirs, key, ro := b.at(p)
 	if ro {
-		fail(w, 403, "forbidden", fmt.Sprintf("%s: read-only file system", p))
+		fail(w, 400, "invalid_argument", roRefusal(p))
 		return
 	}
 	if _, ok := files[key]; ok {
@@ -183,7 +187,7 @@ func (s *Server) mkdir(w http.ResponseWriter, r *http.Request, b *sandbox) {
 	}
 	s.mu.Unlock()
 	if ro {
-		fail(w, 403, "forbidden", fmt.Sprintf("%s: read-only file system", req.Path))
+		fail(w, 400, "invalid_argument", roRefusal(abs(req.Path)))
 		return
 	}
 	w.WriteHeader(204)
@@ -206,8 +210,10 @@ func (s *Server) move(w http.ResponseWriter, r *http.Request, b *sandbox) {
 	switch {
 	case !ok:
 		fail(w, 404, "not_found", fmt.Sprintf("%s: no such file", from))
-	case fromRO || toRO:
-		fail(w, 403, "forbidden", fmt.Sprintf("%s to %s: read-only file system", from, to))
+	case fromRO:
+		fail(w, 400, "invalid_argument", roRefusal(from))
+	case toRO:
+		fail(w, 400, "invalid_argument", roRefusal(to))
 	default:
 		// Across a mount it is a copy and a remove, as mv does it.
 		delete(src, fromKey)

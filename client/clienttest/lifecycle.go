@@ -38,7 +38,7 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request, b *sandbox) {
 	}
 	sb := b.Sandbox
 	s.mu.Unlock()
-	writeJSON(w, 200, sb)
+	writeJSON(w, 200, wire(sb))
 }
 
 // resume thaws it with what was left of its lifetime; resuming a
@@ -48,7 +48,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request, b *sandbox) {
 	s.resumeLocked(b)
 	sb := b.Sandbox
 	s.mu.Unlock()
-	writeJSON(w, 200, sb)
+	writeJSON(w, 200, wire(sb))
 }
 
 func (s *Server) resumeLocked(b *sandbox) {
@@ -181,5 +181,5 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request, b *sandbox) {
 		s.mu.Unlock()
 		out = append(out, sb)
 	}
-	writeJSON(w, 201, map[string]any{"sandboxes": out})
+	writeJSON(w, 201, map[string]any{"sandboxes": wireAll(out)})
 }

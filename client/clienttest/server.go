@@ -2,7 +2,8 @@
 // for tests of programs that use package client. It runs nothing: exec
 // calls a function the test supplies, and files live in memory; pausing
 // changes a sandbox's state (and refuses exec and files while paused,
-// as the server does), a snapshot or a fork copies its files, a volume's
+// as the server does), a deleted sandbox stays, stopped, as on the
+// server, a snapshot or a fork copies its files, a volume's
 // files are shared by the sandboxes that mount it (one read-write mount
 // at a time), and an image import makes a template of an image the test
 // added (AddImage). It checks
@@ -61,7 +62,12 @@ type key struct {
 }
 
 // NewServer starts a fake that the test's cleanup stops.
-func NewServer(t testing.TB) *Server {
+func NewServer(t testing.TB) *Server { return NewServerWith(t, nil) }
+
+// NewServerWith is NewServer with the fake's handler wrapped by wrap
+// unless it is nil: a test may check every answer against the API's
+// document (client/clienttest/contract).
+func NewServerWith(t testing.TB, wrap func(http.Handler) http.Handler) *Server {
 	s := &Server{
 		AdminKey:  "alk_admin",
 		exec:      echo,
@@ -73,7 +79,11 @@ func NewServer(t testing.TB) *Server {
 		images:    map[string]*image{},
 		templates: map[string]client.Template{},
 	}
-	srv := httptest.NewServer(s.routes())
+	h := s.routes()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
 	return s
@@ -105,9 +115,12 @@ func (s *Server) routes() http.Handler {
 	sb := func(h func(http.ResponseWriter, *http.Request, *sandbox)) http.HandlerFunc {
 		return s.auth(false, s.withSandbox(h))
 	}
-	// What needs the sandbox running.
+	// What needs the sandbox not ended, and what needs it running.
+	live := func(h func(http.ResponseWriter, *http.Request, *sandbox)) http.HandlerFunc {
+		return sb(s.alive(h))
+	}
 	run := func(h func(http.ResponseWriter, *http.Request, *sandbox)) http.HandlerFunc {
-		return sb(s.awake(h))
+		return live(s.awake(h))
 	}
 	mux.HandleFunc("POST /v1/sandboxes", s.auth(false, s.create))
 	mux.HandleFunc("GET /v1/sandboxes", s.auth(false, s.list))
@@ -115,15 +128,15 @@ func (s *Server) routes() http.Handler {
 		s.mu.Lock()
 		sb := b.Sandbox
 		s.mu.Unlock()
-		writeJSON(w, 200, sb)
+		writeJSON(w, 200, wire(sb))
 	}))
 	mux.HandleFunc("DELETE /v1/sandboxes/{id}", sb(s.delete))
-	mux.HandleFunc("POST /v1/sandboxes/{id}/timeout", sb(s.setTimeout))
+	mux.HandleFunc("POST /v1/sandboxes/{id}/timeout", live(s.setTimeout))
 	mux.HandleFunc("POST /v1/sandboxes/{id}/tokens", sb(s.token))
-	mux.HandleFunc("POST /v1/sandboxes/{id}/pause", sb(s.pause))
-	mux.HandleFunc("POST /v1/sandboxes/{id}/resume", sb(s.resume))
-	mux.HandleFunc("POST /v1/sandboxes/{id}/snapshots", sb(s.createSnapshot))
-	mux.HandleFunc("POST /v1/sandboxes/{id}/fork", sb(s.fork))
+	mux.HandleFunc("POST /v1/sandboxes/{id}/pause", live(s.pause))
+	mux.HandleFunc("POST /v1/sandboxes/{id}/resume", live(s.resume))
+	mux.HandleFunc("POST /v1/sandboxes/{id}/snapshots", live(s.createSnapshot))
+	mux.HandleFunc("POST /v1/sandboxes/{id}/fork", live(s.fork))
 	mux.HandleFunc("GET /v1/snapshots", s.auth(false, s.listSnapshots))
 	mux.HandleFunc("GET /v1/snapshots/{name}", s.auth(false, s.getSnapshot))
 	mux.HandleFunc("DELETE /v1/snapshots/{name}", s.auth(false, s.deleteSnapshot))
@@ -135,7 +148,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/templates/{name}", s.auth(false, s.getTemplate))
 	mux.HandleFunc("POST /v1/templates", s.auth(true, s.importImage))
 	mux.HandleFunc("GET /v1/server", s.auth(true, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, client.ServerInfo{Version: "clienttest", SandboxAgents: map[string]int{}})
+		// The fake runs no agents; it speaks of protocol 1 as a server
+		// always names one.
+		writeJSON(w, 200, client.ServerInfo{Version: "clienttest", AgentProtocol: 1, SandboxAgents: map[string]int{}})
 	}))
 	mux.HandleFunc("POST /v1/sandboxes/{id}/exec", run(s.execute))
 	mux.HandleFunc("PUT /v1/sandboxes/{id}/files", run(s.writeFile))
@@ -199,20 +214,25 @@ func (s *Server) withSandbox(h func(http.ResponseWriter, *http.Request, *sandbox
 // createRequest is the body of POST /v1/sandboxes, as far as the fake
 // takes it.
 type createRequest struct {
-	Template   string               `json:"template"`
-	CPUs       float64              `json:"cpus"`
-	MemoryMB   int64                `json:"memory_mb"`
-	Pids       int64                `json:"pids"`
-	DiskMB     int64                `json:"disk_mb"`
-	TimeoutS   int64                `json:"timeout_s"`
-	Env        map[string]string    `json:"env"`
-	Metadata   map[string]string    `json:"metadata"`
-	Workdir    string               `json:"workdir"`
-	AutoResume bool                 `json:"auto_resume"`
-	IdleAction string               `json:"idle_action"`
-	MaxPausedS int64                `json:"max_paused_s"`
-	Snapshot   string               `json:"snapshot"`
-	Volumes    []client.VolumeMount `json:"volumes"`
+	Template string                `json:"template"`
+	CPUs     float64               `json:"cpus"`
+	MemoryMB int64                 `json:"memory_mb"`
+	Pids     int64                 `json:"pids"`
+	DiskMB   int64                 `json:"disk_mb"`
+	TimeoutS int64                 `json:"timeout_s"`
+	Env      map[string]string     `json:"env"`
+	Metadata map[string]string     `json:"metadata"`
+	Workdir  string                `json:"workdir"`
+	Network  *client.NetworkPolicy `json:"network"`
+	// Secrets: the fake keeps none, so naming one is refused.
+	Secrets      []string             `json:"secrets"`
+	IdleTimeoutS int64                `json:"idle_timeout_s"`
+	Build        bool                 `json:"build"`
+	AutoResume   bool                 `json:"auto_resume"`
+	IdleAction   string               `json:"idle_action"`
+	MaxPausedS   int64                `json:"max_paused_s"`
+	Snapshot     string               `json:"snapshot"`
+	Volumes      []client.VolumeMount `json:"volumes"`
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
@@ -241,7 +261,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	}
 	sb, ok := s.newSandbox(w, req, files, dirs)
 	if ok {
-		writeJSON(w, 201, sb)
+		writeJSON(w, 201, wire(sb))
 	}
 }
 
@@ -250,6 +270,14 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 func (s *Server) newSandbox(w http.ResponseWriter, req createRequest, files map[string]file, dirs map[string]fileMode) (client.Sandbox, bool) {
 	if req.TimeoutS < 0 || req.TimeoutS > 86400 || req.CPUs < 0 || req.MemoryMB < 0 {
 		fail(w, 400, "invalid_argument", "timeout_s must be between 0 and 86400, limits not negative")
+		return client.Sandbox{}, false
+	}
+	if req.IdleTimeoutS < 0 || req.Network != nil && req.Network.Mode != client.NetworkNone && req.Network.Mode != client.NetworkAllowlist {
+		fail(w, 400, "invalid_argument", "idle_timeout_s must not be negative, network mode none or allowlist")
+		return client.Sandbox{}, false
+	}
+	if len(req.Secrets) > 0 {
+		fail(w, 400, "invalid_argument", fmt.Sprintf("secrets[0]: no secret named %q (create it with POST /v1/secrets)", req.Secrets[0]))
 		return client.Sandbox{}, false
 	}
 	if req.IdleAction != "" && req.IdleAction != "destroy" && req.IdleAction != "pause" {
@@ -268,19 +296,21 @@ func (s *Server) newSandbox(w http.ResponseWriter, req createRequest, files map[
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	sb := client.Sandbox{
-		State:      client.StateRunning,
-		Template:   or(req.Template, "base"),
-		CreatedAt:  now,
-		ExpiresAt:  now.Add(time.Duration(or(req.TimeoutS, 300)) * time.Second),
-		Limits:     client.Limits{CPUs: or(req.CPUs, 1), MemoryMB: or(req.MemoryMB, 512), Pids: or(req.Pids, 256), DiskMB: or(req.DiskMB, 1024)},
-		Metadata:   req.Metadata,
-		Workdir:    or(req.Workdir, "/home/user"),
-		Node:       "local",
-		AutoResume: req.AutoResume,
-		IdleAction: or(req.IdleAction, "destroy"),
-		MaxPausedS: or(req.MaxPausedS, int64(maxPaused/time.Second)),
-		Snapshot:   req.Snapshot,
-		Volumes:    req.Volumes,
+		State:        client.StateRunning,
+		Template:     or(req.Template, "base"),
+		CreatedAt:    now,
+		ExpiresAt:    now.Add(time.Duration(or(req.TimeoutS, 300)) * time.Second),
+		Limits:       client.Limits{CPUs: or(req.CPUs, 1), MemoryMB: or(req.MemoryMB, 512), Pids: or(req.Pids, 256), DiskMB: or(req.DiskMB, 1024)},
+		Metadata:     req.Metadata,
+		Workdir:      req.Workdir, // as the server: "" for the default, /home/user
+		Network:      req.Network,
+		IdleTimeoutS: req.IdleTimeoutS,
+		Node:         "local",
+		AutoResume:   req.AutoResume,
+		IdleAction:   or(req.IdleAction, "destroy"),
+		MaxPausedS:   or(req.MaxPausedS, int64(maxPaused/time.Second)),
+		Snapshot:     req.Snapshot,
+		Volumes:      req.Volumes,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -326,16 +356,35 @@ outer:
 		}
 		page.Sandboxes = append(page.Sandboxes, sb)
 	}
-	writeJSON(w, 200, page)
+	writeJSON(w, 200, map[string]any{"sandboxes": wireAll(page.Sandboxes), "next": page.Next})
 }
 
+// delete stops the sandbox as the server does: it is kept, stopped, for
+// GET and lists to show how it ended; deleting it again changes nothing.
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, b *sandbox) {
 	s.mu.Lock()
-	s.unmountLocked(b)
-	delete(s.sandboxes, b.ID)
-	s.order = slices.DeleteFunc(s.order, func(id string) bool { return id == b.ID })
+	if b.State != client.StateStopped {
+		s.unmountLocked(b)
+		b.State, b.PausedAt, b.EndedAt = client.StateStopped, time.Time{}, time.Now().UTC()
+		b.files, b.dirs = map[string]file{}, map[string]fileMode{}
+	}
 	s.mu.Unlock()
 	w.WriteHeader(204)
+}
+
+// alive lets a call through on a sandbox that has not ended; one on a
+// stopped sandbox is a conflict, as on the server.
+func (s *Server) alive(h func(http.ResponseWriter, *http.Request, *sandbox)) func(http.ResponseWriter, *http.Request, *sandbox) {
+	return func(w http.ResponseWriter, r *http.Request, b *sandbox) {
+		s.mu.Lock()
+		stopped := b.State == client.StateStopped
+		s.mu.Unlock()
+		if stopped {
+			fail(w, 409, "conflict", fmt.Sprintf("sandbox %s is stopped", b.ID))
+			return
+		}
+		h(w, r, b)
+	}
 }
 
 func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request, b *sandbox) {
@@ -358,7 +407,7 @@ func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request, b *sandbox) 
 	b.ExpiresAt = time.Now().UTC().Truncate(time.Second).Add(time.Duration(req.TimeoutS) * time.Second)
 	sb := b.Sandbox
 	s.mu.Unlock()
-	writeJSON(w, 200, sb)
+	writeJSON(w, 200, wire(sb))
 }
 
 func (s *Server) token(w http.ResponseWriter, r *http.Request, b *sandbox) {

@@ -171,8 +171,9 @@ func TestRemoteLsAndRm(t *testing.T) {
 	}
 
 	mustCLI(t, srv, "rm", a, b)
-	if out := mustCLI(t, srv, "ls"); strings.Count(out, "\n") != 1 {
-		t.Errorf("ls after rm printed\n%s\nwant the header only", out)
+	// A destroyed sandbox stays listed, stopped, as the real server keeps it.
+	if out := mustCLI(t, srv, "ls"); strings.Count(out, "\n") != 3 || strings.Count(out, "  stopped  ") != 2 {
+		t.Errorf("ls after rm printed\n%s\nwant the header and both sandboxes stopped", out)
 	}
 	// rm goes on past a missing sandbox, and says which one failed.
 	c := strings.TrimSpace(mustCLI(t, srv, "create"))
@@ -180,8 +181,8 @@ func TestRemoteLsAndRm(t *testing.T) {
 	if code != 1 || errs != "airlock: rm sb-missing: sandbox sb-missing not found\n" {
 		t.Errorf("rm of a missing sandbox: exit %d, stderr %q", code, errs)
 	}
-	if _, err := adminClient(srv).GetSandbox(context.Background(), c); !errors.Is(err, client.ErrNotFound) {
-		t.Errorf("the sandbox after the missing one still exists: %v", err)
+	if sb, err := adminClient(srv).GetSandbox(context.Background(), c); err != nil || sb.State != client.StateStopped {
+		t.Errorf("the sandbox after the missing one: %+v, %v; want it stopped", sb, err)
 	}
 }
 

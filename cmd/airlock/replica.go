@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/e2b"
 )
 
 // A control plane runs as several replicas on one PostgreSQL. One of them,
@@ -56,6 +58,9 @@ type replica struct {
 	checked atomic.Pointer[[2]string]
 	start   func(ctx context.Context) (*leaderTerm, error)
 	watch   time.Duration // how often leadership is looked at
+	// e2bDomain is --e2b-domain: a sandbox's host name is forwarded
+	// whatever its path (its /healthz is the sandbox's).
+	e2bDomain string
 
 	mu      sync.Mutex
 	term    *leaderTerm // while this replica leads and its daemon runs
@@ -120,7 +125,11 @@ func (rp *replica) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	term := rp.term
 	rp.mu.Unlock()
 	leader := rp.leader()
-	switch r.URL.Path {
+	path := r.URL.Path
+	if e2b.IsSandboxHost(r.Host, rp.e2bDomain) {
+		path = ""
+	}
+	switch path {
 	case "/healthz":
 		writeReplicaJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 		return

@@ -76,3 +76,29 @@ func TestReplicaForwards(t *testing.T) {
 		t.Errorf("a call forwarded twice: %d, forwarded %v", code, got.Load())
 	}
 }
+
+// TestReplicaForwardsSandboxHosts: with --e2b-domain, a follower forwards
+// a sandbox's host name whatever its path: the sandbox's /healthz and
+// /readyz are the sandbox's, not the replica's.
+func TestReplicaForwardsSandboxHosts(t *testing.T) {
+	pub, key, _ := ed25519.GenerateKey(rand.Reader)
+	leader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "from the leader for "+r.Host)
+	}))
+	defer leader.Close()
+	el := &fakeElector{}
+	el.leader.Store(signIdentity(key, leader.URL))
+	rp := &replica{self: "http://127.0.0.1:1", el: el, pub: pub, e2bDomain: "e2b.test"}
+	for host, want := range map[string]string{
+		"8000-sb-1.e2b.test": "from the leader for 8000-sb-1.e2b.test",
+		"127.0.0.1:7070":     `"status":"ok"`,
+	} {
+		req := httptest.NewRequest("GET", "/healthz", nil)
+		req.Host = host
+		w := httptest.NewRecorder()
+		rp.ServeHTTP(w, req)
+		if !strings.Contains(w.Body.String(), want) {
+			t.Errorf("GET /healthz at %s: %d %s, want %s", host, w.Code, w.Body, want)
+		}
+	}
+}

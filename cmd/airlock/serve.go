@@ -55,6 +55,7 @@ func serveCmd(args []string) error {
 	storeURL := fs.String("store", os.Getenv(databaseURLEnv), "the database: postgres://... runs this server as one control-plane replica of several on it (needs --no-local-node and $AIRLOCK_MASTER_KEY); default SQLite in the data dir ($"+databaseURLEnv+")")
 	tune.kube = kubeFlags(fs)
 	advertise := fs.String("advertise-url", "", "with --store postgres: the URL other replicas reach this one on, http://HOST:PORT (default: from --addr)")
+	e2bDomainFlag(fs, &tune.e2bDomain)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: airlock serve [flags]\n\nRun the server: the REST API under /v1, the console, MCP and the E2B API.\nA DURATION is "+durationSyntax+".")
 		printFlags(fs)
@@ -75,6 +76,10 @@ func serveCmd(args []string) error {
 		return exitError(2)
 	}
 	tune.auditOutputCap = mb << 20
+	if err := checkE2BDomain(&tune.e2bDomain); err != nil {
+		fmt.Fprintf(os.Stderr, "airlock serve: %v\n", err)
+		return exitError(2)
+	}
 	eg, err := egressConfig(*dns, *caFile, allowPrivate)
 	if err != nil {
 		return err
@@ -125,7 +130,9 @@ func serveCmd(args []string) error {
 func (d *daemon) serving(addr net.Addr) (http.Handler, *console.Handler, func()) {
 	mcpDone, endMCP := context.WithCancel(context.Background())
 	con := console.New()
-	h := withConsole(con, withE2B(withMCP(d.handler, addr, mcpDone), addr, mcpDone))
+	eh := newE2B(addr, mcpDone, d.handler, d.e2bDomain, d.trafficKey)
+	h := withConsole(con, withE2B(eh, withMCP(d.handler, addr, mcpDone), mcpDone))
+	h = withE2BHosts(eh, h, d.e2bDomain, mcpDone)
 	var once sync.Once
 	return h, con, func() {
 		once.Do(func() {
@@ -171,7 +178,7 @@ type daemon struct {
 	ownStore bool // opened by the daemon, closed with it
 	rt       *linux.Runtime
 	mgr      *sandbox.Service
-	handler  http.Handler
+	handler  *api.Handler
 	keyPath  string
 	newKey   bool
 	metrics  *metrics.Metrics // served at /metrics
@@ -179,6 +186,10 @@ type daemon struct {
 	tracing  *tracing.Tracing // OpenTelemetry, when OTEL_* asks for it
 	tasks    *tasks.Service   // harness runs, each in a sandbox of its own
 	nodes    *nodes.Service   // the hosts that joined to run sandboxes
+	// e2bDomain serves sandbox ports at host names (--e2b-domain);
+	// trafficKey derives E2B's traffic access tokens (serve_e2b.go).
+	e2bDomain  string
+	trafficKey []byte
 }
 
 // daemonTuning is what serve's flags set beyond the basics; zero fields
@@ -205,6 +216,8 @@ type daemonTuning struct {
 	// control-plane replicas (and does not close); else it opens SQLite
 	// in the data dir.
 	store daemonStore
+	// e2bDomain serves sandbox ports at PORT-ID.e2bDomain (--e2b-domain).
+	e2bDomain string
 }
 
 // daemonStore is what serve keeps in its database.
@@ -250,6 +263,7 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		d.close()
 		return nil, fmt.Errorf("master key: %w", err)
 	}
+	d.e2bDomain, d.trafficKey = tune.e2bDomain, box.Derive(trafficKeyPurpose)
 	nodeOpts := nodes.Options{Client: func(hc *http.Client, url string) runtime.Runtime { return noderpc.NewClient(hc, url) },
 		Grace: tune.nodeGrace, OnGone: d.nodeGone, OnBack: d.nodeBack}
 	// In Kubernetes, nodes register with Leases (a no-op otherwise).

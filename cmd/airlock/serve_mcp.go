@@ -32,11 +32,19 @@ func loopbackClient() *http.Client {
 // done ends (shutdown), or a stream that never goes idle would hold
 // Shutdown up.
 func mount(next http.Handler, match func(path string) bool, h http.Handler, done context.Context) http.Handler {
+	h = endWith(done, h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !match(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// endWith is h whose requests end when done ends.
+func endWith(done context.Context, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		stop := context.AfterFunc(done, cancel)

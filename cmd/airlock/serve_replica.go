@@ -72,7 +72,7 @@ func serveReplica(ctx context.Context, c replicaConfig) error {
 	if err != nil {
 		return err
 	}
-	rp := &replica{self: self, el: el, pub: signer.Public().(ed25519.PublicKey), watch: 200 * time.Millisecond, start: func(ctx context.Context) (*leaderTerm, error) {
+	rp := &replica{self: self, el: el, pub: signer.Public().(ed25519.PublicKey), watch: 200 * time.Millisecond, e2bDomain: c.tune.e2bDomain, start: func(ctx context.Context) (*leaderTerm, error) {
 		t := c.tune
 		t.store = st
 		t.kube = c.kube

@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/codeinterp"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/sandbox"
 )
 
-const templateUsage = `Usage: airlock template build NAME [--from T] [--run CMD | --copy SRC:DST]... [flags]
+const templateUsage = `Usage: airlock template build NAME [--from T] [--run CMD | --copy SRC:DST]... [--start CMD [--ready-port N]] [flags]
+       airlock template build code-interpreter
        airlock template import NAME IMAGE|FILE [--credentials SECRET] [--allow HOST]... [--insecure]
        airlock template ls
        airlock template rm NAME
@@ -25,6 +27,12 @@ built on it. A build runs its steps, in the order given, in a sandbox whose
 else the build writes is dropped). A name built before from the same recipe
 is not built again (--force rebuilds). Building and removing need an admin
 key; every key can use them (airlock create --template NAME).
+
+A template's start command (--start) runs in the background in every
+sandbox made from it, which is handed out once it is ready (--ready-port
+accepts connections, --ready-cmd exits 0). code-interpreter is built in:
+the service E2B's Code Interpreter SDKs talk to, on port 49999 (the E2B
+facade's code-interpreter-v1).
 
 An import pulls an OCI or Docker image (registry/repo:tag) through the
 server's egress proxy, or reads a 'docker save' or OCI layout tarball FILE,
@@ -80,8 +88,14 @@ func templateBuild(args []string) error {
 	timeout := duration(fs, "timeout", 0, time.Second, sandbox.MaxTimeout, "give up on the build after `DURATION`, 1s to 24h (default 30m)")
 	var network networkFlags
 	network.register(fs)
+	var start client.TemplateStart
+	fs.StringVar(&start.Command, "start", "", "run `CMD` in the background in every sandbox made from the template")
+	fs.IntVar(&start.ReadyPort, "ready-port", 0, "a sandbox is ready once `PORT` accepts connections (with --start)")
+	fs.StringVar(&start.ReadyCommand, "ready-cmd", "", "a sandbox is ready once `CMD` exits 0 (with --start)")
+	readyTimeout := duration(fs, "ready-timeout", 0, time.Second, runtime.MaxReadyTimeout, "fail a create whose start command is not ready after `DURATION`, 1s to 10m (default 1m)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: airlock template build NAME [--from T] [--run CMD | --copy SRC:DST]... [flags]\n\n"+
+		fmt.Fprintln(fs.Output(), "Usage: airlock template build NAME [--from T] [--run CMD | --copy SRC:DST]... [--start CMD [--ready-port N]] [flags]\n"+
+			"       airlock template build code-interpreter\n\n"+
 			"Build a template: the steps run in order in a build sandbox, then its /usr/local is saved as NAME.\n"+
 			"Example: airlock template build harness-codex --allow registry.npmjs.org --run 'npm install -g @openai/codex@0.169.0'")
 		fs.PrintDefaults()
@@ -90,7 +104,25 @@ func templateBuild(args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || len(steps) == 0 {
+	start.ReadyTimeoutS = int(*readyTimeout / time.Second)
+	b := client.TemplateBuild{Steps: steps}
+	if start != (client.TemplateStart{}) {
+		if start.Command == "" {
+			return errors.New("--ready-port, --ready-cmd and --ready-timeout go with --start")
+		}
+		b.Start = &start
+	}
+	if len(pos) == 1 && pos[0] == codeinterp.Template && len(steps) == 0 && b.Start == nil {
+		dir, err := os.MkdirTemp("", "airlock-code-interpreter-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if b, err = codeinterp.Build(dir); err != nil {
+			return err
+		}
+	}
+	if len(pos) != 1 || len(b.Steps) == 0 && b.Start == nil {
 		return usageError(fs)
 	}
 	if len(network.secrets) > 0 {
@@ -103,10 +135,12 @@ func templateBuild(args []string) error {
 	ctx, stop := remoteContext()
 	defer stop()
 	l := lim.values()
-	t, cached, err := remote().BuildTemplate(ctx, client.TemplateBuild{
-		Name: pos[0], From: *from, Description: *desc, Steps: steps, Env: env, Network: np,
-		CPUs: l.CPUs, MemoryMB: l.MemoryMB, DiskMB: l.DiskMB, Timeout: *timeout, Force: *force,
-	}, os.Stderr)
+	b.Name, b.From, b.Env, b.Network = pos[0], *from, env, np
+	b.CPUs, b.MemoryMB, b.DiskMB, b.Timeout, b.Force = l.CPUs, l.MemoryMB, l.DiskMB, *timeout, *force
+	if *desc != "" || b.Description == "" {
+		b.Description = *desc
+	}
+	t, cached, err := remote().BuildTemplate(ctx, b, os.Stderr)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ process.env.E2B_API_URL = `${url}/e2b`;
 process.env.E2B_SANDBOX_URL = `${url}/e2b/envd`;
 process.env.E2B_DOMAIN = "localhost";
 process.env.E2B_API_KEY = key;
-const { Sandbox, CommandExitError, FileNotFoundError, SandboxNotFoundError } = await import("e2b");
+const { Sandbox, CommandExitError, FileNotFoundError, SandboxNotFoundError, TimeoutError } = await import("e2b");
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -197,7 +197,7 @@ try {
   assert.equal(items[0].metadata.suite, "e2bnode");
   assert.deepEqual(await Sandbox.list({ query: { metadata: { run: "nope" } } }).nextItems(), []);
 
-  step("egress: allowOut and denyOut become Airlock's allow-list; no open internet");
+  step("egress: allowOut and denyOut become Airlock's allow-list; allowInternetAccess every public address");
   const netSbx = await Sandbox.create({ metadata: { run }, network: { allowOut: ["pypi.org", "*.pythonhosted.org"], denyOut: ["10.0.0.0/8"] } });
   console.log(`NETSANDBOX ${netSbx.sandboxId}`);
   const netInfo = await netSbx.getInfo();
@@ -205,9 +205,12 @@ try {
   assert.deepEqual(netInfo.network.allowOut, ["pypi.org", "*.pythonhosted.org"]);
   assert.deepEqual(netInfo.network.denyOut, ["10.0.0.0/8"]);
   assert.equal((await sbx.getInfo()).allowInternetAccess, false, "no network at all by default");
-  await assert.rejects(Sandbox.create({ allowInternetAccess: true }), /allow_internet_access is not supported/);
-  // A wide rule is taken as Airlock's: every IP-literal destination (names
-  // still need a rule of their own).
+  // E2B's open internet, as far as an Airlock policy says it.
+  const open = await Sandbox.create({ allowInternetAccess: true });
+  assert.deepEqual((await open.getInfo()).network.allowOut, ["0.0.0.0/0", "::/0"]);
+  await open.kill();
+  // A wide rule is taken as Airlock's: every public address, by IP or by a
+  // name whose addresses are all public.
   const wide = await Sandbox.create({ network: { allowOut: ["0.0.0.0/0", "::/0"] } });
   assert.deepEqual((await wide.getInfo()).network.allowOut, ["0.0.0.0/0", "::/0"]);
   await wide.kill();
@@ -263,6 +266,15 @@ try {
   await stranger.kill();
   assert.equal(await sbx.isRunning(), true);
 
+  step("a sandbox with less than a minute left runs commands with the default 60 s timeout");
+  const short = await Sandbox.create({ timeoutMs: 20_000, metadata: { run } });
+  assert.equal((await short.commands.run("echo short")).stdout, "short\n");
+  await short.kill();
+
+  step("a command past its timeoutMs is killed and raises TimeoutError, as E2B's envd ends it");
+  await assert.rejects(sbx.commands.run("sleep 30; echo late > /tmp/late", { timeoutMs: 1000 }), TimeoutError);
+  assert.equal((await sbx.commands.run("cat /tmp/late 2>/dev/null || echo killed")).stdout, "killed\n");
+
   step("an unknown template gets E2B's error");
   await assert.rejects(Sandbox.create("no-such-template"), /template 'no-such-template' not found/);
 } catch (err) {
@@ -275,4 +287,8 @@ await sbx.kill();
 await assert.rejects(Sandbox.getInfo(sbx.sandboxId), SandboxNotFoundError);
 assert.equal(await Sandbox.kill(sbx.sandboxId), false);
 assert.equal(await sbx.isRunning(), false);
+// E2B's answer for an ended sandbox (502 "The sandbox was not found"), not
+// an authentication error: its token went with it.
+await assert.rejects(sbx.commands.run("echo gone"), SandboxNotFoundError);
+await assert.rejects(sbx.files.read("/tmp/bin.dat"), (err) => err instanceof TimeoutError && /sandbox was not found/.test(err.message));
 console.log("ok");

@@ -30,6 +30,17 @@ const transports = {
     }),
 };
 
+// negotiated records the revision the client settles on: the v1 client
+// tells its transport (setProtocolVersion) and keeps no getter of its own.
+function negotiated(t) {
+  const set = t.setProtocolVersion?.bind(t);
+  t.setProtocolVersion = (v) => {
+    t.negotiated = v;
+    set?.(v);
+  };
+  return t;
+}
+
 // call runs a tool that must succeed; the SDK checks structuredContent
 // against the tool's output schema.
 async function call(c, name, args) {
@@ -49,8 +60,13 @@ async function toolError(c, name, args) {
 
 async function flow(kind) {
   const c = new Client({ name: "airlock-mcpnode", version: "1.0.0" });
-  await c.connect(transports[kind]());
+  const t = negotiated(transports[kind]());
+  await c.connect(t);
   try {
+    // 1.x knows no 2026-07-28 (no server/discover): it initializes at its
+    // newest revision, and Airlock serves that one with a session.
+    assert.equal(t.negotiated, "2025-11-25", `${kind}: negotiated revision`);
+    if (kind === "http") assert.ok(t.sessionId, "http: no Mcp-Session-Id at 2025-11-25");
     const { tools } = await c.listTools();
     const names = tools.map((t) => t.name).sort();
     for (const want of ["sandbox_create", "run_command", "shell", "write_file", "read_file", "sandbox_destroy"]) {
@@ -60,7 +76,7 @@ async function flow(kind) {
       assert.ok(t.inputSchema?.properties, `${t.name}: no input schema`);
       assert.ok(t.outputSchema?.properties, `${t.name}: no output schema`);
     }
-    console.log(`${kind}: ${tools.length} tools with schemas`);
+    console.log(`${kind}: negotiated ${t.negotiated}; ${tools.length} tools with schemas`);
 
     const { sandbox_id: id } = await call(c, "sandbox_create", { timeout_s: 120 });
     assert.match(id, /^sb-/);

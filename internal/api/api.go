@@ -71,6 +71,8 @@ type server struct {
 	dataDir       string
 	agentProtocol int
 	nodes         Nodes
+	// records: see sandboxRecords (ports_routed.go).
+	records sandboxRecords
 }
 
 // route is one entry of the API. The same table registers the handlers and
@@ -196,9 +198,18 @@ var routes = []route{
 	{"DELETE", "/v1/nodes/{name}", adminKey, (*server).deleteNode},
 }
 
+// Handler is the API's HTTP handler. ServePort (ports_routed.go) also
+// serves the sandbox ports that a front routes by host name.
+type Handler struct {
+	s *server
+	h http.Handler
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.h.ServeHTTP(w, r) }
+
 // New returns the HTTP handler of the API.
-func New(m Manager, st store.Store, opts Options) http.Handler {
-	s := &server{m: m, maxJSON: opts.MaxJSONBody, now: opts.Now, log: opts.Logger, keepAlive: opts.KeepAlive, signer: opts.AuditSigner}
+func New(m Manager, st store.Store, opts Options) *Handler {
+	s := &server{m: m, maxJSON: opts.MaxJSONBody, now: opts.Now, log: opts.Logger, keepAlive: opts.KeepAlive, signer: opts.AuditSigner, records: st}
 	if opts.Metrics != nil {
 		s.metricsHandler = opts.Metrics.Handler()
 	}
@@ -241,7 +252,7 @@ func New(m Manager, st store.Store, opts Options) http.Handler {
 		}
 		s.fail(w, r, errf(http.StatusNotFound, codeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
-	return s.refuseNUL(mux)
+	return &Handler{s: s, h: s.refuseNUL(mux)}
 }
 
 // refuseNUL answers 400 to a request whose path or query holds a NUL byte,

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/agent"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -44,9 +45,10 @@ func newEnvWith(t *testing.T, opts Options) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	e := &env{t: t, m: newFakeManager(), st: st, now: t0}
-	h := New(e.m, e.st, Options{MaxJSONBody: 4096, Now: e.clock, Logger: slog.New(slog.DiscardHandler), KeepAlive: opts.KeepAlive, DataDir: opts.DataDir, Nodes: opts.Nodes})
-	e.srv = httptest.NewServer(h)
-	t.Cleanup(e.srv.Close)
+	// AgentProtocol as serve sets it: GET /v1/server never answers 0.
+	h := New(e.m, e.st, Options{MaxJSONBody: 4096, Now: e.clock, Logger: slog.New(slog.DiscardHandler), KeepAlive: opts.KeepAlive, DataDir: opts.DataDir, Nodes: opts.Nodes,
+		AgentProtocol: agent.ProtocolVersion})
+	e.srv = newServer(t, h)
 	e.admin = e.addTenant("root", true)
 	e.alice = e.addTenant("alice", false)
 	e.bob = e.addTenant("bob", false)

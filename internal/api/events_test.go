@@ -87,8 +87,7 @@ func newEventsEnv(t *testing.T, opts events.Options) (*env, *events.Hub) {
 	e := &env{t: t, m: newFakeManager(), st: st, now: t0}
 	h := New(auditingManager{e.m, hub.Publish}, st, Options{MaxJSONBody: 4096, Now: e.clock,
 		Logger: slog.New(slog.DiscardHandler), Events: hub})
-	e.srv = httptest.NewServer(h)
-	t.Cleanup(e.srv.Close)
+	e.srv = newServer(t, h)
 	t.Cleanup(func() { hub.Close() }) // first: it ends the streams the server waits for
 	e.admin = e.addTenant("root", true)
 	e.alice = e.addTenant("alice", false)

@@ -15,7 +15,7 @@ func (m *fakeManager) CreateSession(_ context.Context, c sandbox.Caller, id stri
 	if _, err := m.lookup(c, id); err != nil {
 		return sandbox.SessionInfo{}, err
 	}
-	return sandbox.SessionInfo{ID: "ses-1", Shell: "bash", State: "ready", CreatedAt: t0}, nil
+	return sandbox.SessionInfo{ID: "ses-1", Shell: "bash", Mode: "exec", State: "ready", CreatedAt: t0}, nil
 }
 
 func (m *fakeManager) ListSessions(_ context.Context, c sandbox.Caller, id string) ([]sandbox.SessionInfo, error) {

@@ -192,8 +192,7 @@ func TestPrometheusRoute(t *testing.T) {
 	}
 	m := metrics.New(slog.New(slog.DiscardHandler))
 	m.CountStates(func(context.Context) (map[string]int, error) { return map[string]int{"running": 2, "stopped": 5}, nil })
-	e.srv = httptest.NewServer(New(e.m, e.st, Options{Now: e.clock, Logger: slog.New(slog.DiscardHandler), Metrics: m}))
-	t.Cleanup(e.srv.Close)
+	e.srv = newServer(t, New(e.m, e.st, Options{Now: e.clock, Logger: slog.New(slog.DiscardHandler), Metrics: m}))
 
 	e.must(call{method: "GET", path: "/metrics"}, 401, nil)
 	if code, _ := e.must(call{method: "GET", path: "/metrics", cred: e.alice}, 403, nil).errCode(); code != "forbidden" {

@@ -1,8 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -26,18 +28,39 @@ func (s *server) portProxy(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, invalidf("port %q: want a number from 1 to 65535", portText))
 		return
 	}
-	c := callerOf(r)
+	prefix := "/v1/sandboxes/" + id + "/ports/" + portText
+	s.proxyPort(w, r, portTarget{caller: callerOf(r), id: id, port: port,
+		path: strings.TrimPrefix(r.URL.Path, prefix), rawPath: strings.TrimPrefix(r.URL.RawPath, prefix)}, s.fail)
+}
+
+// portTarget is where proxyPort sends a request, and as whom.
+type portTarget struct {
+	caller sandbox.Caller
+	id     string
+	port   int
+	// path and rawPath are what the sandbox's server is asked for.
+	path, rawPath string
+	// drop names request headers never forwarded, beyond Authorization
+	// and the console's session cookie.
+	drop []string
+}
+
+// proxyPort is the one reverse proxy into a sandbox's port, for the /v1
+// route and for the ports that fronts route by host name (ServePort):
+// connections made by the sandbox layer as t.caller, streams flushed as
+// they come, protocol upgrades (WebSocket) passed through, and the
+// credentials of the caller stripped. Errors go to fail.
+func (s *server) proxyPort(w http.ResponseWriter, r *http.Request, t portTarget, fail func(http.ResponseWriter, *http.Request, error)) {
 	// The first connection is made here, so that a sandbox that is not the
 	// caller's, or a port nothing listens on, gets the API's own error.
-	first, err := s.m.DialPort(r.Context(), c, id, port)
+	first, err := s.m.DialPort(r.Context(), t.caller, t.id, t.port)
 	if err != nil {
 		if errors.Is(err, sandbox.ErrUnavailable) {
 			err = errf(http.StatusBadGateway, codeUnavailable, "%v", err)
 		}
-		s.fail(w, r, err)
+		fail(w, r, err)
 		return
 	}
-	prefix := "/v1/sandboxes/" + id + "/ports/" + portText
 	var mu sync.Mutex
 	take := func() net.Conn {
 		mu.Lock()
@@ -52,7 +75,7 @@ func (s *server) portProxy(w http.ResponseWriter, r *http.Request) {
 			if conn := take(); conn != nil {
 				return conn, nil
 			}
-			return s.m.DialPort(ctx, c, id, port)
+			return s.m.DialPort(ctx, t.caller, t.id, t.port)
 		},
 	}
 	defer func() {
@@ -61,23 +84,46 @@ func (s *server) portProxy(w http.ResponseWriter, r *http.Request) {
 		}
 		tr.CloseIdleConnections()
 	}()
-	host := "localhost:" + portText
+	host := "localhost:" + strconv.Itoa(t.port)
+	if t.path == "" {
+		t.path, t.rawPath = "/", ""
+	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.Host = "http", host, host
-			pr.Out.URL.Path = strings.TrimPrefix(r.URL.Path, prefix)
-			pr.Out.URL.RawPath = strings.TrimPrefix(r.URL.RawPath, prefix)
+			pr.Out.URL.Path, pr.Out.URL.RawPath = t.path, t.rawPath
 			pr.Out.Header.Del("Authorization")
 			dropCookie(pr.Out, SessionCookie)
+			for _, h := range t.drop {
+				pr.Out.Header.Del(h)
+			}
 		},
 		Transport:     tr,
 		FlushInterval: -1, // server-sent events and other streams as they come
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			s.fail(w, r, errf(http.StatusBadGateway, codeUnavailable, "sandbox %s port %d: %v", id, port, err))
+			fail(w, r, errf(http.StatusBadGateway, codeUnavailable, "sandbox %s port %d: %v", t.id, t.port, err))
 		},
+	}
+	// A small body is read here, before the sandbox's server is asked:
+	// read by the transport's own goroutine while a fast answer (the code
+	// interpreter's) is already being written, it made the server close
+	// the client's keep-alive connection after some answers, and a client
+	// that had sent its next request on it (Node's fetch, which does not
+	// retry a POST) got "other side closed" (issue 24).
+	if r.Body != nil && r.ContentLength > 0 && r.ContentLength <= maxBufferedPortBody {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
 	}
 	rp.ServeHTTP(w, r)
 }
+
+// maxBufferedPortBody bounds the request bodies proxyPort reads before
+// it forwards them.
+const maxBufferedPortBody = 1 << 20
 
 // dropCookie removes the cookie named name from the request's Cookie
 // headers and keeps the others.

@@ -51,7 +51,7 @@ func (s *server) commitTemplate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.importTemplate(w, r, sandbox.ImportTemplateRequest{Name: req.Name, Image: body.Image, Description: req.Description,
-			Labels: req.Labels, Credentials: body.Credentials, Allow: body.Allow, Insecure: body.Insecure})
+			Labels: req.Labels, Credentials: body.Credentials, Allow: body.Allow, Insecure: body.Insecure, Start: req.Start})
 		return
 	}
 	t, err := s.m.CommitTemplate(r.Context(), callerOf(r), req)

@@ -53,6 +53,12 @@ func (s *server) attachSession(w http.ResponseWriter, r *http.Request) {
 		}
 		offset = n
 	}
+	// websocket.Accept refuses a page of another origin too, but in plain
+	// text and after the session is attached: refuse it first, in JSON.
+	if err := checkBrowserRequest(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	term, err := s.m.AttachSession(r.Context(), callerOf(r), r.PathValue("id"), r.PathValue("sid"), offset)
 	if err != nil {
 		s.fail(w, r, err)

@@ -16,6 +16,10 @@
 // tenancy, quotas, egress policy and the audit log apply exactly as they do
 // to native calls. It must never reach the sandbox service, the store or the
 // runtime directly: a facade that did would be a back door around them.
+// Sandbox ports reached the E2B way (host names, E2b-Sandbox-Port) are the
+// one exception to calling the API: they go to the daemon's port proxy
+// (Options.Ports), which asks the facade's traffic rule (hostports.go)
+// and checks everything else itself.
 package e2b
 
 import (
@@ -45,6 +49,18 @@ type Options struct {
 	// http.DefaultClient).
 	APIURL     string
 	HTTPClient *http.Client
+	// Ports serves the sandbox ports E2B's SDKs reach by host name or by
+	// E2b-Sandbox-Port (hostports.go): the daemon's port proxy. nil
+	// answers them 501.
+	Ports func(w http.ResponseWriter, r *http.Request, p PortRequest)
+	// Domain is serve's --e2b-domain ("" for none): create and connect
+	// answer it as the sandbox's domain, which the SDKs build host names
+	// under (sandbox.getHost).
+	Domain string
+	// TrafficKey derives the trafficAccessToken of sandboxes created
+	// without public traffic (hostports.go); the same key on every
+	// replica and across restarts. Empty: no such token is valid.
+	TrafficKey []byte
 }
 
 // Handler serves the facade. Its paths are relative to where it is
@@ -115,7 +131,12 @@ func (h *Handler) routes() {
 	})
 }
 
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.servePort(w, r) {
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
 
 func (h *Handler) clientOf(cred string) *client.Client {
 	return client.New(h.opts.APIURL, cred, client.WithHTTPClient(h.opts.HTTPClient))
@@ -196,7 +217,15 @@ func statusOf(err error) int {
 	return http.StatusBadGateway
 }
 
-// rpcErrorOf maps an error of the Airlock API to a Connect error.
+// sandboxGone is what E2B's edge answers (502, "The sandbox was not
+// found") for a call on a sandbox that has ended: the SDKs raise their
+// sandbox TimeoutException / TimeoutError for it. An envd call's token
+// dies with its sandbox, so the API's 401 for it is that answer: E2B
+// users catch the sandbox's end, not an authentication failure.
+const sandboxGone = "The sandbox was not found: it was killed or reached its timeout, or its access token expired (Sandbox.connect mints a fresh one)"
+
+// rpcErrorOf maps an error of the Airlock API on an envd call (made with
+// the sandbox's token) to a Connect error.
 func rpcErrorOf(err error) *rpcError {
 	var re *rpcError
 	if errors.As(err, &re) {
@@ -205,6 +234,9 @@ func rpcErrorOf(err error) *rpcError {
 	code := codeInternal
 	var ce *client.Error
 	switch {
+	case errors.Is(err, client.ErrUnauthenticated):
+		// Connect's unavailable is what the SDKs make of E2B's 502.
+		return &rpcError{Code: codeUnavailable, Message: sandboxGone}
 	case errors.As(err, &ce) && ce.Code == "paused":
 		// The API's 409 for a paused sandbox (not created with
 		// auto_resume): it must be resumed, connect does.
@@ -213,8 +245,6 @@ func rpcErrorOf(err error) *rpcError {
 		code = codeNotFound
 	case errors.Is(err, client.ErrInvalid):
 		code = codeInvalidArgument
-	case errors.Is(err, client.ErrUnauthenticated):
-		code = codeUnauthenticated
 	case errors.Is(err, client.ErrForbidden):
 		code = codePermissionDenied
 	case errors.Is(err, client.ErrConflict):

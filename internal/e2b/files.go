@@ -23,6 +23,20 @@ func (h *Handler) httpCaller(w http.ResponseWriter, r *http.Request) (*client.Cl
 	return c, id, true
 }
 
+// writeEnvdError answers an error of the API on an envd HTTP call: E2B's
+// {"code", "message"}, or for a token the API no longer knows, the body
+// E2B's edge gives for an ended sandbox (see sandboxGone).
+func writeEnvdError(w http.ResponseWriter, id string, err error) {
+	if !errors.Is(err, client.ErrUnauthenticated) {
+		writeAPIError(w, statusOf(err), err.Error())
+		return
+	}
+	writeJSON(w, http.StatusBadGateway, struct {
+		SandboxID string `json:"sandboxId"`
+		apiError
+	}{id, apiError{Code: http.StatusBadGateway, Message: sandboxGone}})
+}
+
 // lazyWriter sends the headers of a successful download with its first
 // byte, so that an error found before it can still be an error answer.
 type lazyWriter struct {
@@ -54,7 +68,7 @@ func (h *Handler) readFile(w http.ResponseWriter, r *http.Request) {
 	_, err := c.ReadFile(r.Context(), id, absPath(p), lw)
 	switch {
 	case err != nil && !lw.started:
-		writeAPIError(w, statusOf(err), err.Error())
+		writeEnvdError(w, id, err)
 	case err != nil:
 		// Too late for an error answer: cut the body short so the client
 		// sees a broken download, not a short file.
@@ -89,7 +103,7 @@ func (h *Handler) writeFiles(w http.ResponseWriter, r *http.Request) {
 		}
 		abs := absPath(p)
 		if _, err := c.WriteFile(r.Context(), id, abs, body, 0o644); err != nil {
-			writeAPIError(w, statusOf(err), err.Error())
+			writeEnvdError(w, id, err)
 			return false
 		}
 		out = append(out, writeInfo{Name: path.Base(abs), Type: "file", Path: abs})

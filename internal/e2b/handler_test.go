@@ -266,7 +266,9 @@ func TestEnvdAuth(t *testing.T) {
 		code string
 	}{
 		{"no token", http.Header{"E2b-Sandbox-Id": {e.id}}, codeUnauthenticated},
-		{"unknown token", http.Header{"X-Access-Token": {"alt_nope"}, "E2b-Sandbox-Id": {e.id}}, codeUnauthenticated},
+		// What the API says of a killed sandbox's token: E2B's answer for
+		// an ended sandbox (see TestEndedSandbox).
+		{"unknown token", http.Header{"X-Access-Token": {"alt_nope"}, "E2b-Sandbox-Id": {e.id}}, codeUnavailable},
 		// A token is a key to its own sandbox only.
 		{"another sandbox's token", http.Header{"X-Access-Token": {other.EnvdAccessToken}, "E2b-Sandbox-Id": {e.id}}, codeNotFound},
 		{"no sandbox id", http.Header{"X-Access-Token": {e.token}}, codeInvalidArgument},
@@ -317,7 +319,7 @@ func TestStreamError(t *testing.T) {
 	}
 	defer resp2.Body.Close()
 	flags, msg, err = readEnvelope(resp2.Body)
-	if err != nil || flags != flagEndStream || !strings.Contains(string(msg), codeUnauthenticated) {
+	if err != nil || flags != flagEndStream || !strings.Contains(string(msg), codeUnavailable) {
 		t.Errorf("Start with a bad token: flags %d, %s, %v", flags, msg, err)
 	}
 }

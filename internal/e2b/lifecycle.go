@@ -156,5 +156,5 @@ func (h *Handler) answerWithToken(w http.ResponseWriter, r *http.Request, c *cli
 		writeAPIError(w, statusOf(err), err.Error())
 		return
 	}
-	writeJSON(w, status, brief(sb, tok.Token))
+	writeJSON(w, status, h.briefOf(sb, tok.Token))
 }

@@ -20,6 +20,9 @@ func TestCreateRequest(t *testing.T) {
 		DenyOut     []string        `json:"denyOut"`
 		EgressProxy json.RawMessage `json:"egressProxy"`
 		Rules       json.RawMessage `json:"rules"`
+		// Who reaches the sandbox's ports: hostports.go.
+		AllowPublicTraffic *bool   `json:"allowPublicTraffic"`
+		MaskRequestHost    *string `json:"maskRequestHost"`
 	}
 	for _, tc := range []struct {
 		name string
@@ -36,7 +39,15 @@ func TestCreateRequest(t *testing.T) {
 		{name: "built template", body: createBody{TemplateID: "harness-codex"}, want: client.CreateRequest{Template: "harness-codex"}},
 		{name: "wide entries", body: createBody{Network: &network{AllowOut: []string{"0.0.0.0/0", "::/0"}}},
 			want: client.CreateRequest{Template: "base", Network: &client.NetworkPolicy{Mode: "allowlist", Allow: []string{"0.0.0.0/0", "::/0"}}}},
-		{name: "open internet", body: createBody{AllowInternetAccess: &yes}, err: "allow_internet_access is not supported"},
+		// E2B's open internet, as far as an Airlock policy says it.
+		{name: "open internet", body: createBody{AllowInternetAccess: &yes},
+			want: client.CreateRequest{Template: "base", Network: &client.NetworkPolicy{Mode: "allowlist", Allow: []string{"0.0.0.0/0", "::/0"}}}},
+		{name: "open internet but denyOut", body: createBody{AllowInternetAccess: &yes, Network: &network{DenyOut: []string{"203.0.113.0/24"}}},
+			want: client.CreateRequest{Template: "base", Network: &client.NetworkPolicy{Mode: "allowlist", Allow: []string{"0.0.0.0/0", "::/0"}, Deny: []string{"203.0.113.0/24"}}}},
+		{name: "allowOut with the internet on", body: createBody{AllowInternetAccess: &yes, Network: &network{AllowOut: []string{"pypi.org"}}},
+			want: client.CreateRequest{Template: "base", Network: &client.NetworkPolicy{Mode: "allowlist", Allow: []string{"pypi.org"}}}},
+		{name: "denyOut alone", body: createBody{Network: &network{DenyOut: []string{"203.0.113.0/24"}}}, want: client.CreateRequest{Template: "base"}},
+		{name: "egress proxy", body: createBody{AllowInternetAccess: &yes, Network: &network{EgressProxy: json.RawMessage(`{"url":"http://p"}`)}}, err: "network.egressProxy"},
 		{name: "auto pause", body: createBody{AutoPause: &yes}, err: "autoPause (lifecycle.onTimeout \"pause\") is not supported"},
 		{name: "kill on timeout", body: createBody{AutoPause: &no}, want: client.CreateRequest{Template: "base"}},
 		{name: "auto resume", body: createBody{AutoResume: &autoResumeBody{Enabled: true}}, want: client.CreateRequest{Template: "base", AutoResume: true}},

@@ -132,7 +132,7 @@ func (h *Handler) start(r *http.Request, s *stream, c *client.Client, id string)
 	if req.Tag != nil {
 		tag = *req.Tag
 	}
-	p, err := c.StartProcess(r.Context(), id, ereq, tag)
+	p, err := startProcess(r.Context(), c, id, ereq, tag)
 	if err != nil {
 		return rpcErrorOf(err)
 	}
@@ -143,6 +143,26 @@ func (h *Handler) start(r *http.Request, s *stream, c *client.Client, id string)
 		}
 	}
 	return follow(r, s, c, id, p.Pid, 0)
+}
+
+// startProcess starts the process; a timeout past the sandbox's remaining
+// life, which the API refuses, is cut to that life. The SDKs ask for 60 s
+// by default, so without the cut every command of a sandbox in its last
+// minute, and of any sandbox made with less than a minute, would fail;
+// E2B runs it until the sandbox ends. Only a refused start pays for the
+// look at the sandbox.
+func startProcess(ctx context.Context, c *client.Client, id string, req client.ExecRequest, tag string) (client.Process, error) {
+	p, err := c.StartProcess(ctx, id, req, tag)
+	if err == nil || req.Timeout <= 0 || !errors.Is(err, client.ErrInvalid) {
+		return p, err
+	}
+	sb, gerr := c.GetSandbox(ctx, id)
+	asked := (req.Timeout + time.Second - 1).Truncate(time.Second) // the API's whole seconds
+	if gerr != nil || time.Until(sb.ExpiresAt) >= asked {
+		return p, err // refused for something else
+	}
+	req.Timeout = 0 // the API's default: the rest of the sandbox's life
+	return c.StartProcess(ctx, id, req, tag)
 }
 
 // connect follows a running process's output from now on (E2B's connect
@@ -193,6 +213,12 @@ func follow(r *http.Request, s *stream, c *client.Client, id string, pid int, of
 	}
 	if exit == nil {
 		return rpcErrorf(codeUnavailable, "the output of process %d ended before it exited", pid)
+	}
+	if exit.TimedOut {
+		// E2B's envd ends a call past its Connect deadline with the
+		// deadline error, not an end event: the SDKs raise their
+		// TimeoutException / TimeoutError for it.
+		return rpcErrorf(codeDeadlineExceeded, "the command timed out and was killed")
 	}
 	s.Send(processResponse{Event: processEvent{End: endOf(*exit)}})
 	return nil

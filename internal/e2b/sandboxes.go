@@ -37,6 +37,9 @@ type createBody struct {
 		DenyOut     []string        `json:"denyOut"`
 		EgressProxy json.RawMessage `json:"egressProxy"`
 		Rules       json.RawMessage `json:"rules"`
+		// Who reaches the sandbox's ports: hostports.go.
+		AllowPublicTraffic *bool   `json:"allowPublicTraffic"`
+		MaskRequestHost    *string `json:"maskRequestHost"`
 	} `json:"network"`
 	AutoPause    *bool             `json:"autoPause"`
 	AutoResume   *autoResumeBody   `json:"autoResume"`
@@ -52,6 +55,11 @@ func (b createBody) createRequest() (client.CreateRequest, error) {
 	req := client.CreateRequest{Template: b.TemplateID}
 	if req.Template == "" {
 		req.Template = "base"
+	}
+	if req.Template == "code-interpreter-v1" {
+		// The Code Interpreter SDKs' default: Airlock's built-in
+		// code-interpreter template (airlock template build code-interpreter).
+		req.Template = "code-interpreter"
 	}
 	if b.Timeout != nil {
 		if *b.Timeout <= 0 {
@@ -84,28 +92,40 @@ func (b createBody) createRequest() (client.CreateRequest, error) {
 	if b.AutoResume != nil && b.AutoResume.Enabled {
 		req.AutoResume = true
 	}
+	net, err := b.networkPolicy()
+	req.Network = net
+	return req, err
+}
+
+// internetAllow is E2B's internet as an Airlock allow-list: every public
+// address, by IP or by a name whose addresses are all public (the proxy
+// checks what it resolves before it dials); loopback, private and
+// metadata addresses stay closed, as for any tenant rule.
+var internetAllow = []string{"0.0.0.0/0", "::/0"}
+
+// networkPolicy maps E2B's network options onto an Airlock egress policy
+// (nil: none, Airlock's default). allowOut entries are Airlock's allow
+// entries, and then the only destinations: Airlock has allow-lists only,
+// so a list of exceptions to E2B's open internet becomes the whole list.
+// allow_internet_access: true without allowOut is E2B's open internet
+// (the Python SDK sends it on every create), denyOut taken from it;
+// false, or nothing asked, keeps Airlock's default of no network (deny
+// entries alone would open nothing).
+func (b createBody) networkPolicy() (*client.NetworkPolicy, error) {
 	var allow, deny []string
 	if n := b.Network; n != nil {
 		if isSet(n.EgressProxy) || isSet(n.Rules) {
-			return req, fmt.Errorf("network.egressProxy and network.rules are not supported by Airlock")
+			return nil, fmt.Errorf("network.egressProxy and network.rules are not supported by Airlock")
 		}
 		allow, deny = n.AllowOut, n.DenyOut
 	}
-	// allowOut entries are Airlock's allow entries: a wide one ("0.0.0.0/0",
-	// "::/0") is accepted as on the native API, matches destinations given
-	// as public IP addresses (not names) and never opens loopback, private
-	// or metadata addresses; entries naming only those are refused by the
-	// API with the entry and why.
 	if len(allow) == 0 && b.AllowInternetAccess != nil && *b.AllowInternetAccess {
-		return req, fmt.Errorf("allow_internet_access is not supported by Airlock: sandboxes have no network unless network.allowOut lists where they may go")
+		allow = internetAllow
 	}
-	// Without allowOut (allow_internet_access false, or nothing asked) the
-	// sandbox keeps Airlock's default: no network at all. Deny entries
-	// alone would open nothing.
-	if len(allow) > 0 {
-		req.Network = &client.NetworkPolicy{Mode: client.NetworkAllowlist, Allow: allow, Deny: deny}
+	if len(allow) == 0 {
+		return nil, nil
 	}
-	return req, nil
+	return &client.NetworkPolicy{Mode: client.NetworkAllowlist, Allow: allow, Deny: deny}, nil
 }
 
 // autoResumeBody is E2B's SandboxAutoResumeConfig.
@@ -132,6 +152,7 @@ type sandboxBody struct {
 	ClientID            string            `json:"clientID"`
 	EnvdVersion         string            `json:"envdVersion"`
 	EnvdAccessToken     string            `json:"envdAccessToken,omitempty"`
+	TrafficAccessToken  string            `json:"trafficAccessToken,omitempty"`
 	Domain              *string           `json:"domain"`
 	StartedAt           string            `json:"startedAt,omitempty"`
 	EndAt               string            `json:"endAt,omitempty"`
@@ -147,8 +168,9 @@ type sandboxBody struct {
 }
 
 type networkBody struct {
-	AllowOut []string `json:"allowOut,omitempty"`
-	DenyOut  []string `json:"denyOut,omitempty"`
+	AllowOut           []string `json:"allowOut,omitempty"`
+	DenyOut            []string `json:"denyOut,omitempty"`
+	AllowPublicTraffic *bool    `json:"allowPublicTraffic,omitempty"`
 }
 
 // lifecycleBody is E2B's SandboxLifecycle. onTimeout is always "kill":
@@ -190,6 +212,7 @@ func detail(sb client.Sandbox) sandboxBody {
 	}
 	b.Lifecycle = &lifecycleBody{AutoResume: sb.AutoResume, OnTimeout: "kill"}
 	b.VolumeMounts = mountsOf(sb.Volumes)
+	trafficDetail(&b, sb)
 	return b
 }
 
@@ -213,17 +236,17 @@ func stateOf(sb client.Sandbox) string {
 }
 
 func (h *Handler) createSandbox(w http.ResponseWriter, r *http.Request) {
-	var body createBody
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&body); err != nil && err != io.EOF {
-		writeAPIError(w, http.StatusBadRequest, "bad request body: "+err.Error())
-		return
-	}
-	req, err := body.createRequest()
+	c := h.clientOf(apiKey(r))
+	req, err := readCreate(r)
 	if err != nil {
+		// E2B checks the key first: a wrong key is 401 whatever the body.
+		if kerr := checkKey(r.Context(), c); kerr != nil {
+			writeAPIError(w, statusOf(kerr), kerr.Error())
+			return
+		}
 		writeAPIError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	c := h.clientOf(apiKey(r))
 	sb, err := createFrom(r.Context(), c, req)
 	if err != nil {
 		status := statusOf(err)
@@ -242,7 +265,31 @@ func (h *Handler) createSandbox(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, statusOf(err), "minting the sandbox's access token: "+err.Error())
 		return
 	}
-	writeJSON(w, http.StatusCreated, brief(sb, tok.Token))
+	writeJSON(w, http.StatusCreated, h.briefOf(sb, tok.Token))
+}
+
+// readCreate reads E2B's create body and maps it onto Airlock's.
+func readCreate(r *http.Request) (client.CreateRequest, error) {
+	var body createBody
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&body); err != nil && err != io.EOF {
+		return client.CreateRequest{}, fmt.Errorf("bad request body: %w", err)
+	}
+	req, err := body.createRequest()
+	if err == nil {
+		req.Metadata, err = body.withTraffic(req.Metadata)
+	}
+	return req, err
+}
+
+// checkKey reports a key the API refuses (401, or 403 for a sandbox
+// token), asking it something any key may read; any other failure is
+// not the key's, and nil.
+func checkKey(ctx context.Context, c *client.Client) error {
+	_, err := c.Templates(ctx)
+	if errors.Is(err, client.ErrUnauthenticated) || errors.Is(err, client.ErrForbidden) {
+		return err
+	}
+	return nil
 }
 
 // createFrom creates the sandbox. E2B's templateID names a template or a

@@ -175,6 +175,6 @@ func (h *Handler) forkResultOf(ctx context.Context, c *client.Client, f client.S
 		}
 		return forkResult{Error: &apiError{Code: statusOf(err), Message: "minting the fork's access token: " + err.Error()}}
 	}
-	body := brief(f, tok.Token)
+	body := h.briefOf(f, tok.Token)
 	return forkResult{Sandbox: &body}
 }

@@ -48,16 +48,24 @@ type deniedAddrError struct {
 	// operatorOnly: no rule of the sandbox can open it; only the
 	// operator can (or, for a localhost name, nobody).
 	operatorOnly bool
+	rule         string // the deny entry that refused it, if one did
+	note         string // said after the rest, if set
 }
 
 func (e *deniedAddrError) Error() string {
-	if !e.addr.IsValid() {
-		return fmt.Sprintf("%s is a %s name", e.host, e.why)
+	var s string
+	switch {
+	case !e.addr.IsValid():
+		s = fmt.Sprintf("%s is a %s name", e.host, e.why)
+	case e.host != "" && e.host != e.addr.String():
+		s = fmt.Sprintf("%s resolves to %s address %s", e.host, e.why, e.addr)
+	default:
+		s = fmt.Sprintf("%s is a %s address", e.addr, e.why)
 	}
-	if e.host != "" && e.host != e.addr.String() {
-		return fmt.Sprintf("%s resolves to %s address %s", e.host, e.why, e.addr)
+	if e.note != "" {
+		s += "; " + e.note
 	}
-	return fmt.Sprintf("%s is a %s address", e.addr, e.why)
+	return s
 }
 
 // checkAddr refuses an address in a forbidden range or of the host itself,
@@ -70,11 +78,14 @@ func (p *Proxy) checkAddr(r *Rules, host string, ip netip.Addr, port int) error 
 	return nil
 }
 
-// dial connects to host:port for a sandbox under r. A name is resolved
-// here, never by the sandbox; each address is checked on the socket
-// actually being connected (Dialer.Control), so a DNS answer that changes
-// between lookup and connect cannot smuggle in a forbidden address.
-func (p *Proxy) dial(ctx context.Context, r *Rules, name string, ip netip.Addr, port int) (net.Conn, netip.Addr, error) {
+// dial connects to host:port for a sandbox under r, which allowed it with
+// d. A name is resolved here, once, never by the sandbox; each address is
+// checked on the socket actually being connected (Dialer.Control), so a
+// DNS answer that changes between lookup and connect cannot smuggle in a
+// forbidden address. A name only a whole-internet entry admitted
+// (d.PublicOnly) is refused unless every address it resolved to is
+// public (admitPublic).
+func (p *Proxy) dial(ctx context.Context, r *Rules, d Decision, name string, ip netip.Addr, port int) (net.Conn, netip.Addr, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.DialTimeout)
 	defer cancel()
 	host := name
@@ -96,22 +107,30 @@ func (p *Proxy) dial(ctx context.Context, r *Rules, name string, ip netip.Addr, 
 	} else {
 		host = ip.String()
 	}
-	d := net.Dialer{Control: func(network, address string, _ syscall.RawConn) error {
+	check := func(a netip.Addr) error { return p.checkAddr(r, host, a, port) }
+	if d.PublicOnly && name != "" {
+		var err error
+		if addrs, err = p.admitPublic(r, name, addrs, port); err != nil {
+			return nil, netip.Addr{}, err
+		}
+		check = func(a netip.Addr) error { return p.checkInternet(r, host, a, port) }
+	}
+	dialer := net.Dialer{Control: func(network, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
 			return fmt.Errorf("dial %s: unparsable address %q", host, address)
 		}
-		return p.checkAddr(r, host, ap.Addr(), port)
+		return check(ap.Addr())
 	}}
 	var errs []error
 	for _, a := range addrs {
 		// Checked before dialing too, so a forbidden address costs no
 		// connect attempt and gets a clear error.
-		if err := p.checkAddr(r, host, a, port); err != nil {
+		if err := check(a); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(a.Unmap().String(), strconv.Itoa(port)))
+		c, err := dialer.DialContext(ctx, "tcp", net.JoinHostPort(a.Unmap().String(), strconv.Itoa(port)))
 		if err == nil {
 			return c, a.Unmap(), nil
 		}

@@ -32,10 +32,11 @@ func (p *Proxy) DialFor(ctx context.Context, r *Rules, network, addr string) (ne
 	if a, err := netip.ParseAddr(host); err == nil {
 		name, ip = "", a.Unmap()
 	}
-	if d := r.Match(name, ip, port); !d.Allowed {
+	d := r.Match(name, ip, port)
+	if !d.Allowed {
 		return nil, fmt.Errorf("egress: %s refused: %s", addr, d.Reason)
 	}
-	c, _, err := p.dial(ctx, r, name, ip, port)
+	c, _, err := p.dial(ctx, r, d, name, ip, port)
 	if err != nil {
 		return nil, fmt.Errorf("egress: %s: %w", addr, err)
 	}

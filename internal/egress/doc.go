@@ -12,8 +12,10 @@
 // loopback, private, link-local, cloud-metadata or host address for a
 // tenant's rule alone: only the operator opens such ranges
 // (Config.AllowPrivate), and then an IP/CIDR rule must still list the
-// address explicitly (Rules.AllowsIP). It must never treat a string that
-// some resolver would read as an IP address as a name.
+// address explicitly (Rules.AllowsIP). A whole-internet rule ("0.0.0.0/0",
+// "::/0") admits a name only when every address the proxy resolved it to
+// is public, and the proxy dials only those addresses. It must never treat
+// a string that some resolver would read as an IP address as a name.
 //
 // TLS is intercepted only for hosts a secret is bound to (SetSecrets): the
 // proxy ends the sandbox's TLS with a certificate from that sandbox's own

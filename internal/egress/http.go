@@ -153,20 +153,24 @@ func (s *Sandbox) decide(cc *countConn, ev *Event, t target) (up net.Conn, ok bo
 		s.refuse(cc, *ev, http.StatusForbidden, d.Reason, d.Rule)
 		return nil, false
 	}
-	up, addr, err := s.p.dial(s.ctx, r, t.name, t.ip, t.port)
+	up, addr, err := s.p.dial(s.ctx, r, d, t.name, t.ip, t.port)
 	if err != nil {
 		if de, denied := addrDenied(err); denied {
+			rule := d.Rule
+			if de.rule != "" {
+				rule = de.rule
+			}
 			if de.operatorOnly {
-				s.refuseWith(cc, *ev, http.StatusForbidden, de.Error(), d.Rule, operatorHint(de))
+				s.refuseWith(cc, *ev, http.StatusForbidden, de.Error(), rule, operatorHint(de))
 			} else {
-				s.refuse(cc, *ev, http.StatusForbidden, de.Error(), d.Rule)
+				s.refuse(cc, *ev, http.StatusForbidden, de.Error(), rule)
 			}
 			return nil, false
 		}
 		s.failUpstream(cc, *ev, upstreamFailure(err, false))
 		return nil, false
 	}
-	ev.Addr = addr.String()
+	ev.Addr, ev.Rule = addr.String(), r.dialedRule(d, addr, t.port)
 	return up, true
 }
 

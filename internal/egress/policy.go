@@ -68,7 +68,14 @@ type Rules struct {
 // entry covers ports 80 and 443 only, while a deny entry covers every port:
 // a deny is meant to be broad, and "deny evil.com" that left port 8443 open
 // would surprise the operator who wrote it. Name entries match names only
-// and IP entries match addresses only.
+// and IP entries match addresses only, with one exception: the
+// whole-internet entries "0.0.0.0/0" and "::/0" (with or without a port)
+// also admit a name no name entry allows, if every address the proxy
+// resolves it to is public and no deny entry lists one; the proxy then
+// dials those of the families such entries cover (Decision.PublicOnly).
+// A narrower block ("203.0.113.0/24", even "0.0.0.0/1") never admits a
+// name: only an entry holding all of a family can take whatever a
+// resolver answers.
 //
 // Errors about an entry are *PatternError; an error about the mode is a
 // plain error.

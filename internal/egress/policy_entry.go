@@ -172,7 +172,9 @@ func (r *rule) setPrefix(p netip.Prefix) string {
 // an allow-list to mean more than its author thought.
 func (r *rule) parseWildcard(host string) string {
 	if host == "*" {
-		return `"*" alone would allow every host; list the domains instead`
+		// Names a whole-internet entry admits are held to public
+		// addresses; "*" would read as every host, private ones too.
+		return `"*" alone would allow every host; list the domains instead, or "0.0.0.0/0" and "::/0" for every public address and name`
 	}
 	rest, ok := strings.CutPrefix(host, "*.")
 	if !ok || strings.Contains(rest, "*") {

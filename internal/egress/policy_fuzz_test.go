@@ -16,6 +16,7 @@ func FuzzCompile(f *testing.F) {
 	f.Add("allowlist", "pypi.org\n*.pythonhosted.org\napi.openai.com:443", "*.evil.com", "files.pythonhosted.org", 443)
 	f.Add("allowlist", "203.0.113.0/24\n[2001:db8::/32]:443\n10.0.0.0/8", "10.9.0.0/16", "0x0a.1", 80)
 	f.Add("allowlist", "0.0.0.0/0\n::/0", "", "::ffff:127.0.0.1", 8080)
+	f.Add("allowlist", "0.0.0.0/0\n[::/0]:8443", "bad.test\n203.0.113.0/24", "example.com", 8443)
 	f.Add("", "", "evil.test", "evil.test", 0)
 	f.Add("none", "x.test", "", "x.test", 443)
 	f.Add("allowlist", "*.\n*\na*.b\n0x7f.1", "10.0.0.1/8", "[::1]", -1)
@@ -48,6 +49,13 @@ func FuzzCompile(f *testing.F) {
 		name, ip, perr := ParseHost(host)
 		for _, d := range []Decision{r.Match(host, ip, port), r.Match(name, ip, port)} {
 			checkDecision(t, got, d)
+			if d.PublicOnly {
+				// Only a whole-family entry admits on condition, and only a name.
+				a, reason := parseEntry(d.Rule)
+				if !d.Allowed || ip.IsValid() || reason != "" || a.kind != ruleIP || a.prefix.Bits() != 0 {
+					t.Fatalf("Match(%q, %d) = %+v: a condition without a whole-internet entry", host, port, d)
+				}
+			}
 			if d.Allowed && perr == nil && ip.IsValid() && !r.AllowsIP(ip, port) {
 				if forbidden, _ := Forbidden(ip); !forbidden {
 					t.Fatalf("Match(%v:%d) allowed but AllowsIP refuses a public address: %+v", ip, port, d)

@@ -14,6 +14,13 @@ type Decision struct {
 	List    string // "allow", "deny", or "" when nothing matched (default deny) or mode none
 	Rule    string // the entry as written that decided, "" if none
 	Reason  string // short text for logs and error pages
+
+	// PublicOnly says a whole-internet entry ("0.0.0.0/0" or "::/0", see
+	// Compile) admitted a name: the proxy carries it only if every address
+	// the name resolves to is public and no deny entry lists one, and
+	// connects only to those of a family such an entry covers at the
+	// port. Rule is then the first such entry.
+	PublicOnly bool
 }
 
 // Match decides for a target the client named: either a DNS name (as
@@ -21,10 +28,14 @@ type Decision struct {
 // an IP literal, in which case name is ignored. Name rules match names only
 // and IP/CIDR rules match addresses only: a name never matches a CIDR rule,
 // even if it resolves into it, because what it resolves to is the
-// resolver's choice and the attacker may run the resolver. Deny wins over
+// resolver's choice and the attacker may run the resolver. The one
+// exception is the whole internet: a name no name rule allows is allowed
+// with PublicOnly set when "0.0.0.0/0" or "::/0" covers the port, since
+// the resolver can then pick nothing the entry does not already allow
+// once the proxy refuses every address that is not public. Deny wins over
 // allow; mode none denies everything. Forbidden addresses are not Match's
 // business: the proxy checks each address it is about to dial with
-// Forbidden and AllowsIP.
+// Forbidden and AllowsIP (and, for PublicOnly, Proxy.checkPublic).
 func (r *Rules) Match(name string, ip netip.Addr, port int) Decision {
 	if r == nil || r.policy.Mode != ModeAllowlist {
 		return Decision{Reason: "network mode is none"}
@@ -46,7 +57,52 @@ func (r *Rules) Match(name string, ip netip.Addr, port int) Decision {
 	if a, ok := first(r.allow, name, ip, port, false); ok {
 		return Decision{Allowed: true, List: "allow", Rule: a.entry, Reason: fmt.Sprintf("matched allow rule %q", a.entry)}
 	}
+	if a, ok := r.wholeInternet(ip, port); ok && !ip.IsValid() && !isLocalhostName(name) {
+		return Decision{Allowed: true, List: "allow", Rule: a.entry, PublicOnly: true,
+			Reason: fmt.Sprintf("matched allow rule %q, if every address of the name is public", a.entry)}
+	}
 	return Decision{Reason: "no allow rule matches " + target}
+}
+
+// wholeInternet returns the first allow rule that lists every address of
+// a family ("0.0.0.0/0", "::/0", with or without a port) and covers port:
+// of ip's family when ip is valid, of either when not. Narrower blocks
+// never count: "1.2.3.0/24" says which addresses, not which names, and
+// only a rule holding all of a family can take whatever a name resolves
+// to (once the proxy has refused the non-public ones).
+func (r *Rules) wholeInternet(ip netip.Addr, port int) (rule, bool) {
+	if r == nil || r.policy.Mode != ModeAllowlist {
+		return rule{}, false
+	}
+	ip = ip.WithZone("").Unmap()
+	for _, a := range r.allow {
+		if a.kind == ruleIP && a.prefix.Bits() == 0 && a.coversPort(port, false) &&
+			(!ip.IsValid() || a.prefix.Addr().Is4() == ip.Is4()) {
+			return a, true
+		}
+	}
+	return rule{}, false
+}
+
+// deniesIP returns the deny rule listing ip:port, if one does.
+func (r *Rules) deniesIP(ip netip.Addr, port int) (rule, bool) {
+	if r == nil {
+		return rule{}, false
+	}
+	return first(r.deny, "", ip.WithZone("").Unmap(), port, true)
+}
+
+// dialedRule is the allow entry that admitted a connection d allowed once
+// the proxy dialed addr: for a name a whole-internet entry admitted, the
+// entry of addr's family, so that the log names the rule that let the
+// connection through.
+func (r *Rules) dialedRule(d Decision, addr netip.Addr, port int) string {
+	if d.PublicOnly {
+		if a, ok := r.wholeInternet(addr, port); ok {
+			return a.entry
+		}
+	}
+	return d.Rule
 }
 
 // AllowsIP reports whether an IP/CIDR allow rule, and no deny rule, lists
@@ -94,10 +150,7 @@ func first(rules []rule, name string, ip netip.Addr, port int, deny bool) (rule,
 // matches reports whether r covers the target. A rule without a port
 // covers 80 and 443 in the allow list and every port in the deny list.
 func (r *rule) matches(name string, ip netip.Addr, port int, deny bool) bool {
-	switch {
-	case r.port != 0 && port != r.port:
-		return false
-	case r.port == 0 && !deny && port != 80 && port != 443:
+	if !r.coversPort(port, deny) {
 		return false
 	}
 	if ip.IsValid() {
@@ -110,4 +163,14 @@ func (r *rule) matches(name string, ip netip.Addr, port int, deny bool) bool {
 		return len(name) > len(r.name) && strings.HasSuffix(name, r.name)
 	}
 	return false
+}
+
+func (r *rule) coversPort(port int, deny bool) bool {
+	switch {
+	case r.port != 0:
+		return port == r.port
+	case deny:
+		return true
+	}
+	return port == 80 || port == 443
 }

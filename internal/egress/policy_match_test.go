@@ -92,9 +92,11 @@ func TestMatch(t *testing.T) {
 }
 
 // TestMatchNameNeverMatchesIPRule pins that a name is judged by name rules
-// only: what it resolves to is up to a resolver the sandbox may control.
+// only, what it resolves to being up to a resolver the sandbox may
+// control; the one exception, whole-internet entries, is
+// TestMatchWholeInternet's.
 func TestMatchNameNeverMatchesIPRule(t *testing.T) {
-	r := mustCompile(t, Policy{Mode: ModeAllowlist, Allow: []string{"0.0.0.0/0", "::/0"}})
+	r := mustCompile(t, Policy{Mode: ModeAllowlist, Allow: []string{"1.2.3.0/24", "0.0.0.0/1", "128.0.0.0/1", "2001:db8::/32", "::/1"}})
 	for _, name := range []string{"localhost", "example.com", "127.0.0.1.nip.io"} {
 		if d := r.Match(name, noIP, 443); d.Allowed {
 			t.Errorf("Match(%q) = %+v, want denied", name, d)
@@ -105,6 +107,73 @@ func TestMatchNameNeverMatchesIPRule(t *testing.T) {
 		if d := r.Match("localhost", netip.MustParseAddr(ip), 443); d.Allowed {
 			t.Errorf("Match(%s) = %+v, want denied", ip, d)
 		}
+	}
+}
+
+// TestMatchWholeInternet: "0.0.0.0/0" and "::/0" admit a name no name rule
+// allows, on condition (PublicOnly) that the proxy finds every address it
+// resolves to public; deny entries still win, name rules still decide
+// first, only those two entries count, and their ports apply.
+func TestMatchWholeInternet(t *testing.T) {
+	r := mustCompile(t, Policy{
+		Mode:  ModeAllowlist,
+		Allow: []string{"api.test:8080", "0.0.0.0/0", "[::/0]:8443", "1.2.3.0/24:22"},
+		Deny:  []string{"bad.test", "*.evil.test", "1.2.3.66"},
+	})
+	public := func(rule string) Decision {
+		return Decision{Allowed: true, List: "allow", Rule: rule, PublicOnly: true,
+			Reason: `matched allow rule "` + rule + `", if every address of the name is public`}
+	}
+	allow := func(rule string) Decision {
+		return Decision{Allowed: true, List: "allow", Rule: rule, Reason: `matched allow rule "` + rule + `"`}
+	}
+	deny := func(rule string) Decision {
+		return Decision{List: "deny", Rule: rule, Reason: `denied by rule "` + rule + `"`}
+	}
+	none := func(target string) Decision { return Decision{Reason: "no allow rule matches " + target} }
+	tests := []struct {
+		host string
+		port int
+		want Decision
+	}{
+		{"example.com", 443, public("0.0.0.0/0")},
+		{"Example.COM.", 80, public("0.0.0.0/0")},
+		{"example.com", 8443, public("[::/0]:8443")},
+		{"example.com", 8080, none("example.com:8080")},
+		{"example.com", 22, none("example.com:22")}, // "1.2.3.0/24:22" is no name rule
+		{"api.test", 8080, allow("api.test:8080")},  // a name rule decides first
+		{"api.test", 443, public("0.0.0.0/0")},
+		{"bad.test", 443, deny("bad.test")},
+		{"x.evil.test", 8443, deny("*.evil.test")},
+		{"localhost", 443, none("localhost:443")}, // never public (RFC 6761)
+		{"a.localhost", 443, none("a.localhost:443")},
+		// An IP literal is matched as before: no condition.
+		{"1.2.3.4", 443, allow("0.0.0.0/0")},
+		{"1.2.3.4", 22, allow("1.2.3.0/24:22")},
+		{"1.2.3.66", 443, deny("1.2.3.66")},
+		{"2001:db8::1", 8443, allow("[::/0]:8443")},
+		{"2001:db8::1", 443, none("[2001:db8::1]:443")},
+	}
+	for _, tt := range tests {
+		name, ip, err := ParseHost(tt.host)
+		if err != nil {
+			t.Fatalf("ParseHost(%q): %v", tt.host, err)
+		}
+		if diff := cmp.Diff(tt.want, r.Match(name, ip, tt.port)); diff != "" {
+			t.Errorf("Match(%q, %d) (-want +got):\n%s", tt.host, tt.port, diff)
+		}
+	}
+	// The log names the entry of the family dialed.
+	both := mustCompile(t, allowlist("::/0", "0.0.0.0/0"))
+	d := both.Match("example.com", noIP, 443)
+	for addr, want := range map[string]string{"203.0.113.1": "0.0.0.0/0", "::ffff:203.0.113.1": "0.0.0.0/0", "2001:db8::1": "::/0"} {
+		if got := both.dialedRule(d, netip.MustParseAddr(addr), 443); got != want {
+			t.Errorf("dialedRule(%s) = %q, want %q", addr, got, want)
+		}
+	}
+	lit := netip.MustParseAddr("2001:db8::1")
+	if got := both.dialedRule(both.Match("", lit, 443), lit, 443); got != "::/0" {
+		t.Errorf("dialedRule for a literal = %q, want the rule Match named", got)
 	}
 }
 

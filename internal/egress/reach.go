@@ -112,8 +112,9 @@ func isLocalhostName(name string) bool {
 // private, link-local and metadata, CGNAT, multicast, reserved, the host's
 // own addresses (as the host has them now), and localhost names, unless
 // the operator opened them (AllowPrivate). A wider entry, such as
-// "0.0.0.0/0", is accepted: it opens the public addresses it holds and
-// none of the others, which the proxy checks on every address it dials.
+// "0.0.0.0/0", is accepted: it opens the public addresses it holds (and
+// names that resolve only to public addresses) and none of the others,
+// which the proxy checks on every address it dials.
 // Deny entries are never refused. The error is a *PatternError.
 func (p *Proxy) CheckReach(pol Policy) error {
 	for i, e := range pol.Allow {

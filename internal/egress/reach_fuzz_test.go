@@ -22,6 +22,9 @@ func FuzzCheckReach(f *testing.F) {
 		if err != nil && (!errors.As(err, &pe) || pe.Entry != entry || pe.Index != 0) {
 			t.Fatalf("CheckReach(%q) = %v, want a *PatternError for allow[0]", entry, err)
 		}
+		if ip, perr := netip.ParseAddr(addr); perr == nil {
+			internetAgrees(t, p, ip)
+		}
 		r, reason := parseEntry(entry)
 		if reason != "" || r.kind != ruleIP || !r.prefix.IsSingleIP() {
 			return
@@ -38,4 +41,18 @@ func FuzzCheckReach(f *testing.F) {
 			p.reachable(mustCompile(t, allowlist(entry)), ip, port) // must not panic
 		}
 	})
+}
+
+// internetAgrees: what the whole-internet check lets a name reach, the
+// ordinary dial check lets an address reach under the same entries, and it
+// is no forbidden address.
+func internetAgrees(t *testing.T, p *Proxy, ip netip.Addr) {
+	internet := mustCompile(t, allowlist("0.0.0.0/0:8080", "[::/0]:8080"))
+	if p.checkInternet(internet, "n.test", ip, 8080) != nil {
+		return
+	}
+	ok, _ := p.reachable(internet, ip, 8080)
+	if bad, why := Forbidden(ip); !ok || bad {
+		t.Fatalf("checkInternet admits %v (forbidden %v %s, reachable %v)", ip, bad, why, ok)
+	}
 }

@@ -64,11 +64,14 @@ func (s *Sandbox) serveSOCKS(c net.Conn) {
 		s.event(ev)
 		return
 	}
-	up, addr, err := s.p.dial(s.ctx, r, t.name, t.ip, t.port)
+	up, addr, err := s.p.dial(s.ctx, r, d, t.name, t.ip, t.port)
 	if err != nil {
 		code := byte(socksNotAllowed)
 		if de, denied := addrDenied(err); denied {
 			ev.Decision, ev.Reason = Denied, de.Error()
+			if de.rule != "" {
+				ev.Rule = de.rule
+			}
 		} else {
 			ue := upstreamFailure(err, false)
 			ev.markUpstream(ue)
@@ -79,7 +82,7 @@ func (s *Sandbox) serveSOCKS(c net.Conn) {
 		return
 	}
 	defer up.Close()
-	ev.Addr, ev.Decision = addr.String(), Allowed
+	ev.Addr, ev.Decision, ev.Rule = addr.String(), Allowed, r.dialedRule(d, addr, t.port)
 	defer s.holdUp(up, ev)()
 	if socksReply(cc, socksOK) == nil {
 		splice(cc, br, up, s.p.cfg.IdleTimeout)

@@ -257,7 +257,7 @@ func TestNamesResolveRooted(t *testing.T) {
 	}
 	r := mustCompile(t, allowlist("api.example", "intranet"))
 	for _, name := range []string{"api.example", "intranet"} {
-		if _, _, err := p.dial(context.Background(), r, name, netip.Addr{}, 443); err == nil {
+		if _, _, err := p.dial(context.Background(), r, r.Match(name, netip.Addr{}, 443), name, netip.Addr{}, 443); err == nil {
 			t.Fatalf("dial %s: no error", name)
 		}
 	}

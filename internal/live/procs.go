@@ -15,6 +15,11 @@ import (
 	"github.com/airlockhq/airlock/internal/runtime"
 )
 
+// StartTag tags a template's start command (a service the sandbox runs
+// for its whole life): it does not keep the sandbox from counting as
+// idle, as other background processes do.
+const StartTag = "template-start"
+
 // MaxBackground bounds the background processes kept per sandbox, running
 // or exited (the oldest exited ones are forgotten first).
 const MaxBackground = 64

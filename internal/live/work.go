@@ -126,7 +126,8 @@ func (w *Work) Drop(id string) {
 	}
 }
 
-// Busy says whether sandbox id has a background process running.
+// Busy says whether sandbox id has a background process running, its
+// template's start command aside.
 func (w *Work) Busy(id string) bool {
 	t := w.workload(id, false)
 	if t == nil {
@@ -135,6 +136,9 @@ func (w *Work) Busy(id string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, p := range t.procs {
+		if p.tag == StartTag {
+			continue
+		}
 		if _, done, _ := p.out.Status(); !done {
 			return true
 		}

@@ -10,6 +10,12 @@
 //
 // A failed call comes back as a tool error (isError) whose text tells a
 // model what to do next, never as a protocol error.
+//
+// It speaks every protocol revision go-sdk does, 2026-07-28 (stateless,
+// SEP-2575) and the initialize-handshake ones before it, and makes no
+// request of its own to the client (elicitation, sampling, roots): a
+// 2026-07-28 client has no channel for one but a tool's input_required
+// result. Over HTTP the two eras are served side by side (http.go).
 package mcp
 
 import (

@@ -19,6 +19,13 @@ const (
 	filesPrefix = "airlock://sandboxes/"
 )
 
+// tenantOnly marks a resource read as one caller's data: no shared cache
+// (a gateway, a proxy) may serve it to anyone else. Without it the SDK
+// sends 2026-07-28 clients cacheScope "public" (SEP-2549), which would let
+// one tenant's sandbox list or file reach another; TTL 0, as a sandbox
+// changes under it at any time.
+var tenantOnly = mcpsdk.Cacheable{CacheScope: "private"}
+
 func (b *bridge) addResources(s *mcpsdk.Server) {
 	s.AddResource(&mcpsdk.Resource{URI: sandboxesURI, Name: "sandboxes", MIMEType: "application/json",
 		Description: "Your running sandboxes, as JSON."}, b.readSandboxes)
@@ -45,7 +52,7 @@ func (b *bridge) readSandboxes(ctx context.Context, req *mcpsdk.ReadResourceRequ
 	if err != nil {
 		return nil, err
 	}
-	return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: sandboxesURI, MIMEType: "application/json", Text: string(js)}}}, nil
+	return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: sandboxesURI, MIMEType: "application/json", Text: string(js)}}, Cacheable: tenantOnly}, nil
 }
 
 // parseFileURI splits airlock://sandboxes/ID/files/PATH into the id and
@@ -92,5 +99,5 @@ func (b *bridge) readSandboxFile(ctx context.Context, req *mcpsdk.ReadResourceRe
 	if mt := mime.TypeByExtension(path.Ext(p)); mt != "" {
 		rc.MIMEType = mt
 	}
-	return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{rc}}, nil
+	return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{rc}, Cacheable: tenantOnly}, nil
 }

@@ -223,7 +223,29 @@ type TemplateInfo struct {
 	Env     []string `json:"env,omitempty"`
 	Workdir string   `json:"workdir,omitempty"`
 	User    string   `json:"user,omitempty"`
+	// Start is run in every sandbox created from the template (nil:
+	// nothing is).
+	Start *TemplateStart `json:"start,omitempty"`
 }
+
+// TemplateStart is a template's start command: a service that every
+// sandbox made from the template runs (a code interpreter, a dev server).
+// It runs in the background as the sandbox user, in the sandbox's
+// workdir with its environment, and the create returns once it is ready:
+// ReadyPort accepts connections, ReadyCommand exits 0 (both, when both
+// are set; neither: once it has started), within ReadyTimeoutS.
+type TemplateStart struct {
+	Command       string `json:"command"` // run with /bin/sh -c
+	ReadyPort     int    `json:"ready_port,omitempty"`
+	ReadyCommand  string `json:"ready_command,omitempty"`
+	ReadyTimeoutS int    `json:"ready_timeout_s,omitempty"` // 0: DefaultReadyTimeout
+}
+
+// Bounds of a start command's wait for readiness.
+const (
+	DefaultReadyTimeout = time.Minute
+	MaxReadyTimeout     = 10 * time.Minute
+)
 
 // ImageSource is where ImageImporter gets an image: a registry reference,
 // or a `docker save` or OCI layout tarball on the runtime's host.

@@ -74,6 +74,15 @@ func (s *Service) create(ctx context.Context, c Caller, req CreateRequest, from 
 		}
 		return store.Sandbox{}, s.createFailed(ctx, c, rec, err)
 	}
+	if err := s.startTemplate(ctx, c, rec, sb, req.Build); err != nil {
+		s.work.Drop(rec.ID)
+		s.detach(rec.ID)
+		s.meterStats(ctx, rec.ID, sb)
+		if derr := sb.Destroy(ctx); derr != nil {
+			s.log.Error("destroy sandbox after failed create", "sandbox", rec.ID, "err", derr)
+		}
+		return store.Sandbox{}, s.createFailed(ctx, c, rec, err)
+	}
 	rec.State, rec.Node = store.StateRunning, runtime.NodeOf(s.rt, rec.ID)
 	s.idle.watch(rec.ID, time.Duration(rec.IdleTimeoutS)*time.Second, s.now())
 	// Deferred: after a crash, reconcile finds the runtime's sandbox and

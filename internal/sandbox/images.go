@@ -30,6 +30,8 @@ type ImportTemplateRequest struct {
 	Allow []string `json:"allow,omitempty"`
 	// Insecure pulls over plain http (a registry on a private network).
 	Insecure bool `json:"insecure,omitempty"`
+	// Start is run in every sandbox made from the template.
+	Start *runtime.TemplateStart `json:"start,omitempty"`
 	// File is an uploaded tarball on this host (the API spools it),
 	// FileName what the uploader called it.
 	File     string `json:"-"`
@@ -49,6 +51,9 @@ func (s *Service) ImportTemplate(ctx context.Context, c Caller, req ImportTempla
 		return runtime.TemplateInfo{}, fmt.Errorf("%w: description is longer than %d bytes", ErrInvalid, maxTemplateDescription)
 	}
 	if err := validMetadata(req.Labels); err != nil {
+		return runtime.TemplateInfo{}, err
+	}
+	if err := validStart(req.Start); err != nil {
 		return runtime.TemplateInfo{}, err
 	}
 	if (req.Image == "") == (req.File == "") {
@@ -76,7 +81,7 @@ func (s *Service) ImportTemplate(ctx context.Context, c Caller, req ImportTempla
 			}
 		}
 	}
-	t, err := imp.ImportImage(ctx, runtime.TemplateInfo{Name: req.Name, Description: req.Description, Labels: req.Labels}, src, progress)
+	t, err := imp.ImportImage(ctx, runtime.TemplateInfo{Name: req.Name, Description: req.Description, Labels: req.Labels, Start: orNone(req.Start)}, src, progress)
 	return t, templateErr(err)
 }
 

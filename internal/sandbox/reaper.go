@@ -183,6 +183,9 @@ func (s *Service) reattach(ctx context.Context, rec store.Sandbox, lastUse time.
 		s.unattachedMu.Unlock()
 		return nil
 	}
+	if err == nil && s.startCut(ctx, rec) {
+		err = errStartCut
+	}
 	if err == nil {
 		if nerr := s.reattachNetwork(ctx, rec, sb); nerr != nil {
 			// Running without its proxy is running without network: worse

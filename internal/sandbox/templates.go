@@ -18,6 +18,10 @@ type CommitTemplateRequest struct {
 	// keep a digest of its recipe in a label to know when to rebuild.
 	Description string            `json:"description,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
+	// Start is run in every sandbox made from the template; nil keeps
+	// the start command of the template the build sandbox was made from,
+	// an empty one ({}) means none.
+	Start *runtime.TemplateStart `json:"start,omitempty"`
 }
 
 // maxTemplateDescription bounds a template's description; its labels
@@ -64,14 +68,25 @@ func (s *Service) CommitTemplate(ctx context.Context, c Caller, req CommitTempla
 	if err := validMetadata(req.Labels); err != nil {
 		return runtime.TemplateInfo{}, fmt.Errorf("labels: %w", err)
 	}
+	if err := validStart(req.Start); err != nil {
+		return runtime.TemplateInfo{}, err
+	}
 	tr, ok := s.rt.(runtime.Templater)
 	if !ok {
 		return runtime.TemplateInfo{}, fmt.Errorf("%w: this runtime cannot keep templates", ErrUnavailable)
 	}
-	if _, _, err := s.live(ctx, c, req.SandboxID); err != nil {
+	rec, _, err := s.live(ctx, c, req.SandboxID)
+	if err != nil {
 		return runtime.TemplateInfo{}, err
 	}
-	info, err := tr.CommitTemplate(ctx, req.SandboxID, runtime.TemplateInfo{Name: req.Name, Description: req.Description, Labels: req.Labels})
+	start := orNone(req.Start)
+	if req.Start == nil {
+		// A template built on one with a service runs that service too.
+		if start, err = s.templateStart(ctx, rec, false); err != nil {
+			return runtime.TemplateInfo{}, err
+		}
+	}
+	info, err := tr.CommitTemplate(ctx, req.SandboxID, runtime.TemplateInfo{Name: req.Name, Description: req.Description, Labels: req.Labels, Start: start})
 	if err == nil || !errors.Is(err, runtime.ErrInvalid) && !errors.Is(err, runtime.ErrNotFound) {
 		if derr := s.Delete(context.WithoutCancel(ctx), c, req.SandboxID); derr != nil && !errors.Is(derr, ErrNotFound) {
 			s.log.Error("delete committed build sandbox", "sandbox", req.SandboxID, "err", derr)

@@ -23,13 +23,14 @@ type dnsServer struct {
 
 // answers is the zone; names absent from it (and not RebindName) are
 // NXDOMAIN.
-var answers = map[string]netip.Addr{
-	AllowedName:    netip.MustParseAddr(AllowedIP),
-	WWWAllowedName: netip.MustParseAddr(AllowedIP),
-	DeniedName:     netip.MustParseAddr(DeniedIP),
-	MetaName:       netip.MustParseAddr(MetaIP),
-	LoopName:       netip.MustParseAddr("127.0.0.1"),
-	PrivateName:    netip.MustParseAddr(PrivateIP),
+var answers = map[string][]netip.Addr{
+	AllowedName:    {netip.MustParseAddr(AllowedIP)},
+	WWWAllowedName: {netip.MustParseAddr(AllowedIP)},
+	DeniedName:     {netip.MustParseAddr(DeniedIP)},
+	MetaName:       {netip.MustParseAddr(MetaIP)},
+	LoopName:       {netip.MustParseAddr("127.0.0.1")},
+	PrivateName:    {netip.MustParseAddr(PrivateIP)},
+	MixedName:      {netip.MustParseAddr(AllowedIP), netip.MustParseAddr(PrivateIP)},
 }
 
 // ttl for the fixed zone; rebind.test answers with 0 so that a resolver
@@ -51,9 +52,9 @@ func (d *dnsServer) all() []string {
 }
 
 // lookup records the question and returns its answer: ok is false for a
-// name outside the zone, addr is invalid for a known name without an
+// name outside the zone, addrs is empty for a known name without an
 // answer of that type.
-func (d *dnsServer) lookup(q dnsmessage.Question) (addr netip.Addr, ttlSec uint32, ok bool) {
+func (d *dnsServer) lookup(q dnsmessage.Question) (addrs []netip.Addr, ttlSec uint32, ok bool) {
 	name := strings.TrimSuffix(strings.ToLower(q.Name.String()), ".")
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -61,20 +62,20 @@ func (d *dnsServer) lookup(q dnsmessage.Question) (addr netip.Addr, ttlSec uint3
 	d.counts[name]++
 	if name == RebindName {
 		if q.Type != dnsmessage.TypeA {
-			return netip.Addr{}, 0, true
+			return nil, 0, true
 		}
 		// Counted per A question, not per question: a resolver asks for A
 		// and AAAA at once, in either order, and the first A must be the
 		// public one for the rebinding to show.
 		d.rebindA++
 		if d.rebindA == 1 {
-			return netip.MustParseAddr(RebindIP), 0, true
+			return []netip.Addr{netip.MustParseAddr(RebindIP)}, 0, true
 		}
-		return netip.MustParseAddr("127.0.0.1"), 0, true
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, 0, true
 	}
 	a, ok := answers[name]
 	if !ok || q.Type != dnsmessage.TypeA {
-		return netip.Addr{}, 0, ok
+		return nil, 0, ok
 	}
 	return a, ttl, true
 }
@@ -95,16 +96,16 @@ func (d *dnsServer) answer(msg []byte) []byte {
 	var rrs []dnsmessage.Resource
 	rcode := dnsmessage.RCodeSuccess
 	for _, q := range qs {
-		addr, ttlSec, ok := d.lookup(q)
+		addrs, ttlSec, ok := d.lookup(q)
 		if !ok {
 			rcode = dnsmessage.RCodeNameError
 			continue
 		}
-		if !addr.IsValid() {
-			continue // NOERROR with no answer: the name exists, the type not
+		// None: NOERROR with no answer, the name exists, the type not.
+		for _, addr := range addrs {
+			rh.Name, rh.Type, rh.TTL = q.Name, dnsmessage.TypeA, ttlSec
+			rrs = append(rrs, dnsmessage.Resource{Header: rh, Body: &dnsmessage.AResource{A: addr.As4()}})
 		}
-		rh.Name, rh.Type, rh.TTL = q.Name, dnsmessage.TypeA, ttlSec
-		rrs = append(rrs, dnsmessage.Resource{Header: rh, Body: &dnsmessage.AResource{A: addr.As4()}})
 	}
 	resp := dnsmessage.Message{
 		Header: dnsmessage.Header{

@@ -25,6 +25,7 @@ const (
 	MetaName       = "meta.test"        // MetaIP
 	LoopName       = "loop.test"        // 127.0.0.1
 	PrivateName    = "private.test"     // PrivateIP
+	MixedName      = "mixed.test"       // AllowedIP and PrivateIP: public and private at once
 )
 
 // Addresses inside the namespace. Each but DNSIP serves HTTP on PortHTTP

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -87,6 +89,14 @@ func TestResolver(t *testing.T) {
 		if got := lookup(RebindName); got != "127.0.0.1" {
 			t.Errorf("later lookup of %s = %s, want 127.0.0.1", RebindName, got)
 		}
+	}
+	ips, err := r.LookupNetIP(context.Background(), "ip4", MixedName)
+	if err != nil {
+		t.Fatalf("lookup %s: %v", MixedName, err)
+	}
+	slices.SortFunc(ips, netip.Addr.Compare)
+	if want := []netip.Addr{netip.MustParseAddr(PrivateIP), netip.MustParseAddr(AllowedIP)}; !slices.Equal(ips, want) {
+		t.Errorf("lookup %s = %v, want %v", MixedName, ips, want)
 	}
 	var dnsErr *net.DNSError
 	if _, err := r.LookupIP(context.Background(), "ip4", "nowhere.test."); !errors.As(err, &dnsErr) || !dnsErr.IsNotFound {

@@ -1,0 +1,25 @@
+package e2e
+
+import (
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/client"
+)
+
+// TestMCPNode2 drives the MCP bridge with the TypeScript SDK's v2 client
+// (e2e/mcpnode2, @modelcontextprotocol/client pinned in its
+// package-lock.json; .ci/run installs it with npm ci) over streamable HTTP
+// and stdio, at 2026-07-28 (stateless) and at the three handshake
+// revisions before it, asserting the revision each connection negotiated;
+// and over stdio to an `airlock mcp` that embeds its own daemon.
+func TestMCPNode2(t *testing.T) {
+	node, dir := nodeProject(t, "mcpnode2", "@modelcontextprotocol/client", "the TypeScript SDK v2 test")
+	s := startServer(t, "")
+	must[client.Tenant](t)(s.admin().CreateTenant(ctx, client.TenantRequest{Name: "mcp-node2"}))
+	key := must[client.NewKey](t)(s.admin().CreateKey(ctx, "mcp-node2", "node")).Key
+	cmd := exec.Command(node, "run.mjs", s.url, key, s.bin, tornDownDataDir(t))
+	cmd.Dir = dir
+	runNode(t, cmd, 5*time.Minute)
+}
