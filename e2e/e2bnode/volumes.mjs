@@ -21,7 +21,7 @@ process.env.E2B_SANDBOX_URL = `${url}/e2b/envd`;
 process.env.E2B_VOLUME_API_URL = `${url}/e2b`;
 process.env.E2B_DOMAIN = "localhost";
 process.env.E2B_API_KEY = key;
-const { Sandbox, Volume, VolumeError, VolumeNotFoundError, Template, BuildError } = await import("e2b");
+const { Sandbox, Volume, VolumeError, VolumeNotFoundError, Template, BuildError, waitForFile } = await import("e2b");
 
 const run = `r${Date.now().toString(36)}`;
 
@@ -105,5 +105,17 @@ console.log(`SANDBOX ${c.sandboxId}`);
 assert.equal((await Sandbox.getInfo(c.sandboxId)).templateId, tname);
 assert.equal(await c.files.read("/etc/os-release"), "ID=testimage\n");
 await c.kill();
+
+// The image has sh and cat only: no server to wait for on a port. The
+// start command's stdin is held open, so cat runs until the sandbox ends.
+step("setStartCmd: each sandbox from the template runs it, handed out once it is ready");
+await assert.rejects(Template.build(Template().fromImage(image).setReadyCmd(waitForFile("/tmp/started")), `${tname}-start`, { apiKey: adminKey }),
+  status(400, BuildError, /readyCmd without startCmd/));
+await Template.build(Template().fromImage(image).setStartCmd("echo started > /tmp/started && exec cat", waitForFile("/tmp/started")),
+  `${tname}-start`, { apiKey: adminKey });
+const d = await Sandbox.create(`${tname}-start`, { metadata: { run }, timeoutMs: 300_000 });
+assert.equal(await d.files.read("/tmp/started"), "started\n");
+assert.deepEqual((await d.commands.list()).map((p) => p.cmd), ["echo started > /tmp/started && exec cat"]);
+await d.kill();
 
 console.log("ok");

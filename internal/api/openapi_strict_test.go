@@ -74,6 +74,7 @@ func errorGaps(doc oaDoc) []string {
 			want[401] = "authorize: no or a bad credential"
 			want[403] = "authorize: the wrong kind of credential, or a console request from another origin"
 			want[500] = "authorize: the store failed"
+			want[503] = "a replica that knows no leader yet, or a store or node that cannot answer"
 		}
 		if rt.access == sandboxRoute || rt.access == sandboxKeyOnly {
 			want[404] = "authorize: a token of another sandbox"

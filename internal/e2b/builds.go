@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -17,10 +18,12 @@ import (
 
 // Template builds. E2B builds a template from a base image and steps run
 // on it; Airlock imports an image as it is (client.ImportImage, admin
-// keys only). So a build that is an image and nothing else becomes an
-// import, and anything more (steps, a start or ready command, another
-// template as the base, registry credentials) is refused with 400, never
-// dropped. The SDK asks for a build (POST /v3/templates), triggers it
+// keys only). So a build that is an image, with or without a start
+// command (startCmd, readyCmd), becomes an import, and anything more
+// (steps, another template as the base, registry credentials) is refused
+// with 400, never dropped. E2B runs the start command once, at build
+// time, and snapshots the sandbox with it running; Airlock runs it in
+// each new sandbox and hands the sandbox out once it is ready. The SDK asks for a build (POST /v3/templates), triggers it
 // (POST /v2/templates/{id}/builds/{buildID}) and polls its status; the
 // facade runs the import in the background between the last two and
 // keeps its state and log in memory (buildTable). A template's E2B id is
@@ -84,11 +87,31 @@ func (b startBuildBody) importRequest(name string) (client.ImportImageRequest, e
 		}
 		return client.ImportImageRequest{}, fmt.Errorf("template steps (%s) are not supported by Airlock: a template is its image as it is; "+
 			"build what the steps do into the image, or use airlock template build", strings.Join(types, ", "))
-	case b.StartCmd != "" || b.ReadyCmd != "":
-		return client.ImportImageRequest{}, errors.New("startCmd and readyCmd are not supported by Airlock: a new sandbox starts no process of the template's")
+	case b.StartCmd == "" && b.ReadyCmd != "":
+		return client.ImportImageRequest{}, errors.New("readyCmd without startCmd is not supported by Airlock: a template's ready command says when its start command is ready " +
+			"(Template().setStartCmd(cmd, readyCmd))")
 	}
 	return client.ImportImageRequest{Name: name, Image: b.FromImage, Description: "built through the E2B API",
-		Insecure: loopbackRegistry(b.FromImage)}, nil
+		Insecure: loopbackRegistry(b.FromImage), Start: b.start()}, nil
+}
+
+// waitForPort is the ready command of the SDKs' waitForPort(port).
+var waitForPort = regexp.MustCompile(`^\[ -n "\$\(ss -Htuln sport = :([0-9]{1,5})\)" \]$`)
+
+// start is the template's start command, nil for none. waitForPort's
+// check becomes a ready_port, which Airlock checks itself: the SDK's
+// runs ss, which slim images (python:3-slim) lack.
+func (b startBuildBody) start() *client.TemplateStart {
+	if b.StartCmd == "" {
+		return nil
+	}
+	st := &client.TemplateStart{Command: b.StartCmd, ReadyCommand: b.ReadyCmd}
+	if m := waitForPort.FindStringSubmatch(b.ReadyCmd); m != nil {
+		if port, _ := strconv.Atoi(m[1]); port >= 1 && port <= 65535 {
+			st.ReadyPort, st.ReadyCommand = port, ""
+		}
+	}
+	return st
 }
 
 // loopbackRegistry reports whether ref's registry is on this host, which

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/client"
+	"github.com/google/go-cmp/cmp"
 )
 
 const testImage = "127.0.0.1:5000/test/img:latest"
@@ -170,8 +171,10 @@ func TestImportRequest(t *testing.T) {
 		{body: `{"fromImage":"x","fromImageRegistry":{"type":"registry","username":"u","password":"p"}}`, err: "registry credentials"},
 		{body: `{"fromImage":"x","fromImageRegistry":{"type":"aws"}}`, err: "registry credentials"},
 		{body: `{"fromImage":"x","steps":[{"type":"COPY","args":["a","/a"]}]}`, err: "steps (COPY)"},
-		{body: `{"fromImage":"x","startCmd":"python app.py"}`, err: "startCmd and readyCmd"},
-		{body: `{"fromImage":"x","readyCmd":"sleep 1"}`, err: "startCmd and readyCmd"},
+		{body: `{"fromImage":"x","readyCmd":"sleep 1"}`, err: "readyCmd without startCmd"},
+		{body: `{"fromImage":"x","steps":[{"type":"RUN"}],"startCmd":"python app.py"}`, err: "steps (RUN)"},
+		{body: `{"fromTemplate":"base","startCmd":"python app.py"}`, err: "fromTemplate is not supported"},
+		{body: `{"fromImage":"x","startCmd":"python app.py"}`},
 	} {
 		var b startBuildBody
 		if err := json.Unmarshal([]byte(tc.body), &b); err != nil {
@@ -189,6 +192,54 @@ func TestImportRequest(t *testing.T) {
 	}
 }
 
+// setStartCmd(cmd, readyCmd) becomes the template's start command, the
+// SDKs' ready helpers as they send them (waitForPort's ss check is one
+// Airlock makes itself, by dialing the port).
+func TestImportRequestStart(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		start string
+		ready *string
+		want  *client.TemplateStart
+	}{
+		{name: "none", want: nil},
+		{name: "startCmd alone", start: "python app.py", want: &client.TemplateStart{Command: "python app.py"}},
+		{name: "waitForPort(8000)", start: "python3 -m http.server 8000", ready: ptr(`[ -n "$(ss -Htuln sport = :8000)" ]`),
+			want: &client.TemplateStart{Command: "python3 -m http.server 8000", ReadyPort: 8000}},
+		{name: "waitForPort(0) kept as the command", start: "s", ready: ptr(`[ -n "$(ss -Htuln sport = :0)" ]`),
+			want: &client.TemplateStart{Command: "s", ReadyCommand: `[ -n "$(ss -Htuln sport = :0)" ]`}},
+		{name: "waitForURL", start: "npm start", ready: ptr(`curl -s -o /dev/null -w "%{http_code}" 'http://localhost:3000/health' | grep -q "200"`),
+			want: &client.TemplateStart{Command: "npm start", ReadyCommand: `curl -s -o /dev/null -w "%{http_code}" 'http://localhost:3000/health' | grep -q "200"`}},
+		{name: "waitForProcess", start: "./my-daemon", ready: ptr(`pgrep 'my-daemon' > /dev/null`),
+			want: &client.TemplateStart{Command: "./my-daemon", ReadyCommand: `pgrep 'my-daemon' > /dev/null`}},
+		{name: "waitForFile", start: "./init.sh", ready: ptr(`[ -f '/tmp/ready' ]`),
+			want: &client.TemplateStart{Command: "./init.sh", ReadyCommand: `[ -f '/tmp/ready' ]`}},
+		{name: "waitForTimeout(5000)", start: "npm start", ready: ptr("sleep 5"),
+			want: &client.TemplateStart{Command: "npm start", ReadyCommand: "sleep 5"}},
+	} {
+		body := map[string]any{"fromImage": testImage, "steps": []any{}, "force": false}
+		if tc.start != "" {
+			body["startCmd"] = tc.start
+		}
+		if tc.ready != nil {
+			body["readyCmd"] = *tc.ready
+		}
+		raw, _ := json.Marshal(body)
+		var b startBuildBody
+		if err := json.Unmarshal(raw, &b); err != nil {
+			t.Fatal(err)
+		}
+		req, err := b.importRequest("t")
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, req.Start); diff != "" {
+			t.Errorf("%s: start (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
+
 func FuzzImportRequest(f *testing.F) {
 	f.Add(`{"fromImage":"127.0.0.1:5000/x","steps":[]}`)
 	f.Add(`{"fromImage":"x","steps":[{"type":"RUN"}],"fromImageRegistry":null}`)
@@ -198,8 +249,11 @@ func FuzzImportRequest(f *testing.F) {
 			return
 		}
 		req, err := b.importRequest("t")
-		if err == nil && (req.Image == "" || len(b.Steps) > 0 || b.FromTemplate != "" || b.StartCmd != "" || b.ReadyCmd != "") {
+		if err == nil && (req.Image == "" || len(b.Steps) > 0 || b.FromTemplate != "" || b.StartCmd == "" && b.ReadyCmd != "") {
 			t.Fatalf("%s became an import %+v", s, req)
+		}
+		if err == nil && b.StartCmd != "" && (req.Start == nil || req.Start.Command != b.StartCmd || req.Start.ReadyCommand == "" && req.Start.ReadyPort == 0 && b.ReadyCmd != "") {
+			t.Fatalf("%s: start command %+v dropped part of startCmd/readyCmd", s, req.Start)
 		}
 	})
 }
