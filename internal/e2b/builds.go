@@ -23,7 +23,8 @@ import (
 // (steps, another template as the base, registry credentials) is refused
 // with 400, never dropped. E2B runs the start command once, at build
 // time, and snapshots the sandbox with it running; Airlock runs it in
-// each new sandbox and hands the sandbox out once it is ready. The SDK asks for a build (POST /v3/templates), triggers it
+// each new sandbox and hands the sandbox out once it is ready. The SDK
+// asks for a build (POST /v3/templates), triggers it
 // (POST /v2/templates/{id}/builds/{buildID}) and polls its status; the
 // facade runs the import in the background between the last two and
 // keeps its state and log in memory (buildTable). A template's E2B id is

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -114,7 +115,7 @@ func parseHost(host, domain string) (id string, port int, ok bool) {
 	if domain == "" {
 		return "", 0, false
 	}
-	if h, _, err := splitHostPort(host); err == nil {
+	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
@@ -130,16 +131,6 @@ func parseHost(host, domain string) (id string, port int, ok bool) {
 		return "", 0, false
 	}
 	return id, port, true
-}
-
-// splitHostPort is net.SplitHostPort for a Host header, which may have no
-// port at all.
-func splitHostPort(host string) (string, string, error) {
-	i := strings.LastIndexByte(host, ':')
-	if i < 0 || strings.Contains(host[i:], "]") {
-		return host, "", fmt.Errorf("no port")
-	}
-	return host[:i], host[i+1:], nil
 }
 
 // parsePort reads a port as E2B's SDKs write one: 1 to 65535 in decimal,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/codeinterp"
 )
 
 // tokenTTL is how long an envdAccessToken lasts: the longest a sandbox
@@ -58,8 +59,8 @@ func (b createBody) createRequest() (client.CreateRequest, error) {
 	}
 	if req.Template == "code-interpreter-v1" {
 		// The Code Interpreter SDKs' default: Airlock's built-in
-		// code-interpreter template (airlock template build code-interpreter).
-		req.Template = "code-interpreter"
+		// template (codeinterp.BuildHint builds it).
+		req.Template = codeinterp.Template
 	}
 	if b.Timeout != nil {
 		if *b.Timeout <= 0 {
