@@ -78,6 +78,129 @@ func (e *harnessEnv) buildHarness(t *testing.T, name string) client.Template {
 	return tmpl
 }
 
+// harnessCase is one harness's task against the model mock.
+type harnessCase struct {
+	harness string
+	model   client.TaskModel
+	// key is the header the API's key travels in.
+	key func(http.Header) string
+	// viaCLI runs the task with `airlock task run`, as a user would.
+	viaCLI bool
+	// noSelfUsage: the harness's output reports no token counts.
+	noSelfUsage bool
+}
+
+func bearerKey(h http.Header) string { return strings.TrimPrefix(h.Get("Authorization"), "Bearer ") }
+
+// runHarnessCase builds tc's template with npm in a build sandbox (its
+// --version must name the pinned version), then runs a task with the real
+// CLI against mock (its key a tenant secret the egress proxy puts in):
+// the mock's tool call runs its script's command, which must write
+// answer.txt (an artifact, and in the diff); the normalized events must
+// show the tool call and the command; the model API got the real key on
+// every call and nothing the sandbox recorded holds it.
+func runHarnessCase(t *testing.T, e *harnessEnv, mock *modelmock.Mock, tc harnessCase) {
+	c := e.s.admin()
+	h, _ := tasks.Lookup(tc.harness)
+	e.buildHarness(t, tc.harness)
+	sb := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{Template: h.Template}))
+	res := must[client.ExecResult](t)(c.Exec(ctx, sb.ID, client.ExecRequest{Command: h.Argv(tasks.Request{})[0] + " --version", Timeout: time.Minute}))
+	if version := h.Package[strings.LastIndex(h.Package, "@")+1:]; res.ExitCode != 0 || !strings.Contains(res.Stdout, version) {
+		t.Errorf("%s --version in a %s sandbox: %+v", tc.harness, h.Template, res)
+	}
+	c.DeleteSandbox(ctx, sb.ID)
+
+	real := "sk-REAL-" + randHex(16)
+	must[client.Secret](t)(c.CreateSecret(ctx, client.SecretRequest{Name: h.KeyEnv, Value: real, Hosts: []string{fakenet.AllowedName}}))
+	before := len(mock.Requests())
+	prompt := "The test fails: make answer.txt say fixed."
+	var task client.Task
+	if tc.viaCLI {
+		// As a user runs it: the CLI packs the folder, streams the
+		// events and writes the artifacts.
+		dir, out := t.TempDir(), t.TempDir()
+		os.WriteFile(filepath.Join(dir, "README.md"), []byte("a project\n"), 0o644)
+		text, code := e.s.cli(e.s.adminKey, "task", "run", "--harness", tc.harness, "--prompt", prompt,
+			"--model", tc.model.Name, "--base-url", tc.model.BaseURL, "--secret", h.KeyEnv,
+			"--artifact", "answer.txt", "--artifact", "env.txt", "--timeout", "5m", "--out", out, dir)
+		if b, _ := os.ReadFile(filepath.Join(out, "answer.txt")); code != 0 || string(b) != "fixed\n" {
+			t.Fatalf("airlock task run: exit %d, answer.txt %q:\n%s", code, b, text)
+		}
+		_, rest, _ := strings.Cut(text, "airlock: task ")
+		id, _, _ := strings.Cut(rest, " ")
+		task = must[client.Task](t)(c.GetTask(ctx, id))
+	} else {
+		model := tc.model
+		task = must[client.Task](t)(c.CreateTask(ctx, client.TaskRequest{
+			Harness: tc.harness, Prompt: prompt,
+			Files: map[string]string{"README.md": "a project\n"},
+			Model: &model, Secrets: []string{h.KeyEnv}, Artifacts: []string{"answer.txt", "env.txt"},
+			TimeoutS: 300,
+		}))
+	}
+	var evs []client.TaskEvent
+	must[int64](t)(c.FollowTask(ctx, task.ID, 0, func(ev client.TaskEvent) error {
+		evs = append(evs, ev)
+		return nil
+	}))
+	got := must[client.Task](t)(c.GetTask(ctx, task.ID))
+	var lines []string
+	for _, ev := range evs {
+		b, _ := json.Marshal(ev)
+		lines = append(lines, string(b))
+	}
+	if got.State != client.TaskSucceeded || got.Summary != modelmock.DefaultFinal {
+		t.Fatalf("task %+v\nevents:\n%s", got, strings.Join(lines, "\n"))
+	}
+	var toolCall, command bool
+	for _, ev := range evs {
+		toolCall = toolCall || ev.Type == "tool_call" && strings.Contains(string(ev.Input), "answer.txt")
+		command = command || ev.Type == "command" && strings.Contains(strings.Join(ev.Argv, " "), "echo fixed > answer.txt") && ev.ExitCode != nil && *ev.ExitCode == 0
+	}
+	if !toolCall || !command {
+		t.Errorf("events lack the tool call (%v) or the command (%v):\n%s", toolCall, command, strings.Join(lines, "\n"))
+	}
+	if !tc.noSelfUsage && (got.Usage.InputTokens == 0 || got.Usage.OutputTokens == 0) {
+		t.Errorf("token usage %+v", got.Usage)
+	}
+	arts := must[client.TaskArtifacts](t)(c.TaskArtifacts(ctx, task.ID))
+	var buf bytes.Buffer
+	must[int64](t)(c.ReadTaskArtifact(ctx, task.ID, "answer.txt", &buf))
+	if buf.String() != "fixed\n" || arts.Diff == nil || !strings.Contains(arts.Diff.Text, "+fixed") {
+		t.Errorf("answer.txt %q, diff %+v", buf.String(), arts.Diff)
+	}
+	// The model API got the real key on every call, and the task's
+	// sandbox only ever held the placeholder: nothing it recorded
+	// (commands, output, files) holds the key.
+	reqs := mock.Requests()[before:]
+	if len(reqs) < 2 {
+		t.Fatalf("the mock got %d requests", len(reqs))
+	}
+	for _, r := range reqs {
+		if k := tc.key(r.Header); k != real {
+			t.Errorf("%s %s reached the mock with key %q, want the real one", r.Method, r.Path, k)
+		}
+	}
+	buf.Reset()
+	must[int64](t)(c.ReadTaskArtifact(ctx, task.ID, "env.txt", &buf))
+	if env := buf.String(); strings.Contains(env, real) || !strings.Contains(env, h.KeyEnv+"=") {
+		t.Errorf("the harness's environment holds the key, or no placeholder:\n%s", env)
+	}
+	var injected int
+	c.AuditLog(ctx, got.SandboxID, client.AuditQuery{}, func(ev client.AuditEvent) error {
+		if strings.Contains(string(ev.Data), real) {
+			t.Errorf("the sandbox's audit log holds the key: %s %s", ev.Type, ev.Data)
+		}
+		if ev.Type == "secret.injected" {
+			injected++
+		}
+		return nil
+	})
+	if injected == 0 {
+		t.Error("no secret.injected event")
+	}
+}
+
 // TestHarnesses: the Codex and Claude Code templates are built with npm in
 // build sandboxes; then each real CLI completes a task against a scripted
 // model API in the fake internet (its key a tenant secret the egress proxy
@@ -91,117 +214,12 @@ func TestHarnesses(t *testing.T) {
 	mock := modelmock.New(modelmock.Script{Command: modelmock.DefaultCommand + "; env > env.txt"})
 	e.n.Handle("/v1/", mock)
 	c := e.s.admin()
-	for _, tc := range []struct {
-		harness string
-		model   client.TaskModel
-		// key is the header the API's key travels in.
-		key func(http.Header) string
-	}{
-		{tasks.HarnessCodex, client.TaskModel{BaseURL: "https://" + fakenet.AllowedName + "/v1"},
-			func(h http.Header) string { return strings.TrimPrefix(h.Get("Authorization"), "Bearer ") }},
-		{tasks.HarnessClaude, client.TaskModel{BaseURL: "https://" + fakenet.AllowedName, Name: "claude-sonnet-4-5"},
-			func(h http.Header) string { return h.Get("X-Api-Key") }},
+	for _, tc := range []harnessCase{
+		{harness: tasks.HarnessCodex, model: client.TaskModel{BaseURL: "https://" + fakenet.AllowedName + "/v1"}, key: bearerKey},
+		{harness: tasks.HarnessClaude, model: client.TaskModel{BaseURL: "https://" + fakenet.AllowedName, Name: "claude-sonnet-4-5"},
+			key: func(h http.Header) string { return h.Get("X-Api-Key") }, viaCLI: true},
 	} {
-		t.Run(tc.harness, func(t *testing.T) {
-			h, _ := tasks.Lookup(tc.harness)
-			e.buildHarness(t, tc.harness)
-			sb := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{Template: h.Template}))
-			res := must[client.ExecResult](t)(c.Exec(ctx, sb.ID, client.ExecRequest{Command: h.Argv(tasks.Request{})[0] + " --version", Timeout: time.Minute}))
-			if version := h.Package[strings.LastIndex(h.Package, "@")+1:]; res.ExitCode != 0 || !strings.Contains(res.Stdout, version) {
-				t.Errorf("%s --version in a %s sandbox: %+v", tc.harness, h.Template, res)
-			}
-			c.DeleteSandbox(ctx, sb.ID)
-
-			real := "sk-REAL-" + randHex(16)
-			must[client.Secret](t)(c.CreateSecret(ctx, client.SecretRequest{Name: h.KeyEnv, Value: real, Hosts: []string{fakenet.AllowedName}}))
-			before := len(mock.Requests())
-			prompt := "The test fails: make answer.txt say fixed."
-			var task client.Task
-			if tc.harness == tasks.HarnessClaude {
-				// As a user runs it: the CLI packs the folder, streams the
-				// events and writes the artifacts.
-				dir, out := t.TempDir(), t.TempDir()
-				os.WriteFile(filepath.Join(dir, "README.md"), []byte("a project\n"), 0o644)
-				text, code := e.s.cli(e.s.adminKey, "task", "run", "--harness", tc.harness, "--prompt", prompt,
-					"--model", tc.model.Name, "--base-url", tc.model.BaseURL, "--secret", h.KeyEnv,
-					"--artifact", "answer.txt", "--artifact", "env.txt", "--timeout", "5m", "--out", out, dir)
-				if b, _ := os.ReadFile(filepath.Join(out, "answer.txt")); code != 0 || string(b) != "fixed\n" {
-					t.Fatalf("airlock task run: exit %d, answer.txt %q:\n%s", code, b, text)
-				}
-				_, rest, _ := strings.Cut(text, "airlock: task ")
-				id, _, _ := strings.Cut(rest, " ")
-				task = must[client.Task](t)(c.GetTask(ctx, id))
-			} else {
-				model := tc.model
-				task = must[client.Task](t)(c.CreateTask(ctx, client.TaskRequest{
-					Harness: tc.harness, Prompt: prompt,
-					Files: map[string]string{"README.md": "a project\n"},
-					Model: &model, Secrets: []string{h.KeyEnv}, Artifacts: []string{"answer.txt", "env.txt"},
-					TimeoutS: 300,
-				}))
-			}
-			var evs []client.TaskEvent
-			must[int64](t)(c.FollowTask(ctx, task.ID, 0, func(ev client.TaskEvent) error {
-				evs = append(evs, ev)
-				return nil
-			}))
-			got := must[client.Task](t)(c.GetTask(ctx, task.ID))
-			var lines []string
-			for _, ev := range evs {
-				b, _ := json.Marshal(ev)
-				lines = append(lines, string(b))
-			}
-			if got.State != client.TaskSucceeded || got.Summary != modelmock.DefaultFinal {
-				t.Fatalf("task %+v\nevents:\n%s", got, strings.Join(lines, "\n"))
-			}
-			var toolCall, command bool
-			for _, ev := range evs {
-				toolCall = toolCall || ev.Type == "tool_call" && strings.Contains(string(ev.Input), "answer.txt")
-				command = command || ev.Type == "command" && strings.Contains(strings.Join(ev.Argv, " "), "echo fixed > answer.txt") && ev.ExitCode != nil && *ev.ExitCode == 0
-			}
-			if !toolCall || !command {
-				t.Errorf("events lack the tool call (%v) or the command (%v):\n%s", toolCall, command, strings.Join(lines, "\n"))
-			}
-			if got.Usage.InputTokens == 0 || got.Usage.OutputTokens == 0 {
-				t.Errorf("token usage %+v", got.Usage)
-			}
-			arts := must[client.TaskArtifacts](t)(c.TaskArtifacts(ctx, task.ID))
-			var buf bytes.Buffer
-			must[int64](t)(c.ReadTaskArtifact(ctx, task.ID, "answer.txt", &buf))
-			if buf.String() != "fixed\n" || arts.Diff == nil || !strings.Contains(arts.Diff.Text, "+fixed") {
-				t.Errorf("answer.txt %q, diff %+v", buf.String(), arts.Diff)
-			}
-			// The model API got the real key on every call, and the task's
-			// sandbox only ever held the placeholder: nothing it recorded
-			// (commands, output, files) holds the key.
-			reqs := mock.Requests()[before:]
-			if len(reqs) < 2 {
-				t.Fatalf("the mock got %d requests", len(reqs))
-			}
-			for _, r := range reqs {
-				if k := tc.key(r.Header); k != real {
-					t.Errorf("%s %s reached the mock with key %q, want the real one", r.Method, r.Path, k)
-				}
-			}
-			buf.Reset()
-			must[int64](t)(c.ReadTaskArtifact(ctx, task.ID, "env.txt", &buf))
-			if env := buf.String(); strings.Contains(env, real) || !strings.Contains(env, h.KeyEnv+"=") {
-				t.Errorf("the harness's environment holds the key, or no placeholder:\n%s", env)
-			}
-			var injected int
-			c.AuditLog(ctx, got.SandboxID, client.AuditQuery{}, func(ev client.AuditEvent) error {
-				if strings.Contains(string(ev.Data), real) {
-					t.Errorf("the sandbox's audit log holds the key: %s %s", ev.Type, ev.Data)
-				}
-				if ev.Type == "secret.injected" {
-					injected++
-				}
-				return nil
-			})
-			if injected == 0 {
-				t.Error("no secret.injected event")
-			}
-		})
+		t.Run(tc.harness, func(t *testing.T) { runHarnessCase(t, e, mock, tc) })
 	}
 
 	// Claude Code cut in the middle: its tool (the mock's command) runs

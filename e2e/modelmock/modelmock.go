@@ -223,8 +223,11 @@ type shellTool struct {
 }
 
 // shellToolNames are tool names that run a shell command, most
-// preferred first: what Codex and Claude Code offer, and common others.
-var shellToolNames = []string{"shell", "shell_command", "exec_command", "local_shell", "Bash", "bash", "container.exec"}
+// preferred first: what Codex and Claude Code offer, what OpenCode and Pi
+// (bash), Qwen Code and Gemini CLI (run_shell_command) and Cline
+// (execute_command) offer, and common others.
+var shellToolNames = []string{"shell", "shell_command", "exec_command", "local_shell", "Bash", "bash",
+	"run_shell_command", "execute_command", "container.exec"}
 
 // findShellTool picks a shell-like tool from name → JSON Schema of its
 // parameters, and reads the schema for the argument format.

@@ -19,13 +19,25 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
-// closedPort returns a loopback port nothing listens on.
+// closedPort returns a loopback port nothing listens on, held for the
+// test by a bound socket that never listens (connecting to it is refused),
+// so no listener the test starts later, the proxy's own included, is
+// handed the same port.
 func closedPort(t *testing.T) int {
 	t.Helper()
-	ln := listen(t)
-	p := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	return p
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa.(*syscall.SockaddrInet4).Port
 }
 
 // TestUpstreamFailureIsReportedAsSuch: when the allow-list lets a request

@@ -181,8 +181,7 @@ func (w *Work) adoptExec(jr runtime.JobRunner, t *workload, j runtime.JobInfo, m
 	p := &Proc{pid: j.Pid, execID: m.ExecID, command: m.Command, started: j.Started,
 		out: newOutBuf(ProcOutputCap), jobs: jr}
 	t.addExec(p)
-	w.followers.Add(1)
-	go w.follow(p, rec, audited)
+	w.goFollow(p, rec, audited)
 }
 
 // ByExecID finds sandbox id's command with exec id execID: one streamed

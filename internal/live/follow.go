@@ -45,23 +45,32 @@ func followJob(ctx context.Context, jr runtime.JobRunner, pid int, next func() i
 	}
 }
 
-// followCtx is the context a follower of p runs under: the service's life,
-// ended early by stopFollowing when the sandbox is gone.
-func (p *Proc) followCtx(life context.Context) context.Context {
-	ctx, cancel := context.WithCancel(life)
+// goFollow starts p's follower (follow) under the service's life, ended
+// early by stopFollowing when the sandbox is gone. Both are set before it
+// starts, so a Drop at any time after waits for what it records.
+func (w *Work) goFollow(p *Proc, rec CommandRecorder, audited int64) {
+	ctx, cancel := context.WithCancel(w.life)
+	done := make(chan struct{})
 	p.mu.Lock()
-	p.stop = cancel
+	p.stop, p.done = cancel, done
 	p.mu.Unlock()
-	return ctx
+	w.followers.Add(1)
+	go func() {
+		defer w.followers.Done()
+		defer close(done)
+		w.follow(ctx, p, rec, audited)
+	}()
 }
 
-// stopFollowing ends p's follower, if it has one.
-func (p *Proc) stopFollowing() {
+// stopFollowing ends p's follower, if it has one, and returns what closes
+// once it has recorded the end (nil without one).
+func (p *Proc) stopFollowing() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stop != nil {
 		p.stop()
 	}
+	return p.done
 }
 
 // Adopt follows again the background processes, commands and session
@@ -114,7 +123,6 @@ func (w *Work) Adopt(ctx context.Context, id string, sb runtime.Sandbox, log Log
 		p := &Proc{pid: j.Pid, tag: m.Tag, execID: m.ExecID, command: m.Command, started: j.Started,
 			out: newOutBuf(ProcOutputCap), jobs: jr}
 		t.procs = append(t.procs, p)
-		w.followers.Add(1)
-		go w.follow(p, rec, audited[m.ExecID])
+		w.goFollow(p, rec, audited[m.ExecID])
 	}
 }

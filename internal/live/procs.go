@@ -52,6 +52,7 @@ type Proc struct {
 
 	mu   sync.Mutex
 	stop context.CancelFunc // ends its follower (follow.go)
+	done chan struct{}      // closed once its follower has recorded the end
 }
 
 var errSandboxGone = fmt.Errorf("%w: the sandbox was destroyed", errdefs.ErrConflict)
@@ -80,8 +81,7 @@ func (w *Work) StartBackground(ctx context.Context, id string, sb runtime.Sandbo
 		err := spawnBackground(context.WithoutCancel(ctx), jr, p, rec, rreq)
 		if err == nil {
 			t.procs = append(t.procs, p)
-			w.followers.Add(1)
-			go w.follow(p, rec, 0)
+			w.goFollow(p, rec, 0)
 			return p.Info(), nil
 		}
 		if !errors.Is(err, runtime.ErrUnsupported) {

@@ -51,9 +51,7 @@ func spawnBackground(ctx context.Context, jr runtime.JobRunner, p *Proc, rec Com
 // offset audited, into the audit log, until the job ends (its exit is
 // recorded, and the agent may forget it), the sandbox is gone, or the
 // service closes (the job goes on, for the next daemon to follow).
-func (w *Work) follow(p *Proc, rec CommandRecorder, audited int64) {
-	defer w.followers.Done()
-	ctx := p.followCtx(w.life)
+func (w *Work) follow(ctx context.Context, p *Proc, rec CommandRecorder, audited int64) {
 	out := func(o runtime.JobOutput) error {
 		if o.Dropped > 0 {
 			p.out.Skip(o.Offset)

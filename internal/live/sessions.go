@@ -77,6 +77,7 @@ type Session struct {
 	ended   bool
 	wake    chan struct{}
 	stop    context.CancelFunc // ends a shell job's follower
+	done    chan struct{}      // closed once the shell's end is recorded
 }
 
 // newSession is a session whose shell is yet to be started.

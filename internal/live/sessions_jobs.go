@@ -109,21 +109,31 @@ func (w *Work) spawnSession(ctx context.Context, sb runtime.Sandbox, jr runtime.
 		return err
 	}
 	se.sh = sh
-	w.followers.Add(1)
-	go w.followSession(se, jr, info.Pid, &shellFeed{se: se})
+	w.goFollowSession(se, jr, info.Pid, &shellFeed{se: se})
 	return nil
+}
+
+// goFollowSession starts se's follower (followSession), its stop and done
+// set before it starts, as goFollow does.
+func (w *Work) goFollowSession(se *Session, jr runtime.JobRunner, pid int, f *shellFeed) {
+	ctx, cancel := context.WithCancel(w.life)
+	done := make(chan struct{})
+	se.mu.Lock()
+	se.stop, se.done = cancel, done
+	se.mu.Unlock()
+	w.followers.Add(1)
+	go func() {
+		defer w.followers.Done()
+		defer close(done)
+		w.followSession(ctx, se, jr, pid, f)
+	}()
 }
 
 // followSession feeds the shell job's output, from offset 0, to se (past
 // offset audited into the audit log too) until the shell ends, the
 // sandbox is gone, or the service closes (the shell goes on, for the next
 // daemon).
-func (w *Work) followSession(se *Session, jr runtime.JobRunner, pid int, f *shellFeed) {
-	defer w.followers.Done()
-	ctx, cancel := context.WithCancel(w.life)
-	se.mu.Lock()
-	se.stop = cancel
-	se.mu.Unlock()
+func (w *Work) followSession(ctx context.Context, se *Session, jr runtime.JobRunner, pid int, f *shellFeed) {
 	next, out := func() int64 { return f.next }, f.out
 	st, err := followJob(ctx, jr, pid, next, runtime.AttachFollow, out)
 	switch {
@@ -139,13 +149,16 @@ func (w *Work) followSession(se *Session, jr runtime.JobRunner, pid int, f *shel
 	}
 }
 
-// stopFollowing ends the follower of a shell job (its sandbox is gone).
-func (se *Session) stopFollowing() {
+// stopFollowing ends the follower of a shell job (its sandbox is gone)
+// and returns what closes once the shell's end is recorded (nil when
+// nothing records it).
+func (se *Session) stopFollowing() <-chan struct{} {
 	se.mu.Lock()
 	defer se.mu.Unlock()
 	if se.stop != nil {
 		se.stop()
 	}
+	return se.done
 }
 
 // shellFeed feeds a shell job's output to its session: past offset
@@ -205,6 +218,5 @@ func (w *Work) adoptSession(ctx context.Context, id string, sb runtime.Sandbox, 
 	if _, err := jr.Attach(ctx, j.Pid, 0, runtime.AttachRead, f.out); err != nil {
 		w.log.Warn("reconcile: read a session's output", "sandbox", id, "session", m.ID, "err", err)
 	}
-	w.followers.Add(1)
-	go w.followSession(se, jr, j.Pid, f)
+	w.goFollowSession(se, jr, j.Pid, f)
 }

@@ -112,7 +112,12 @@ func (w *Work) execSession(ctx context.Context, sb runtime.Sandbox, se *Session,
 		return err
 	}
 	se.sh = &execShell{proc: proc, in: pw, cancel: cancel}
+	done := make(chan struct{})
+	se.mu.Lock()
+	se.done = done
+	se.mu.Unlock()
 	go func() {
+		defer close(done)
 		st, err := proc.Wait()
 		pr.Close()
 		w.finishSession(se, st, err)

@@ -108,23 +108,41 @@ func (w *Work) Drop(id string) {
 	if t == nil {
 		return
 	}
+	var recording []<-chan struct{}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	now := w.host.Now()
 	for _, p := range slices.Concat(t.procs, t.execs) {
 		if p.stdin != nil {
 			p.stdin.CloseWithError(errSandboxGone)
 		}
 		p.out.Finish(ended{ExecResult{}, errSandboxGone, now})
-		p.stopFollowing() // a job's follower records the end
+		recording = append(recording, p.stopFollowing()) // a job's follower records the end
 	}
 	for _, se := range t.sessions {
 		se.tty.Finish(ended{ExecResult{}, errSandboxGone, now})
 		se.close()
 		se.end()
-		se.stopFollowing()
+		recording = append(recording, se.stopFollowing())
+	}
+	t.mu.Unlock()
+	// The ends recorded before the sandbox's own, so its log reads in
+	// order; a follower stuck on an unreachable agent is not waited for.
+	timeout := time.NewTimer(dropWait)
+	defer timeout.Stop()
+	for _, ch := range recording {
+		if ch == nil {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-timeout.C:
+			return
+		}
 	}
 }
+
+// dropWait bounds how long Drop waits for followers to record the ends.
+const dropWait = 5 * time.Second
 
 // Busy says whether sandbox id has a background process running, its
 // template's start command aside.

@@ -151,6 +151,40 @@ func TestAuditBackgroundAndTerminal(t *testing.T) {
 	}
 }
 
+// TestAuditDeleteRecordsLiveEndsFirst: deleting a sandbox with sessions
+// and a background process still running records their ends before the
+// sandbox's own, every time (the followers that record them are waited
+// for), so the log reads in the order things happened.
+func TestAuditDeleteRecordsLiveEndsFirst(t *testing.T) {
+	svc := newService(t)
+	c := tenant(t, 0, 0)
+	ctx := context.Background()
+	for i := range 5 {
+		sb := create(t, svc, c, sandbox.CreateRequest{})
+		if _, err := svc.StartBackground(ctx, c, sb.ID, sandbox.ExecRequest{Command: "sleep 60"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range []string{sandbox.SessionModeExec, sandbox.SessionModeInteractive} {
+			if _, err := svc.CreateSession(ctx, c, sb.ID, sandbox.SessionRequest{Mode: mode}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := svc.Delete(ctx, c, sb.ID); err != nil {
+			t.Fatal(err)
+		}
+		var tail []string
+		for _, e := range auditEvents(t, svc, c, sb.ID) {
+			switch e.Type {
+			case audit.SessionEnded, audit.ExecExited, audit.SandboxDestroyed:
+				tail = append(tail, e.Type)
+			}
+		}
+		if len(tail) != 4 || tail[3] != audit.SandboxDestroyed {
+			t.Fatalf("round %d: ends recorded in order %v, want the two sessions' and the process's before %s", i, tail, audit.SandboxDestroyed)
+		}
+	}
+}
+
 // TestAuditExpiry: the daemon's own doings are the system's.
 func TestAuditExpiry(t *testing.T) {
 	svc := newService(t)

@@ -42,9 +42,14 @@ type Parser interface {
 
 // Harness names.
 const (
-	HarnessGeneric = "generic"
-	HarnessCodex   = "codex"
-	HarnessClaude  = "claude"
+	HarnessGeneric  = "generic"
+	HarnessCodex    = "codex"
+	HarnessClaude   = "claude"
+	HarnessOpenCode = "opencode"
+	HarnessQwen     = "qwen"
+	HarnessGemini   = "gemini"
+	HarnessCline    = "cline"
+	HarnessPi       = "pi"
 )
 
 // harnesses is the table of supported harnesses.
@@ -75,6 +80,11 @@ var harnesses = map[string]Harness{
 		Argv:       claudeArgv,
 		NewParser:  func() Parser { return &claudeParser{tools: map[string]string{}} },
 	},
+	HarnessOpenCode: opencodeHarness,
+	HarnessQwen:     qwenHarness,
+	HarnessGemini:   geminiHarness,
+	HarnessCline:    clineHarness,
+	HarnessPi:       piHarness,
 }
 
 // Registry is where harness templates install their package from.
@@ -98,7 +108,9 @@ func (h Harness) BuildHint() string {
 }
 
 // HarnessNames lists the supported harnesses.
-func HarnessNames() []string { return []string{HarnessGeneric, HarnessCodex, HarnessClaude} }
+func HarnessNames() []string {
+	return []string{HarnessGeneric, HarnessCodex, HarnessClaude, HarnessOpenCode, HarnessQwen, HarnessGemini, HarnessCline, HarnessPi}
+}
 
 // Lookup returns the harness with the name.
 func Lookup(name string) (Harness, bool) {
