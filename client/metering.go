@@ -23,6 +23,10 @@ type SandboxMetrics struct {
 	ExecCount       int64     `json:"exec_count"`
 	CreatedAt       time.Time `json:"created_at"`
 	EndedAt         time.Time `json:"ended_at,omitzero"`
+	// Model is what its model calls used, counted at its egress proxy.
+	Model ModelTotals `json:"model"`
+	// CostUSD is nil on a server without a price table.
+	CostUSD *Cost `json:"cost_usd,omitempty"`
 }
 
 // UsageReport sums, per tenant, the usage of the sandboxes created in
@@ -46,6 +50,12 @@ type TenantUsage struct {
 	// StorageBytes is what the server keeps for the tenant now, whatever
 	// the window: what its storage quota counts.
 	StorageBytes int64 `json:"storage_bytes"`
+	// MemoryGiBSeconds is each sandbox's memory limit times its wall
+	// time, summed: what memory is priced by.
+	MemoryGiBSeconds float64     `json:"memory_gib_seconds"`
+	Model            ModelTotals `json:"model"`
+	// CostUSD is nil on a server without a price table.
+	CostUSD *Cost `json:"cost_usd,omitempty"`
 }
 
 // SandboxMetrics returns a sandbox's usage.

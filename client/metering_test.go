@@ -25,10 +25,14 @@ func TestMeteringCalls(t *testing.T) {
 		case "/v1/sandboxes/sb-1/metrics":
 			io.WriteString(w, `{"sandbox_id":"sb-1","state":"stopped","final":true,"cpu_seconds":2.5,
 				"memory_peak_bytes":1048576,"wall_seconds":61,"egress_bytes_out":10,"egress_bytes_in":20,
-				"exec_count":3,"created_at":"2026-01-02T03:04:05Z","ended_at":"2026-01-02T03:05:06Z"}`)
+				"exec_count":3,"created_at":"2026-01-02T03:04:05Z","ended_at":"2026-01-02T03:05:06Z",
+				"model":{"calls":2,"unmetered_calls":1,"input_tokens":1000,"cached_input_tokens":200,"output_tokens":300,"reasoning_tokens":50},
+				"cost_usd":{"total":0.75,"model":0.5,"compute":0.25}}`)
 		case "/v1/usage":
 			io.WriteString(w, `{"to":"2026-02-01T00:00:00Z","tenants":[{"tenant_id":"t-a","sandboxes":2,"sandbox_hours":1.5,
-				"cpu_seconds":3,"memory_peak_bytes":7,"egress_bytes_out":8,"egress_bytes_in":9,"exec_count":4}]}`)
+				"cpu_seconds":3,"memory_peak_bytes":7,"egress_bytes_out":8,"egress_bytes_in":9,"exec_count":4,
+				"memory_gib_seconds":2.5,"model":{"calls":1,"unmetered_calls":0,"input_tokens":10,"cached_input_tokens":0,
+				"output_tokens":5,"reasoning_tokens":0}}]}`)
 		default:
 			w.WriteHeader(404)
 			io.WriteString(w, `{"error":{"code":"not_found","message":"sandbox sb-2 not found"}}`)
@@ -44,7 +48,9 @@ func TestMeteringCalls(t *testing.T) {
 	}
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	want := client.SandboxMetrics{SandboxID: "sb-1", State: "stopped", Final: true, CPUSeconds: 2.5, MemoryPeakBytes: 1 << 20,
-		WallSeconds: 61, EgressBytesOut: 10, EgressBytesIn: 20, ExecCount: 3, CreatedAt: t0, EndedAt: t0.Add(61 * time.Second)}
+		WallSeconds: 61, EgressBytesOut: 10, EgressBytesIn: 20, ExecCount: 3, CreatedAt: t0, EndedAt: t0.Add(61 * time.Second),
+		Model:   client.ModelTotals{Calls: 2, UnmeteredCalls: 1, InputTokens: 1000, CachedInputTokens: 200, OutputTokens: 300, ReasoningTokens: 50},
+		CostUSD: &client.Cost{Total: 0.75, Model: 0.5, Compute: 0.25}}
 	if d := cmp.Diff(want, m); d != "" {
 		t.Errorf("metrics (-want +got):\n%s", d)
 	}
@@ -58,7 +64,8 @@ func TestMeteringCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantRep := client.UsageReport{To: time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), Tenants: []client.TenantUsage{{
-		TenantID: "t-a", Sandboxes: 2, SandboxHours: 1.5, CPUSeconds: 3, MemoryPeakBytes: 7, EgressBytesOut: 8, EgressBytesIn: 9, ExecCount: 4}}}
+		TenantID: "t-a", Sandboxes: 2, SandboxHours: 1.5, CPUSeconds: 3, MemoryPeakBytes: 7, EgressBytesOut: 8, EgressBytesIn: 9, ExecCount: 4,
+		MemoryGiBSeconds: 2.5, Model: client.ModelTotals{Calls: 1, InputTokens: 10, OutputTokens: 5}}}}
 	if d := cmp.Diff(wantRep, rep); d != "" {
 		t.Errorf("usage (-want +got):\n%s", d)
 	}

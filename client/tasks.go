@@ -31,6 +31,42 @@ type TaskRequest struct {
 	Limits    *TaskLimits       `json:"limits,omitempty"`
 	TimeoutS  int64             `json:"timeout_s,omitempty"`
 	Artifacts []string          `json:"artifacts,omitempty"`
+	// Budget caps what the task's model calls may spend (each attempt's
+	// sandbox gets it); once spent the task ends failed, its reason
+	// starting "budget".
+	Budget *Budget `json:"budget,omitempty"`
+	// Retry tries the task again, in a new sandbox, after an
+	// infrastructure failure; a harness that fails is not retried.
+	Retry *TaskRetry `json:"retry,omitempty"`
+}
+
+// TaskRetry bounds the retries of a task (Max 0..10, after the first
+// attempt).
+type TaskRetry struct {
+	Max int `json:"max"`
+}
+
+// TaskAttempt is one try of a task; Error says why Airlock failed it (and
+// the task was tried again).
+type TaskAttempt struct {
+	Attempt   int       `json:"attempt"`
+	SandboxID string    `json:"sandbox_id,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
+	Error     string    `json:"error,omitempty"`
+}
+
+// TaskUsage is what a task's model calls used over all its attempts, as
+// the egress proxy counted them; Reported is what the harness said.
+type TaskUsage struct {
+	ModelTotals
+	Reported ReportedUsage `json:"reported"`
+}
+
+// ReportedUsage is the tokens a harness said it used.
+type ReportedUsage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
 }
 
 // TaskRepo is exactly one of a tar archive (plain or gzip-compressed, at
@@ -98,13 +134,15 @@ type Task struct {
 	ExitCode      *int       `json:"exit_code,omitempty"`
 	Summary       string     `json:"summary,omitempty"`
 	QueuePosition *int       `json:"queue_position,omitempty"`
-	Usage         struct {
-		InputTokens  int64 `json:"input_tokens"`
-		OutputTokens int64 `json:"output_tokens"`
-	} `json:"usage"`
-	CreatedAt time.Time `json:"created_at"`
-	StartedAt time.Time `json:"started_at,omitzero"`
-	EndedAt   time.Time `json:"ended_at,omitzero"`
+	Usage         TaskUsage  `json:"usage"`
+	// CostUSD is nil on a server without a price table.
+	CostUSD   *Cost         `json:"cost_usd,omitempty"`
+	Budget    *Budget       `json:"budget,omitempty"`
+	Retry     *TaskRetry    `json:"retry,omitempty"`
+	Attempts  []TaskAttempt `json:"attempts"`
+	CreatedAt time.Time     `json:"created_at"`
+	StartedAt time.Time     `json:"started_at,omitzero"`
+	EndedAt   time.Time     `json:"ended_at,omitzero"`
 }
 
 // Ended reports whether the task is in a final state.
@@ -135,9 +173,15 @@ type TaskEvent struct {
 	Summary      string          `json:"summary,omitempty"`
 	Reason       string          `json:"reason,omitempty"`
 	Harness      string          `json:"harness,omitempty"`
-	Line         string          `json:"line,omitempty"`
-	Stream       string          `json:"stream,omitempty"`
-	Truncated    bool            `json:"truncated,omitempty"`
+	// Source says who counted a usage event: "proxy" (one model call, in
+	// Call) or "harness" (its own report, in the token fields).
+	Source string     `json:"source,omitempty"`
+	Call   *ModelCall `json:"call,omitempty"`
+	// Attempt numbers the attempt an attempt event starts.
+	Attempt   int    `json:"attempt,omitempty"`
+	Line      string `json:"line,omitempty"`
+	Stream    string `json:"stream,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
 }
 
 // TaskArtifact is one kept file of a task (Size is the file's whole size;
@@ -307,4 +351,26 @@ func (c *Client) ReadTaskDiff(ctx context.Context, id string, w io.Writer) (int6
 		return n, fmt.Errorf("read diff: %w", err)
 	}
 	return n, nil
+}
+
+// Harness is a row of the harness table (GET /v1/harnesses).
+type Harness struct {
+	Name      string   `json:"name"`
+	Package   string   `json:"package,omitempty"`
+	Version   string   `json:"version,omitempty"`
+	Template  string   `json:"template"`
+	Built     bool     `json:"built"`
+	BuildHint string   `json:"build_hint,omitempty"`
+	KeyEnv    string   `json:"key_env,omitempty"`
+	Hosts     []string `json:"hosts"`
+}
+
+// Harnesses lists the harnesses this server runs tasks with, and whether
+// it has each one's template.
+func (c *Client) Harnesses(ctx context.Context) ([]Harness, error) {
+	var out struct {
+		Harnesses []Harness `json:"harnesses"`
+	}
+	err := c.doJSON(ctx, http.MethodGet, "/v1/harnesses", nil, nil, &out)
+	return out.Harnesses, err
 }

@@ -48,6 +48,8 @@ type Sandbox struct {
 	// VolumeTransfers are set when the create moved its volumes from
 	// their node, which had no room, to the sandbox's.
 	VolumeTransfers []VolumeTransfer `json:"volume_transfers,omitempty"`
+	// Budget caps its model calls' spending (nil: none).
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // VolumeTransfer is a volume moved to another node, and what it cost.
@@ -112,6 +114,9 @@ type CreateRequest struct {
 	Snapshot string `json:"snapshot,omitempty"`
 	// Volumes mounts the tenant's volumes.
 	Volumes []VolumeMount `json:"volumes,omitempty"`
+	// Budget caps what its model calls may spend; once spent, the egress
+	// proxy answers further model calls 429.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 func (r CreateRequest) MarshalJSON() ([]byte, error) {
@@ -264,6 +269,7 @@ type NetEvent struct {
 	Seq        int64     `json:"seq"`
 	Time       time.Time `json:"time"`
 	SandboxID  string    `json:"sandbox_id"`
+	TenantID   string    `json:"tenant_id"`
 	Protocol   string    `json:"protocol"`
 	Host       string    `json:"host"`
 	Port       int       `json:"port"`
@@ -282,9 +288,13 @@ type NetEvent struct {
 	// Cut says the connection was open when the daemon stopped (or the
 	// sandbox ended), or when a daemon went away (logged by the next).
 	Cut bool `json:"cut,omitempty"`
-	// Kind is "" for a connection or request, "secret.injected" or
-	// "secret.misdirected" for what the proxy did with a bound secret
-	// (named in Secret; values never appear).
+	// Kind is "" for a connection or request, NetSecretInjected or
+	// NetSecretMisdirected for what the proxy did with a bound secret
+	// (named in Secret; values never appear), NetModelUsage for a model
+	// API call's usage (in Usage) and NetModelBudget for a model call
+	// refused because the budget is spent.
 	Kind   string `json:"kind,omitempty"`
 	Secret string `json:"secret,omitempty"`
+	// Usage is set with NetModelUsage.
+	Usage *ModelUsage `json:"usage,omitempty"`
 }

@@ -104,8 +104,8 @@ func runHarnessCase(t *testing.T, e *harnessEnv, mock *modelmock.Mock, tc harnes
 	h, _ := tasks.Lookup(tc.harness)
 	e.buildHarness(t, tc.harness)
 	sb := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{Template: h.Template}))
-	res := must[client.ExecResult](t)(c.Exec(ctx, sb.ID, client.ExecRequest{Command: h.Argv(tasks.Request{})[0] + " --version", Timeout: time.Minute}))
-	if version := h.Package[strings.LastIndex(h.Package, "@")+1:]; res.ExitCode != 0 || !strings.Contains(res.Stdout, version) {
+	res := must[client.ExecResult](t)(c.Exec(ctx, sb.ID, client.ExecRequest{Command: h.Command() + " --version", Timeout: time.Minute}))
+	if version := h.Package[strings.LastIndex(h.Package, "@")+1:]; res.ExitCode != 0 || !strings.Contains(res.Stdout+res.Stderr, version) {
 		t.Errorf("%s --version in a %s sandbox: %+v", tc.harness, h.Template, res)
 	}
 	c.DeleteSandbox(ctx, sb.ID)
@@ -160,8 +160,13 @@ func runHarnessCase(t *testing.T, e *harnessEnv, mock *modelmock.Mock, tc harnes
 	if !toolCall || !command {
 		t.Errorf("events lack the tool call (%v) or the command (%v):\n%s", toolCall, command, strings.Join(lines, "\n"))
 	}
-	if !tc.noSelfUsage && (got.Usage.InputTokens == 0 || got.Usage.OutputTokens == 0) {
-		t.Errorf("token usage %+v", got.Usage)
+	// What the harness reported, and beside it what the egress proxy
+	// counted of the mock's answers (every call, each with usage).
+	if !tc.noSelfUsage && (got.Usage.Reported.InputTokens == 0 || got.Usage.Reported.OutputTokens == 0) {
+		t.Errorf("token usage the harness reported: %+v", got.Usage)
+	}
+	if got.Usage.Calls == 0 || got.Usage.UnmeteredCalls != 0 || got.Usage.InputTokens == 0 || got.Usage.OutputTokens == 0 {
+		t.Errorf("token usage the proxy counted: %+v", got.Usage)
 	}
 	arts := must[client.TaskArtifacts](t)(c.TaskArtifacts(ctx, task.ID))
 	var buf bytes.Buffer
@@ -267,7 +272,7 @@ func TestHarnesses(t *testing.T) {
 			if got.State != client.TaskSucceeded || got.Summary != modelmock.DefaultFinal || calls != 1 {
 				t.Fatalf("task %+v (%d tool calls)\nevents:\n%s", got, calls, strings.Join(lines, "\n"))
 			}
-			if got.Usage.InputTokens == 0 || got.Usage.OutputTokens == 0 {
+			if got.Usage.Reported.InputTokens == 0 || got.Usage.Reported.OutputTokens == 0 || got.Usage.Calls == 0 {
 				t.Errorf("token usage %+v", got.Usage)
 			}
 			var buf bytes.Buffer

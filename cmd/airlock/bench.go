@@ -33,6 +33,7 @@ func benchCmd(args []string) error {
 		verb{"density", func(args []string) error { return benchDensity(ctx, args) }},
 		verb{"egress", benchEgress},
 		verb{"lifecycle", func(args []string) error { return benchLifecycle(ctx, args) }},
+		verb{"tasks", func(args []string) error { return benchTasks(ctx, args) }},
 	)
 }
 
@@ -42,6 +43,7 @@ const benchUsage = `Usage: airlock bench spawn [-n 200] [-pool 2] [-v] [--data-d
        airlock bench density [-n 500] [-execs 200]
        airlock bench egress [-n 2000] [-n-tunnel 200] [-mb 100] [-runs 5]
        airlock bench lifecycle [-n 50] [-mb 1024] [-forks 10] [-v]
+       airlock bench tasks [-n 50] [-pool 2]
 
 spawn times create -> exec true -> destroy on the runtime, exec true in a
 live sandbox and airlock run -- true as a whole process, beside unshare,
@@ -52,7 +54,10 @@ exec and a delete in each; density n idle sandboxes: host memory each,
 the daemon's, exec among them; egress the egress proxy against direct
 connections on loopback; lifecycle pause, resume, snapshot, create from
 a snapshot and fork of a sandbox with -mb in its workspace, next to a
-cold create. Each prints p50, p95, p99 and max.`
+cold create; tasks n generic tasks submitted at once to an in-process
+server on a fake internet, each one model call with a bound key through
+the egress proxy and an artifact: task wall times, the total, and the
+sum of their cost_usd. Each prints p50, p95, p99 and max.`
 
 func benchSpawn(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench spawn", flag.ContinueOnError)

@@ -28,7 +28,7 @@ func benchBurst(ctx context.Context, args []string) error {
 	if *n < 1 || *pool < 0 {
 		return badInput("bench burst", "-n must be at least 1 and -pool at least 0")
 	}
-	b, err := startBenchServer(ctx, *pool, daemonTuning{})
+	b, err := startBenchServer(ctx, *pool, nil, daemonTuning{})
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func benchDensity(ctx context.Context, args []string) error {
 	if *n < 1 || *execs < 1 {
 		return badInput("bench density", "-n and -execs must be at least 1")
 	}
-	b, err := startBenchServer(ctx, 0, daemonTuning{})
+	b, err := startBenchServer(ctx, 0, nil, daemonTuning{})
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ import (
 // would. What it adds to the API's cycle is the node hop: placement, the
 // node API over mutual TLS, the runtime's calls relayed.
 func hopCycles(ctx context.Context, n int) ([]time.Duration, error) {
-	cp, err := startBenchServer(ctx, 0, daemonTuning{noLocalNode: true})
+	cp, err := startBenchServer(ctx, 0, nil, daemonTuning{noLocalNode: true})
 	if err != nil {
 		return nil, err
 	}

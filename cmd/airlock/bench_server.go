@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/egress"
 )
 
 // benchServer is an in-process daemon on a data dir of its own, served on
@@ -23,14 +24,15 @@ type benchServer struct {
 	c   *client.Client
 }
 
-func startBenchServer(ctx context.Context, pool int, tune daemonTuning) (*benchServer, error) {
+// eg, when set, gives it an egress proxy.
+func startBenchServer(ctx context.Context, pool int, eg *egress.Config, tune daemonTuning) (*benchServer, error) {
 	dir, err := os.MkdirTemp("", "airlock-bench-")
 	if err != nil {
 		return nil, err
 	}
 	os.Chmod(dir, 0o711)
 	b := &benchServer{dir: dir}
-	if b.d, err = startDaemon(ctx, dir, pool, nil, nil, tune); err != nil {
+	if b.d, err = startDaemon(ctx, dir, pool, eg, nil, tune); err != nil {
 		b.close()
 		return nil, err
 	}

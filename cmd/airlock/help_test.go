@@ -19,7 +19,7 @@ var helpVerbs = [][]string{
 	{"template"}, {"template", "build"}, {"template", "ls"}, {"template", "rm"}, {"mcp"}, {"teardown"}, {"version"},
 	{"node"}, {"node", "drain"}, {"nodes"}, {"nodes", "token"}, {"nodes", "ls"}, {"nodes", "drain"}, {"nodes", "undrain"}, {"nodes", "rm"},
 	{"pause"}, {"resume"}, {"fork"}, {"snapshot"}, {"snapshot", "create"}, {"snapshot", "ls"}, {"snapshot", "rm"},
-	{"volume"}, {"volume", "create"}, {"volume", "ls"}, {"volume", "rm"}, {"template", "import"}, {"bench", "lifecycle"},
+	{"volume"}, {"volume", "create"}, {"volume", "ls"}, {"volume", "rm"}, {"template", "import"}, {"bench", "lifecycle"}, {"bench", "tasks"}, {"task", "harnesses"},
 }
 
 // TestEveryHelpExitsZeroOnStdout: --help, -h and help VERB print the

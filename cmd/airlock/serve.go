@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/airlockhq/airlock/internal/noderpc"
 	"github.com/airlockhq/airlock/internal/nodes"
 	"github.com/airlockhq/airlock/internal/placement"
+	"github.com/airlockhq/airlock/internal/pricing"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 	"github.com/airlockhq/airlock/internal/sandbox"
@@ -56,6 +58,7 @@ func serveCmd(args []string) error {
 	tune.kube = kubeFlags(fs)
 	advertise := fs.String("advertise-url", "", "with --store postgres: the URL other replicas reach this one on, http://HOST:PORT (default: from --addr)")
 	e2bDomainFlag(fs, &tune.e2bDomain)
+	pricesFile := fs.String("prices", "", "price table (JSON `FILE`: per model, USD per million input, cached and output tokens; per CPU-second, GiB-second of memory, GiB of egress) that turns usage into cost_usd")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: airlock serve [flags]\n\nRun the server: the REST API under /v1, the console, MCP and the E2B API.\nA DURATION is "+durationSyntax+".")
 		printFlags(fs)
@@ -76,6 +79,12 @@ func serveCmd(args []string) error {
 		return exitError(2)
 	}
 	tune.auditOutputCap = mb << 20
+	if *pricesFile != "" {
+		if tune.prices, err = pricing.Load(*pricesFile); err != nil {
+			fmt.Fprintf(os.Stderr, "airlock serve: --prices: %v\n", err)
+			return exitError(2)
+		}
+	}
 	if err := checkE2BDomain(&tune.e2bDomain); err != nil {
 		fmt.Fprintf(os.Stderr, "airlock serve: %v\n", err)
 		return exitError(2)
@@ -185,11 +194,22 @@ type daemon struct {
 	events   *events.Hub      // tenant event streams and webhooks
 	tracing  *tracing.Tracing // OpenTelemetry, when OTEL_* asks for it
 	tasks    *tasks.Service   // harness runs, each in a sandbox of its own
-	nodes    *nodes.Service   // the hosts that joined to run sandboxes
+	// modelCalls hands model calls to tasks once it runs (a sandbox
+	// reattached at start may call its model before then).
+	modelCalls atomic.Pointer[tasks.Service]
+	nodes      *nodes.Service // the hosts that joined to run sandboxes
 	// e2bDomain serves sandbox ports at host names (--e2b-domain);
 	// trafficKey derives E2B's traffic access tokens (serve_e2b.go).
 	e2bDomain  string
 	trafficKey []byte
+}
+
+// modelCall hands a model call through a sandbox's egress proxy to the
+// task it belongs to, if any.
+func (d *daemon) modelCall(c sandbox.ModelCall) {
+	if t := d.modelCalls.Load(); t != nil {
+		t.ModelCall(c)
+	}
 }
 
 // daemonTuning is what serve's flags set beyond the basics; zero fields
@@ -218,6 +238,8 @@ type daemonTuning struct {
 	store daemonStore
 	// e2bDomain serves sandbox ports at PORT-ID.e2bDomain (--e2b-domain).
 	e2bDomain string
+	// prices turns usage into cost (--prices); nil: none.
+	prices *pricing.Table
 }
 
 // daemonStore is what serve keeps in its database.
@@ -292,7 +314,8 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 	}
 	if d.mgr, err = sandbox.NewManager(ctx, st, rt, sandbox.Options{HostCPUs: goruntime.NumCPU(), HostMemoryMB: hostMemoryMB(), Egress: eg, Secrets: box,
 		AuditRetention: tune.auditRetention, AuditOutputCap: tune.auditOutputCap, Metrics: d.metrics, OnAudit: d.events.Publish,
-		Tracer: d.tracing.Tracer, DataDir: managerDir, MinFreeDiskPercent: tune.minFreeDiskPercent(), NodeLost: d.nodes.Lost}); err != nil {
+		Tracer: d.tracing.Tracer, DataDir: managerDir, MinFreeDiskPercent: tune.minFreeDiskPercent(), NodeLost: d.nodes.Lost,
+		Prices: tune.prices, OnModelCall: d.modelCall}); err != nil {
 		d.close()
 		return nil, err
 	}
@@ -300,10 +323,15 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		d.close()
 		return nil, err
 	}
-	if d.tasks, err = tasks.New(ctx, st, d.mgr, tasks.Options{Box: box}); err != nil {
+	taskOpts := tasks.Options{Box: box}
+	if d.tracing.Enabled {
+		taskOpts.Tracer = d.tracing.Tracer
+	}
+	if d.tasks, err = tasks.New(ctx, st, d.mgr, taskOpts); err != nil {
 		d.close()
 		return nil, fmt.Errorf("tasks: %w", err)
 	}
+	d.modelCalls.Store(d.tasks)
 	d.handler = api.New(d.mgr, st, api.Options{Tasks: d.tasks, Metrics: d.metrics, Events: d.events, TraceContext: d.tracing.Enabled, AuditSigner: box.Signer(), DataDir: dataDir,
 		AgentProtocol: agent.ProtocolVersion, Nodes: d.nodes})
 	return d, nil

@@ -20,8 +20,10 @@ import (
 )
 
 const taskUsage = `Usage: airlock task run --harness H [--command CMD] [--prompt P] [--allow HOST]... [--secret NAME]...
-                        [--env K=V]... [--model M] [--base-url URL] [--artifact GLOB]... [--timeout 10m] [--out DIR] [--json] [DIR | --git URL [--ref REF]]
+                        [--env K=V]... [--model M] [--base-url URL] [--artifact GLOB]... [--timeout 10m] [--out DIR] [--json]
+                        [--budget-usd USD] [--budget-tokens N] [--retry N] [DIR | --git URL [--ref REF]]
        airlock task ls [--state S] [--harness H]
+       airlock task harnesses
        airlock task get ID
        airlock task cancel ID...
 
@@ -31,6 +33,12 @@ streams its events, and writes its artifacts and workspace.diff to --out
 (default ./airlock-task-ID; it says where). Harness generic runs --command
 (a shell command line) with the prompt on stdin and in $AIRLOCK_TASK_PROMPT.
 A DURATION (--timeout) is ` + durationSyntax + `.
+--budget-usd and --budget-tokens cap what its model calls may spend (once
+spent, further calls are refused and the task fails); --retry N tries it
+again in a new sandbox after an infrastructure failure. get and ls show the
+tokens its model calls used, counted at the egress proxy, and its cost.
+harnesses lists the harnesses, their pinned versions, and whether this
+server has each one's template (and how an admin builds it).
 
 run exits with
   0    the task succeeded
@@ -48,6 +56,7 @@ func taskCmd(args []string) error {
 	return subcommand("task", taskUsage, args,
 		verb{"run", taskRun},
 		verb{"ls", taskLs},
+		verb{"harnesses", taskHarnesses},
 		verb{"get", taskGet},
 		verb{"cancel", taskCancel},
 	)
@@ -55,7 +64,7 @@ func taskCmd(args []string) error {
 
 func taskRun(args []string) error {
 	f := flag.NewFlagSet("task run", flag.ContinueOnError)
-	harness := f.String("harness", "generic", "generic, codex or claude")
+	harness := f.String("harness", "generic", "generic, codex, claude, opencode, qwen, gemini, cline or pi (airlock task harnesses)")
 	command := f.String("command", "", "the generic harness's command line (run with sh -c)")
 	prompt := f.String("prompt", "", "the task's prompt")
 	timeout := duration(f, "timeout", 10*time.Minute, time.Second, sandbox.MaxTimeout, "how long (`DURATION`) the harness may run, 1s to 24h")
@@ -71,6 +80,7 @@ func taskRun(args []string) error {
 	f.Var(env, "env", "environment variable KEY=VALUE for the harness (repeatable; stored sealed)")
 	model := f.String("model", "", "the model the harness asks for (default: the harness's own)")
 	baseURL := f.String("base-url", "", "the model API's base URL, for a provider other than the harness's (its host must be allowed or a bound secret's)")
+	spend := addSpendFlags(f)
 	f.Usage = func() {
 		fmt.Fprintln(f.Output(), taskUsage)
 		f.PrintDefaults()
@@ -92,6 +102,9 @@ func taskRun(args []string) error {
 	}
 	if *model != "" || *baseURL != "" {
 		req.Model = &client.TaskModel{Name: *model, BaseURL: *baseURL}
+	}
+	if err := spend.apply(f, &req); err != nil {
+		return err
 	}
 	switch {
 	case len(pos) == 1 && *gitURL != "":
@@ -134,6 +147,9 @@ func taskRun(args []string) error {
 	}
 	if t, err = c.GetTask(ctx, t.ID); err != nil {
 		return err
+	}
+	if line := spendLine(t.Usage, t.CostUSD); line != "" && !*asJSON {
+		fmt.Fprintf(os.Stderr, "airlock: %s\n", line)
 	}
 	dir := *out
 	if dir == "" {
@@ -317,7 +333,15 @@ func printTaskEvent(e client.TaskEvent, asJSON bool) {
 	case "file_change":
 		fmt.Printf("%s %s\n", e.Kind, e.Path)
 	case "usage":
+		if e.Call != nil {
+			fmt.Fprintf(os.Stderr, "airlock: %s\n", callLine(e.Call))
+			break
+		}
 		fmt.Printf("tokens: %d in, %d out\n", e.InputTokens, e.OutputTokens)
+	case "budget":
+		fmt.Fprintf(os.Stderr, "airlock: budget spent: %s\n", e.Reason)
+	case "attempt":
+		fmt.Fprintf(os.Stderr, "airlock: attempt %d, after: %s\n", e.Attempt, e.Reason)
 	case "raw":
 		fmt.Fprintf(os.Stderr, "| %s\n", e.Line)
 	case "task.finished":
@@ -347,15 +371,15 @@ func taskLs(args []string) error {
 	if *state != "" {
 		opts.States = strings.Split(*state, ",")
 	}
-	tw := table("ID\tSTATE\tHARNESS\tSANDBOX\tCREATED\tSUMMARY")
+	tw := table("ID\tSTATE\tHARNESS\tSANDBOX\tCREATED\tTOKENS\tCOST\tSUMMARY")
 	for {
 		p, err := c.ListTasks(ctx, opts)
 		if err != nil {
 			return err
 		}
 		for _, t := range p.Tasks {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.State, t.Harness, t.SandboxID,
-				t.CreatedAt.Local().Format(time.DateTime), firstLine(t.Summary))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.State, t.Harness, t.SandboxID,
+				t.CreatedAt.Local().Format(time.DateTime), tokensCell(t.Usage.ModelTotals), costCell(t.CostUSD), firstLine(t.Summary))
 		}
 		if p.Next == "" {
 			break
@@ -363,6 +387,34 @@ func taskLs(args []string) error {
 		opts.After = p.Next
 	}
 	return tw.Flush()
+}
+
+func taskHarnesses(args []string) error {
+	f := flag.NewFlagSet("task harnesses", flag.ContinueOnError)
+	if err := noArgs(f, args); err != nil {
+		return err
+	}
+	ctx, stop := remoteContext()
+	defer stop()
+	hs, err := remote().Harnesses(ctx)
+	if err != nil {
+		return err
+	}
+	tw := table("HARNESS\tVERSION\tTEMPLATE\tBUILT\tKEY\tPACKAGE")
+	var missing []client.Harness
+	for _, h := range hs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\n", h.Name, orDash(h.Version), h.Template, h.Built, orDash(h.KeyEnv), orDash(h.Package))
+		if !h.Built && h.BuildHint != "" {
+			missing = append(missing, h)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, h := range missing {
+		fmt.Printf("build %s's template (admin): %s\n", h.Name, h.BuildHint)
+	}
+	return nil
 }
 
 func taskGet(args []string) error {

@@ -14,7 +14,9 @@ func metricsCmd(args []string) error {
 	fs := flag.NewFlagSet("metrics", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the metrics as JSON")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: airlock metrics ID [--json]\n\nPrint what a sandbox used: live while it runs, final once it has ended.")
+		fmt.Fprintln(fs.Output(), "Usage: airlock metrics ID [--json]\n\nPrint what a sandbox used: live while it runs, final once it has ended.\n"+
+			"TOKENS are its model calls' input, cached input and output tokens, counted at its egress proxy;\n"+
+			"COST is by the server's price table (- without one).")
 		fs.PrintDefaults()
 	}
 	pos, _, err := parseArgs(fs, args, -1)
@@ -37,9 +39,10 @@ func metricsCmd(args []string) error {
 	if !m.Final {
 		state += " (live)"
 	}
-	tw := table("SANDBOX\tSTATE\tCPU\tMEMORY PEAK\tWALL\tEGRESS OUT\tEGRESS IN\tEXECS")
-	fmt.Fprintf(tw, "%s\t%s\t%.2fs\t%s\t%s\t%s\t%s\t%d\n", m.SandboxID, state, m.CPUSeconds, bytesCell(m.MemoryPeakBytes),
-		(time.Duration(m.WallSeconds * float64(time.Second))).Round(time.Second), bytesCell(m.EgressBytesOut), bytesCell(m.EgressBytesIn), m.ExecCount)
+	tw := table("SANDBOX\tSTATE\tCPU\tMEMORY PEAK\tWALL\tEGRESS OUT\tEGRESS IN\tEXECS\tMODEL CALLS\tTOKENS\tCOST")
+	fmt.Fprintf(tw, "%s\t%s\t%.2fs\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", m.SandboxID, state, m.CPUSeconds, bytesCell(m.MemoryPeakBytes),
+		(time.Duration(m.WallSeconds * float64(time.Second))).Round(time.Second), bytesCell(m.EgressBytesOut), bytesCell(m.EgressBytesIn), m.ExecCount,
+		callsCell(m.Model), tokensCell(m.Model), costCell(m.CostUSD))
 	return tw.Flush()
 }
 
@@ -53,7 +56,8 @@ func usageCmd(args []string) error {
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: airlock usage [--from T] [--to T] [--tenant ID] [--json]\n\n"+
 			"Print usage summed per tenant over the sandboxes created in [from, to), and what the server keeps\n"+
-			"for each tenant now (STORED: what its storage quota counts).")
+			"for each tenant now (STORED: what its storage quota counts). TOKENS are the model calls' input, cached\n"+
+			"input and output tokens, counted at the egress proxy; COST is by the server's price table (- without one).")
 		fs.PrintDefaults()
 	}
 	if err := noArgs(fs, args); err != nil {
@@ -80,10 +84,11 @@ func usageCmd(args []string) error {
 	if *asJSON {
 		return printMeteringJSON(rep)
 	}
-	tw := table("TENANT\tSANDBOXES\tSANDBOX-HOURS\tCPU\tMEMORY PEAK\tEGRESS OUT\tEGRESS IN\tEXECS\tSTORED")
+	tw := table("TENANT\tSANDBOXES\tSANDBOX-HOURS\tCPU\tMEMORY PEAK\tEGRESS OUT\tEGRESS IN\tEXECS\tSTORED\tMODEL CALLS\tTOKENS\tCOST")
 	for _, u := range rep.Tenants {
-		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.2fs\t%s\t%s\t%s\t%d\t%s\n", u.TenantID, u.Sandboxes, u.SandboxHours, u.CPUSeconds,
-			bytesCell(u.MemoryPeakBytes), bytesCell(u.EgressBytesOut), bytesCell(u.EgressBytesIn), u.ExecCount, bytesCell(u.StorageBytes))
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.2fs\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", u.TenantID, u.Sandboxes, u.SandboxHours, u.CPUSeconds,
+			bytesCell(u.MemoryPeakBytes), bytesCell(u.EgressBytesOut), bytesCell(u.EgressBytesIn), u.ExecCount, bytesCell(u.StorageBytes),
+			callsCell(u.Model), tokensCell(u.Model), costCell(u.CostUSD))
 	}
 	return tw.Flush()
 }

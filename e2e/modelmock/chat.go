@@ -47,14 +47,14 @@ func (q chatRequest) shellTool() (shellTool, bool) {
 
 // chat answers a Chat Completions request with one choice: an assistant
 // message carrying a shell tool call, or the final text.
-func (m *Mock) chat(w http.ResponseWriter, r *http.Request, body []byte) {
+func (m *Mock) chat(w http.ResponseWriter, r *http.Request, body []byte, i int) {
 	var q chatRequest
 	if err := json.Unmarshal(body, &q); err != nil {
 		apiError(w, r, http.StatusBadRequest, "parse request: "+err.Error())
 		return
 	}
 	var call map[string]any
-	finish, out := "stop", finalTokens
+	finish, out := "stop", int64(finalTokens)
 	if st, ok := q.shellTool(); ok && !q.hasToolOutput() {
 		call = map[string]any{
 			"id": m.id("call_"), "type": "function",
@@ -62,8 +62,7 @@ func (m *Mock) chat(w http.ResponseWriter, r *http.Request, body []byte) {
 		}
 		finish, out = "tool_calls", toolCallTokens
 	}
-	in := inputTokens(body)
-	usage := map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out}
+	usage := chatUsage(m.usage(i, body, out))
 	base := map[string]any{"id": m.id("chatcmpl-"), "created": time.Now().Unix(), "model": q.Model}
 
 	if !q.Stream {
@@ -73,7 +72,9 @@ func (m *Mock) chat(w http.ResponseWriter, r *http.Request, body []byte) {
 		}
 		resp := with(base, "object", "chat.completion")
 		resp["choices"] = []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}}
-		resp["usage"] = usage
+		if usage != nil {
+			resp["usage"] = usage
+		}
 		writeJSON(w, resp)
 		return
 	}
@@ -99,10 +100,22 @@ func (m *Mock) chat(w http.ResponseWriter, r *http.Request, body []byte) {
 		s.event("", chunk(map[string]any{"content": m.script.Final}, nil))
 	}
 	s.event("", chunk(map[string]any{}, finish))
-	if q.StreamOptions != nil && q.StreamOptions.IncludeUsage {
+	if usage != nil && q.StreamOptions != nil && q.StreamOptions.IncludeUsage {
 		u := with(base, "object", "chat.completion.chunk")
 		u["choices"], u["usage"] = []any{}, usage
 		s.event("", u)
 	}
 	s.event("", "[DONE]")
+}
+
+// chatUsage is u in Chat Completions' fields, nil for none.
+func chatUsage(u *Usage) map[string]any {
+	if u == nil {
+		return nil
+	}
+	return map[string]any{
+		"prompt_tokens": u.Input, "completion_tokens": u.Output, "total_tokens": u.Input + u.Output,
+		"prompt_tokens_details":     map[string]any{"cached_tokens": u.CachedInput},
+		"completion_tokens_details": map[string]any{"reasoning_tokens": u.Reasoning},
+	}
 }

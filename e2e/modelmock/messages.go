@@ -47,23 +47,25 @@ func (q messagesRequest) shellTool() (shellTool, bool) {
 
 // messages answers a Messages API request with one content block: a
 // tool_use of the shell tool, or the final text.
-func (m *Mock) messages(w http.ResponseWriter, r *http.Request, body []byte) {
+func (m *Mock) messages(w http.ResponseWriter, r *http.Request, body []byte, i int) {
 	var q messagesRequest
 	if err := json.Unmarshal(body, &q); err != nil {
 		apiError(w, r, http.StatusBadRequest, "parse request: "+err.Error())
 		return
 	}
 	block := map[string]any{"type": "text", "text": m.script.Final}
-	stop, out := "end_turn", finalTokens
+	stop, out := "end_turn", int64(finalTokens)
 	if st, ok := q.shellTool(); ok && !q.hasToolOutput() {
 		block = map[string]any{"type": "tool_use", "id": m.id("toolu_"), "name": st.name, "input": st.args(m.script.Command)}
 		stop, out = "tool_use", toolCallTokens
 	}
-	in := inputTokens(body)
+	u := m.usage(i, body, out)
 	msg := map[string]any{
 		"id": m.id("msg_"), "type": "message", "role": "assistant", "model": q.Model,
 		"content": []any{block}, "stop_reason": stop, "stop_sequence": nil,
-		"usage": messagesUsage(in, out),
+	}
+	if u != nil {
+		msg["usage"] = messagesUsage(*u, u.Output)
 	}
 	if !q.Stream {
 		writeJSON(w, msg)
@@ -79,7 +81,11 @@ func (m *Mock) messages(w http.ResponseWriter, r *http.Request, body []byte) {
 		s.event(typ, fields)
 	}
 	start := with(msg, "content", []any{})
-	start["stop_reason"], start["usage"] = nil, messagesUsage(in, 1)
+	start["stop_reason"] = nil
+	if u != nil {
+		// The real API's message_start counts one output token so far.
+		start["usage"] = messagesUsage(*u, 1)
+	}
 	send("message_start", map[string]any{"message": start})
 	send("ping", map[string]any{})
 	if block["type"] == "tool_use" {
@@ -90,16 +96,19 @@ func (m *Mock) messages(w http.ResponseWriter, r *http.Request, body []byte) {
 		send("content_block_delta", map[string]any{"index": 0, "delta": map[string]any{"type": "text_delta", "text": block["text"]}})
 	}
 	send("content_block_stop", map[string]any{"index": 0})
-	send("message_delta", map[string]any{
-		"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
-		"usage": map[string]any{"output_tokens": out},
-	})
+	delta := map[string]any{"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}}
+	if u != nil {
+		delta["usage"] = map[string]any{"output_tokens": u.Output}
+	}
+	send("message_delta", delta)
 	send("message_stop", map[string]any{})
 }
 
-func messagesUsage(in, out int) map[string]any {
+// messagesUsage is u in the Messages API's fields, its output count out:
+// input_tokens leaves out the cache reads.
+func messagesUsage(u Usage, out int64) map[string]any {
 	return map[string]any{
-		"input_tokens": in, "output_tokens": out,
-		"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+		"input_tokens": u.Input - u.CachedInput, "output_tokens": out,
+		"cache_creation_input_tokens": 0, "cache_read_input_tokens": u.CachedInput,
 	}
 }

@@ -549,7 +549,7 @@ func TestRequestsRecorded(t *testing.T) {
 
 func TestBadRequest(t *testing.T) {
 	_, srv := newServer(t, Script{})
-	for _, path := range []string{"/v1/responses", "/v1/chat/completions", "/v1/messages"} {
+	for _, path := range []string{"/v1/responses", "/v1/chat/completions", "/v1/messages", "/v1beta/models/m:streamGenerateContent"} {
 		resp, err := srv.Client().Post(srv.URL+path, "application/json", strings.NewReader("{"))
 		if err != nil {
 			t.Fatal(err)
@@ -564,12 +564,13 @@ func TestBadRequest(t *testing.T) {
 // FuzzMock feeds any body to every route: the mock must answer, never
 // panic, and a 200 JSON answer must be valid JSON.
 func FuzzMock(f *testing.F) {
-	for _, b := range []string{body(responsesFirst, "false"), body(chatAfter, "true"), body(messagesFirst, "true"), `{"input":[{"type":"additional_tools","tools":[{"type":"namespace","tools":[{}]}]}]}`} {
+	for _, b := range []string{body(responsesFirst, "false"), body(chatAfter, "true"), body(messagesFirst, "true"), `{"input":[{"type":"additional_tools","tools":[{"type":"namespace","tools":[{}]}]}]}`, geminiFirst, geminiAfter} {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b string) {
 		m := New(Script{})
-		for _, path := range []string{"/v1/responses", "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens"} {
+		for _, path := range []string{"/v1/responses", "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens",
+			"/v1beta/models/m:generateContent", "/v1beta/models/m:streamGenerateContent", "/v1beta/models/m:countTokens"} {
 			rec := httptest.NewRecorder()
 			m.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(b)))
 			if rec.Code == http.StatusOK && rec.Header().Get("Content-Type") == "application/json" && !json.Valid(rec.Body.Bytes()) {
@@ -577,4 +578,348 @@ func FuzzMock(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Gemini request bodies, as Gemini CLI sends them (its tools' schemas in
+// parametersJsonSchema).
+const (
+	geminiTools = `"tools":[{"functionDeclarations":[{"name":"read_file","parametersJsonSchema":{"type":"object","properties":{"file_path":{"type":"string"}}}},` +
+		`{"name":"run_shell_command","parametersJsonSchema":{"type":"object","properties":{"command":{"type":"string"},"description":{"type":"string"}}}}]}]`
+	geminiFirst = `{"contents":[{"role":"user","parts":[{"text":"go"}]}],"systemInstruction":{"parts":[{"text":"be good"}]},` + geminiTools + `}`
+	geminiAfter = `{"contents":[{"role":"user","parts":[{"text":"go"}]},` +
+		`{"role":"model","parts":[{"functionCall":{"id":"c1","name":"run_shell_command","args":{"command":"x"}},"thoughtSignature":"skip"}]},` +
+		`{"role":"user","parts":[{"functionResponse":{"id":"c1","name":"run_shell_command","response":{"output":"ok"}}}]}],` + geminiTools + `}`
+)
+
+var geminiHeaders = map[string]string{"x-goog-api-key": "AIza-test"}
+
+// geminiResponse is the part of a GenerateContentResponse the tests read.
+type geminiResponse struct {
+	Candidates []struct {
+		Content struct {
+			Role  string `json:"role"`
+			Parts []struct {
+				Text         string `json:"text"`
+				FunctionCall *struct {
+					Name string          `json:"name"`
+					Args json.RawMessage `json:"args"`
+				} `json:"functionCall"`
+			} `json:"parts"`
+		} `json:"content"`
+		FinishReason string `json:"finishReason"`
+	} `json:"candidates"`
+	UsageMetadata map[string]int64 `json:"usageMetadata"`
+	ModelVersion  string           `json:"modelVersion"`
+}
+
+func TestGemini(t *testing.T) {
+	_, srv := newServer(t, Script{})
+	const path = "/gemini/v1beta/models/gemini-2.5-pro:generateContent"
+	r := decode[geminiResponse](t, post(t, srv, path, geminiHeaders, geminiFirst).Body)
+	if len(r.Candidates) != 1 || len(r.Candidates[0].Content.Parts) != 1 || r.Candidates[0].Content.Role != "model" ||
+		r.Candidates[0].FinishReason != "STOP" || r.ModelVersion != "gemini-2.5-pro" {
+		t.Fatalf("response %+v", r)
+	}
+	fc := r.Candidates[0].Content.Parts[0].FunctionCall
+	if fc == nil || fc.Name != "run_shell_command" || string(fc.Args) != `{"command":"echo fixed \u003e answer.txt"}` {
+		t.Errorf("part %+v, want a run_shell_command call", r.Candidates[0].Content.Parts[0])
+	}
+	if u := r.UsageMetadata; u["promptTokenCount"] <= 0 || u["candidatesTokenCount"] != toolCallTokens ||
+		u["totalTokenCount"] != u["promptTokenCount"]+u["candidatesTokenCount"] {
+		t.Errorf("usageMetadata %v", u)
+	}
+
+	r = decode[geminiResponse](t, post(t, srv, path, geminiHeaders, geminiAfter).Body)
+	if len(r.Candidates) != 1 || r.Candidates[0].Content.Parts[0].Text != "done" || r.Candidates[0].Content.Parts[0].FunctionCall != nil {
+		t.Errorf("after the tool's result: %+v", r)
+	}
+	// The OpenAPI-subset "parameters" names the shell tool as well, and a
+	// request with no shell tool gets the text.
+	b := `{"contents":[{"role":"user","parts":[{"text":"go"}]}],"tools":[{"functionDeclarations":[{"name":"shell","parameters":{"type":"OBJECT","properties":{"command":{"type":"ARRAY"}}}}]}]}`
+	r = decode[geminiResponse](t, post(t, srv, path, geminiHeaders, b).Body)
+	if fc := r.Candidates[0].Content.Parts[0].FunctionCall; fc == nil || fc.Name != "shell" {
+		t.Errorf("parameters schema: %+v", r)
+	}
+	r = decode[geminiResponse](t, post(t, srv, path, geminiHeaders, `{"contents":[{"role":"user","parts":[{"text":"title?"}]}]}`).Body)
+	if r.Candidates[0].Content.Parts[0].Text != "done" {
+		t.Errorf("no tools: %+v", r)
+	}
+}
+
+// foldGemini folds streamed chunks the way the Gemini SDK does: the
+// parts' text joined, the calls collected, the last usageMetadata.
+func foldGemini(chunks []geminiResponse) (text string, calls []string, usage map[string]int64, finish string) {
+	for _, c := range chunks {
+		for _, cand := range c.Candidates {
+			for _, p := range cand.Content.Parts {
+				text += p.Text
+				if p.FunctionCall != nil {
+					calls = append(calls, p.FunctionCall.Name+string(p.FunctionCall.Args))
+				}
+			}
+			if cand.FinishReason != "" {
+				finish = cand.FinishReason
+			}
+		}
+		if c.UsageMetadata != nil {
+			usage = c.UsageMetadata
+		}
+	}
+	return text, calls, usage, finish
+}
+
+func TestGeminiStream(t *testing.T) {
+	_, srv := newServer(t, Script{Command: "ls", Final: "all good"})
+	const path = "/v1beta/models/m:streamGenerateContent"
+	sseChunks := func(body string) []geminiResponse {
+		var chunks []geminiResponse
+		for _, e := range readSSE(t, post(t, srv, path+"?alt=sse", geminiHeaders, body)) {
+			var c geminiResponse
+			if err := json.Unmarshal([]byte(e.data), &c); err != nil || e.name != "" {
+				t.Fatalf("event %q %s: %v", e.name, e.data, err)
+			}
+			chunks = append(chunks, c)
+		}
+		return chunks
+	}
+
+	text, calls, usage, finish := foldGemini(sseChunks(geminiFirst))
+	if text != "" || len(calls) != 1 || calls[0] != `run_shell_command{"command":"ls"}` || finish != "STOP" {
+		t.Errorf("tool call stream: text %q calls %q finish %q", text, calls, finish)
+	}
+	if usage["candidatesTokenCount"] != toolCallTokens || usage["totalTokenCount"] != usage["promptTokenCount"]+toolCallTokens {
+		t.Errorf("usage %v", usage)
+	}
+	chunks := sseChunks(geminiAfter)
+	if text, calls, _, _ := foldGemini(chunks); len(chunks) < 2 || text != "all good" || calls != nil {
+		t.Errorf("final stream: %d chunks, text %q, calls %q", len(chunks), text, calls)
+	}
+
+	// Without alt=sse the stream is one JSON array of the chunks.
+	arr := decode[[]geminiResponse](t, post(t, srv, path, geminiHeaders, geminiAfter).Body)
+	if text, _, usage, _ := foldGemini(arr); text != "all good" || usage["promptTokenCount"] <= 0 {
+		t.Errorf("JSON array stream %+v", arr)
+	}
+}
+
+func TestGeminiOtherRoutes(t *testing.T) {
+	_, srv := newServer(t, Script{})
+	r := decode[struct {
+		TotalTokens int `json:"totalTokens"`
+	}](t, post(t, srv, "/v1beta/models/m:countTokens", geminiHeaders, geminiFirst).Body)
+	if r.TotalTokens <= 0 {
+		t.Errorf("countTokens %d", r.TotalTokens)
+	}
+	get := func(path string) (int, []byte) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		req.Header.Set("x-goog-api-key", "AIza-test")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	if code, b := get("/v1beta/models"); code != 200 || !bytes.Contains(b, []byte(`"name":"models/mock"`)) {
+		t.Errorf("models: %d %s", code, b)
+	}
+	if code, b := get("/v1beta/models/gemini-2.5-pro"); code != 200 || !bytes.Contains(b, []byte(`"name":"models/gemini-2.5-pro"`)) {
+		t.Errorf("model: %d %s", code, b)
+	}
+	// Errors come in Gemini's shape: code, message, status.
+	resp, err := srv.Client().Post(srv.URL+"/v1beta/models/m:generateContent?key=AIza-test", "application/json", strings.NewReader("{"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	e := decode[struct {
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+			Status  string `json:"status"`
+		} `json:"error"`
+	}](t, resp.Body)
+	if resp.StatusCode != 400 || e.Error.Code != 400 || e.Error.Status != "INVALID_ARGUMENT" || e.Error.Message == "" {
+		t.Errorf("bad request: %s %+v", resp.Status, e)
+	}
+	if code, b := get("/v1beta/files"); code != 404 || !bytes.Contains(b, []byte(`"status":"NOT_FOUND"`)) {
+		t.Errorf("404: %d %s", code, b)
+	}
+}
+
+// jsonValue decodes s for a comparison of JSON values.
+func jsonValue(t *testing.T, s string) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("%s: %v", s, err)
+	}
+	return v
+}
+
+// field is the value at a path of object keys in v, nil if it is not
+// there.
+func field(v any, path ...string) any {
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+// usageCase is one API shape: a request, and where its answer (an
+// object, or a stream's events by name, "" for unnamed) reports usage.
+type usageCase struct {
+	name, path string
+	header     map[string]string
+	body       string
+	stream     bool
+	// usage picks the reported usage from the answer: one JSON value
+	// per place the API reports it.
+	usage func(answer any, events []sseEvent) []any
+}
+
+func usageCases(t *testing.T) []usageCase {
+	data := func(e sseEvent) any { return jsonValue(t, e.data) }
+	return []usageCase{
+		{"responses", "/v1/responses", nil, body(responsesFirst, "false"), false,
+			func(a any, _ []sseEvent) []any { return []any{field(a, "usage")} }},
+		{"responses stream", "/v1/responses", nil, body(responsesAfter, "true"), true,
+			func(_ any, evs []sseEvent) []any {
+				return []any{field(data(evs[len(evs)-1]), "response", "usage")}
+			}},
+		{"chat", "/v1/chat/completions", nil, body(chatFirst, "false"), false,
+			func(a any, _ []sseEvent) []any { return []any{field(a, "usage")} }},
+		{"chat stream", "/v1/chat/completions", nil, body(chatAfter, "true"), true,
+			func(_ any, evs []sseEvent) []any {
+				var us []any
+				for _, e := range evs {
+					if e.data != "[DONE]" && field(data(e), "usage") != nil {
+						us = append(us, field(data(e), "usage"))
+					}
+				}
+				return us
+			}},
+		{"messages", "/v1/messages", anthropicHeaders, body(messagesFirst, "false"), false,
+			func(a any, _ []sseEvent) []any { return []any{field(a, "usage")} }},
+		{"messages stream", "/v1/messages", anthropicHeaders, body(messagesAfter, "true"), true,
+			func(_ any, evs []sseEvent) []any {
+				var us []any
+				for _, e := range evs {
+					if u := field(data(e), "message", "usage"); u != nil {
+						us = append(us, u)
+					}
+					if u := field(data(e), "usage"); u != nil {
+						us = append(us, u)
+					}
+				}
+				return us
+			}},
+		{"gemini", "/v1beta/models/m:generateContent", geminiHeaders, geminiFirst, false,
+			func(a any, _ []sseEvent) []any { return []any{field(a, "usageMetadata")} }},
+		{"gemini stream", "/v1beta/models/m:streamGenerateContent?alt=sse", geminiHeaders, geminiAfter, true,
+			func(_ any, evs []sseEvent) []any {
+				var us []any
+				for _, e := range evs {
+					if u := field(data(e), "usageMetadata"); u != nil {
+						us = append(us, u)
+					}
+				}
+				return us
+			}},
+	}
+}
+
+// answer posts c's request and returns its reported usage.
+func (c usageCase) answer(t *testing.T, srv *httptest.Server) []any {
+	resp := post(t, srv, c.path, c.header, c.body)
+	if c.stream {
+		return c.usage(nil, readSSE(t, resp))
+	}
+	return c.usage(decode[any](t, resp.Body), nil)
+}
+
+// Script.Usage is reported exactly, in each API's own fields, and
+// recorded with the request.
+func TestScriptUsage(t *testing.T) {
+	u := Usage{Input: 1000, CachedInput: 400, Output: 30, Reasoning: 10}
+	responses := `{"input_tokens":1000,"input_tokens_details":{"cached_tokens":400},"output_tokens":30,"output_tokens_details":{"reasoning_tokens":10},"total_tokens":1030}`
+	chat := `{"prompt_tokens":1000,"prompt_tokens_details":{"cached_tokens":400},"completion_tokens":30,"completion_tokens_details":{"reasoning_tokens":10},"total_tokens":1030}`
+	messages := `{"input_tokens":600,"cache_read_input_tokens":400,"cache_creation_input_tokens":0,"output_tokens":30}`
+	gemini := `{"promptTokenCount":1000,"cachedContentTokenCount":400,"candidatesTokenCount":20,"thoughtsTokenCount":10,"totalTokenCount":1030}`
+	want := map[string][]string{
+		"responses": {responses}, "responses stream": {responses},
+		"chat": {chat}, "chat stream": {chat},
+		"messages": {messages},
+		// message_start counts the input and one output token so far;
+		// message_delta the whole output.
+		"messages stream": {`{"input_tokens":600,"cache_read_input_tokens":400,"cache_creation_input_tokens":0,"output_tokens":1}`, `{"output_tokens":30}`},
+		"gemini":          {gemini},
+		// A running total: the first chunk counts the prompt only.
+		"gemini stream": {`{"promptTokenCount":1000,"cachedContentTokenCount":400,"totalTokenCount":1000}`, gemini},
+	}
+	m, srv := newServer(t, Script{Usage: &u})
+	for _, c := range usageCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			var wantUsage []any
+			for _, s := range want[c.name] {
+				wantUsage = append(wantUsage, jsonValue(t, s))
+			}
+			if d := cmp.Diff(wantUsage, c.answer(t, srv)); d != "" {
+				t.Errorf("usage (-want +got):\n%s", d)
+			}
+			reqs := m.Requests()
+			if got := reqs[len(reqs)-1].Usage; got == nil || *got != u {
+				t.Errorf("recorded usage %+v, want %+v", got, u)
+			}
+		})
+	}
+}
+
+func TestNoUsage(t *testing.T) {
+	m, srv := newServer(t, Script{NoUsage: true})
+	for _, c := range usageCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			for _, u := range c.answer(t, srv) {
+				if u != nil {
+					t.Errorf("usage %v", u)
+				}
+			}
+			reqs := m.Requests()
+			if r := reqs[len(reqs)-1]; r.Usage != nil {
+				t.Errorf("recorded usage %+v", r.Usage)
+			}
+		})
+	}
+	// A chat stream asked for usage gets none all the same.
+	evs := readSSE(t, post(t, srv, "/v1/chat/completions", nil, body(chatFirst, "true")))
+	if s := foldChat(t, evs); s.usage != 0 || !s.done || s.name != "shell" {
+		t.Errorf("chat stream %+v", s)
+	}
+}
+
+// Without Script.Usage the numbers are made up, and recorded as sent:
+// input from the body's size, output by the answer's kind.
+func TestMadeUpUsage(t *testing.T) {
+	m, srv := newServer(t, Script{})
+	for _, c := range usageCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			c.answer(t, srv)
+			reqs := m.Requests()
+			r := reqs[len(reqs)-1]
+			out := int64(finalTokens)
+			if !strings.Contains(string(r.Body), "function_call_output") && !strings.Contains(string(r.Body), `"role":"tool"`) &&
+				!strings.Contains(string(r.Body), "tool_result") && !strings.Contains(string(r.Body), "functionResponse") {
+				out = toolCallTokens
+			}
+			want := Usage{Input: int64(len(r.Body))/4 + 1, Output: out}
+			if r.Usage == nil || *r.Usage != want {
+				t.Errorf("recorded usage %+v, want %+v", r.Usage, want)
+			}
+		})
+	}
 }

@@ -101,14 +101,14 @@ func (c *toolCollector) add(tools []json.RawMessage) {
 
 // responses answers a Responses API request with one output item: a
 // shell tool call or the final message.
-func (m *Mock) responses(w http.ResponseWriter, r *http.Request, body []byte) {
+func (m *Mock) responses(w http.ResponseWriter, r *http.Request, body []byte, i int) {
 	var q responsesRequest
 	if err := json.Unmarshal(body, &q); err != nil {
 		apiError(w, r, http.StatusBadRequest, "parse request: "+err.Error())
 		return
 	}
 	var item map[string]any
-	out := finalTokens
+	out := int64(finalTokens)
 	if st, ok := q.shellTool(); ok && !q.hasToolOutput() {
 		item, out = m.responsesToolCall(st), toolCallTokens
 	} else {
@@ -117,15 +117,16 @@ func (m *Mock) responses(w http.ResponseWriter, r *http.Request, body []byte) {
 			"content": []any{outputText(m.script.Final)},
 		}
 	}
-	in := inputTokens(body)
 	resp := map[string]any{
 		"id": m.id("resp_"), "object": "response", "created_at": time.Now().Unix(),
 		"status": "completed", "model": q.Model, "output": []any{item},
-		"usage": map[string]any{
-			"input_tokens": in, "input_tokens_details": map[string]any{"cached_tokens": 0},
-			"output_tokens": out, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
-			"total_tokens": in + out,
-		},
+	}
+	if u := m.usage(i, body, out); u != nil {
+		resp["usage"] = map[string]any{
+			"input_tokens": u.Input, "input_tokens_details": map[string]any{"cached_tokens": u.CachedInput},
+			"output_tokens": u.Output, "output_tokens_details": map[string]any{"reasoning_tokens": u.Reasoning},
+			"total_tokens": u.Input + u.Output,
+		}
 	}
 	if !q.Stream {
 		writeJSON(w, resp)

@@ -180,6 +180,7 @@ var routes = []route{
 	{"GET", "/v1/webhooks/{id}/deliveries", anyKey, (*server).webhookDeliveries},
 
 	// Tasks (tasks.go): a harness run in a sandbox of its own.
+	{"GET", "/v1/harnesses", anyKey, (*server).listHarnesses},
 	{"POST", "/v1/tasks", anyKey, (*server).createTask},
 	{"GET", "/v1/tasks", anyKey, (*server).listTasks},
 	{"GET", "/v1/tasks/{id}", anyKey, (*server).getTask},

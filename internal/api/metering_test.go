@@ -32,7 +32,7 @@ func TestSandboxMetricsRoute(t *testing.T) {
 	}
 	sort.Strings(keys)
 	want := []string{"cpu_seconds", "created_at", "egress_bytes_in", "egress_bytes_out", "exec_count",
-		"final", "memory_bytes", "memory_peak_bytes", "sandbox_id", "state", "wall_seconds"}
+		"final", "memory_bytes", "memory_peak_bytes", "model", "sandbox_id", "state", "wall_seconds"}
 	if d := cmp.Diff(want, keys); d != "" {
 		t.Errorf("metrics keys (-want +got):\n%s", d)
 	}

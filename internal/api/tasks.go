@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/tasks"
 )
@@ -40,11 +41,16 @@ type taskJSON struct {
 	SandboxID string        `json:"sandbox_id,omitempty"`
 	ExitCode  *int          `json:"exit_code,omitempty"`
 	Summary   string        `json:"summary,omitempty"`
-	Usage     taskUsageJSON `json:"usage"`
-	Position  *int          `json:"queue_position,omitempty"`
-	CreatedAt time.Time     `json:"created_at"`
-	StartedAt time.Time     `json:"started_at,omitzero"`
-	EndedAt   time.Time     `json:"ended_at,omitzero"`
+	Usage     tasks.Usage   `json:"usage"`
+	// CostUSD is left out when the server has no price table.
+	CostUSD   *sandbox.Cost   `json:"cost_usd,omitempty"`
+	Budget    *sandbox.Budget `json:"budget,omitempty"`
+	Retry     *tasks.Retry    `json:"retry,omitempty"`
+	Attempts  []tasks.Attempt `json:"attempts"`
+	Position  *int            `json:"queue_position,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	StartedAt time.Time       `json:"started_at,omitzero"`
+	EndedAt   time.Time       `json:"ended_at,omitzero"`
 }
 
 // taskRepoJSON is the repo a task started from: a tarball by its size.
@@ -53,18 +59,13 @@ type taskRepoJSON struct {
 	Git          *tasks.GitRepo `json:"git,omitempty"`
 }
 
-type taskUsageJSON struct {
-	InputTokens  int64 `json:"input_tokens"`
-	OutputTokens int64 `json:"output_tokens"`
-}
-
 func (s *server) taskToJSON(t tasks.Task) taskJSON {
 	r := t.Request
 	out := taskJSON{
 		ID: t.ID, State: t.State, Reason: t.Reason, Harness: t.Harness, Prompt: r.Prompt, Command: r.Command,
 		Files: make([]string, 0, len(r.Files)), Allow: r.Allow, Secrets: r.Secrets, Model: r.Model, Limits: r.Limits,
 		TimeoutS: r.TimeoutS, Artifacts: r.Artifacts, SandboxID: t.SandboxID, Summary: t.Summary,
-		Usage:     taskUsageJSON{t.InputTokens, t.OutputTokens},
+		Usage: t.Usage, CostUSD: t.Usage.CostUSD, Budget: r.Budget, Retry: r.Retry, Attempts: t.Attempts,
 		CreatedAt: t.CreatedAt, StartedAt: t.StartedAt, EndedAt: t.EndedAt,
 	}
 	for p := range r.Files {
@@ -86,6 +87,10 @@ func (s *server) taskToJSON(t tasks.Task) taskJSON {
 	if r.Repo != nil {
 		out.Repo = &taskRepoJSON{TarballBytes: len(r.Repo.Tarball), Git: r.Repo.Git}
 	}
+	if out.Attempts == nil {
+		out.Attempts = []tasks.Attempt{}
+	}
+	out.Usage.Reported = tasks.ReportedUsage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens}
 	return out
 }
 
@@ -353,4 +358,16 @@ func (s *server) taskArtifacts(w http.ResponseWriter, r *http.Request) {
 		}{j, string(d.Content)}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// listHarnesses answers the harness table: what each harness installs,
+// whether this server has its template, and how an admin builds it.
+func (s *server) listHarnesses(w http.ResponseWriter, r *http.Request) {
+	if s.tasks == nil {
+		s.fail(w, r, errNoTasks)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Harnesses []tasks.Info `json:"harnesses"`
+	}{s.tasks.Harnesses()})
 }

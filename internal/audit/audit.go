@@ -44,6 +44,8 @@ const (
 	PortConnection   = "port.connection"     // port, bytes_in, bytes_out, duration_ms, cut, reason
 	SecretInjected   = "secret.injected"     // name, host
 	SecretMisdirect  = "secret.misdirected"  // name, host
+	ModelUsage       = "model.usage"         // api, model, host, status, streamed, duration_ms, input/cached_input/output/reasoning_tokens (null: unread), cost_usd
+	ModelRefused     = "model.refused"       // host, refused: a model call answered 429, its budget spent
 	OutputCapped     = "audit.output_capped" // limit_bytes
 	TaskStarted      = "task.started"        // task_id, harness
 	TaskFinished     = "task.finished"       // task_id, harness, state, reason, exit_code, input_tokens, output_tokens

@@ -22,4 +22,13 @@
 // CA, swaps placeholders for values, and opens its own verified TLS
 // upstream. Every other tunnel is carried untouched, its bytes never
 // decrypted.
+//
+// On those intercepted tunnels the proxy also meters model API calls
+// (OpenAI Responses and Chat Completions, Anthropic Messages, Gemini
+// generateContent): it reads the token usage from each answer as it
+// streams through, never holding it back or changing a byte, and logs it
+// (KindModelUsage) before the bytes that carry it reach the sandbox, so a
+// budget gate (SetModelGate) sees every answered call before the next one
+// leaves. It must never log usage it could not read as zero: unknown
+// counts are null.
 package egress

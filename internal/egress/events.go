@@ -35,9 +35,15 @@ type Event struct {
 	Cut bool `json:"cut,omitempty"`
 
 	// Kind is "" for a connection or request, else a secret event
-	// (KindSecretInjected, KindSecretMisdirected) about binding Secret.
+	// (KindSecretInjected, KindSecretMisdirected) about binding Secret,
+	// or a model API call's: its usage (KindModelUsage, with Usage; one
+	// per answered call, besides the request's own event), or the
+	// request's own event when the budget gate refused it
+	// (KindModelBudget).
 	Kind   string `json:"kind,omitempty"`
 	Secret string `json:"secret,omitempty"` // a binding's name, never its value
+
+	Usage *ModelUsage `json:"usage,omitempty"` // with KindModelUsage
 }
 
 // Reasons of a cut connection.

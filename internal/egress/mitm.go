@@ -120,6 +120,10 @@ func (m *mitm) handle(ev *Event, upErr *upstreamError) bool {
 	if upErr != nil {
 		return m.failUpstream(ev, upErr)
 	}
+	call := newModelCall(req) // nil unless a model API call
+	if err := m.s.gateModelCall(call); err != nil {
+		return m.denyBudget(ev, req, call, err)
+	}
 	upgrade := req.Header.Get("Upgrade") != ""
 	clean(req.Header, upgrade)
 	if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
@@ -139,7 +143,7 @@ func (m *mitm) handle(ev *Event, upErr *upstreamError) bool {
 	if _, ok := req.Header["User-Agent"]; !ok {
 		req.Header["User-Agent"] = []string{""} // or net/http adds its own
 	}
-	return m.roundTrip(ev, req, use, upgrade)
+	return m.roundTrip(ev, req, use, upgrade, call)
 }
 
 // rules returns what the secrets in force now do to this tunnel's
@@ -195,7 +199,7 @@ func (m *mitm) refuse(ev *Event, status int, decision, reason string) bool {
 }
 
 // roundTrip sends the rewritten request and relays the scrubbed answer.
-func (m *mitm) roundTrip(ev *Event, req *http.Request, use *requestUse, upgrade bool) bool {
+func (m *mitm) roundTrip(ev *Event, req *http.Request, use *requestUse, upgrade bool, call *modelCall) bool {
 	werr := req.Write(m.up)
 	for _, e := range use.events(*ev) {
 		// Logged even if the write failed part way: the value may have
@@ -214,6 +218,8 @@ func (m *mitm) roundTrip(ev *Event, req *http.Request, use *requestUse, upgrade 
 	clean(resp.Header, switching)
 	m.tr.set.scrubResponse(resp, req)
 	ev.Status = resp.StatusCode
+	call.watch(m.s, resp, use, *ev)
+	defer call.finish()
 	keep := !switching && req.ProtoAtLeast(1, 1) && !req.Close && !resp.Close
 	resp.Close = !keep && !switching
 	if err := resp.Write(m.client); err != nil {

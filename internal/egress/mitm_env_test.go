@@ -49,7 +49,8 @@ type mitmEnv struct {
 
 // mitmOptions vary an environment.
 type mitmOptions struct {
-	noRootCAs bool // the proxy gets no extra roots
+	noRootCAs bool         // the proxy gets no extra roots
+	upstream  http.Handler // the TLS server's handler instead of the echo
 }
 
 func newMitmEnv(t *testing.T, opt mitmOptions) *mitmEnv {
@@ -58,7 +59,11 @@ func newMitmEnv(t *testing.T, opt mitmOptions) *mitmEnv {
 	dns := startMitmDNS(t)
 	upCert, upRoots := mitmUpstreamCert(t)
 	e.upRoots = upRoots
-	tlsSrv := httptest.NewUnstartedServer(mitmEchoHandler(e.seen))
+	var h http.Handler = mitmEchoHandler(e.seen)
+	if opt.upstream != nil {
+		h = opt.upstream
+	}
+	tlsSrv := httptest.NewUnstartedServer(h)
 	tlsSrv.TLS = &tls.Config{Certificates: []tls.Certificate{upCert}}
 	tlsSrv.StartTLS()
 	t.Cleanup(tlsSrv.Close)

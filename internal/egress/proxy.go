@@ -128,6 +128,8 @@ type Sandbox struct {
 
 	// secrets are the bindings and CA in force; nil: no interception.
 	secrets atomic.Pointer[secretSet]
+	// gate is the model-call budget check in force (SetModelGate).
+	gate atomic.Pointer[modelGate]
 
 	mu     sync.Mutex
 	lns    []net.Listener

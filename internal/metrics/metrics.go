@@ -30,6 +30,7 @@ type Metrics struct {
 	execSeconds     prometheus.Histogram
 	egressDecisions *prometheus.CounterVec
 	egressBytes     *prometheus.CounterVec
+	modelTokens     *prometheus.CounterVec
 	auditEvents     prometheus.Counter
 	log             *slog.Logger
 }
@@ -71,13 +72,17 @@ func New(log *slog.Logger) *Metrics {
 			Name: "airlock_egress_bytes_total",
 			Help: "Bytes through the egress proxy on the sandboxes' side: out from a sandbox, in to it.",
 		}, []string{"direction"}),
+		modelTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "airlock_model_tokens_total",
+			Help: "Model tokens counted at the egress proxy from the model APIs' answers, by type (input is uncached input; output includes reasoning).",
+		}, []string{"type"}),
 		auditEvents: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "airlock_audit_events_total",
 			Help: "Audit events recorded.",
 		}),
 	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.creates, m.createFailures, m.createSeconds, m.execSeconds, m.egressDecisions, m.egressBytes, m.auditEvents)
+		m.creates, m.createFailures, m.createSeconds, m.execSeconds, m.egressDecisions, m.egressBytes, m.modelTokens, m.auditEvents)
 	// The labelled series exist from the start, so a rate() over them has
 	// a zero to start from rather than a gap.
 	for _, d := range []string{"allowed", "denied"} {
@@ -85,6 +90,9 @@ func New(log *slog.Logger) *Metrics {
 	}
 	for _, d := range []string{"out", "in"} {
 		m.egressBytes.WithLabelValues(d)
+	}
+	for _, t := range []string{"input", "cached_input", "output"} {
+		m.modelTokens.WithLabelValues(t)
 	}
 	return m
 }
@@ -152,6 +160,16 @@ func (m *Metrics) EgressBytes(out, in int64) {
 	if in > 0 {
 		m.egressBytes.WithLabelValues("in").Add(float64(in))
 	}
+}
+
+// ModelTokens adds one model call's tokens.
+func (m *Metrics) ModelTokens(input, cached, output int64) {
+	if m == nil {
+		return
+	}
+	m.modelTokens.WithLabelValues("input").Add(float64(input))
+	m.modelTokens.WithLabelValues("cached_input").Add(float64(cached))
+	m.modelTokens.WithLabelValues("output").Add(float64(output))
 }
 
 // AuditEvent counts one recorded audit event.

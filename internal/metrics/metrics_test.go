@@ -84,6 +84,8 @@ func TestSeries(t *testing.T) {
 	m.EgressDecision("")
 	m.EgressBytes(10, 0)
 	m.AuditEvent()
+	m.ModelTokens(1000, 200, 300)
+	m.ModelTokens(10, 0, 5)
 	got, _ := scrape(t, m)
 	want := map[string]float64{
 		"airlock_sandboxes{state=running}": 3, "airlock_sandboxes{state=failed}": 1,
@@ -92,7 +94,9 @@ func TestSeries(t *testing.T) {
 		"airlock_exec_duration_seconds": 1, "airlock_exec_duration_seconds_sum": 2,
 		"airlock_egress_decisions_total{decision=allowed}": 0, "airlock_egress_decisions_total{decision=denied}": 1,
 		"airlock_egress_bytes_total{direction=out}": 10, "airlock_egress_bytes_total{direction=in}": 0,
-		"airlock_audit_events_total": 1,
+		"airlock_audit_events_total":             1,
+		"airlock_model_tokens_total{type=input}": 1010, "airlock_model_tokens_total{type=cached_input}": 200,
+		"airlock_model_tokens_total{type=output}": 305,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)

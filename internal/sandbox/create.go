@@ -224,6 +224,9 @@ func (s *Service) newRecord(ctx context.Context, c Caller, req CreateRequest, fr
 	if err != nil {
 		return store.Sandbox{}, err
 	}
+	if b := req.Budget; b != nil && b.MaxCostUSD != nil && s.opts.Prices == nil {
+		return store.Sandbox{}, fmt.Errorf("%w: budget.max_cost_usd: this server has no price table (airlock serve --prices FILE); use budget.max_tokens", ErrInvalid)
+	}
 	id, err := newID()
 	if err != nil {
 		return store.Sandbox{}, err
@@ -281,8 +284,11 @@ func newLifecycle(req CreateRequest, from origin) (lifecycle, error) {
 		return lifecycle{}, fmt.Errorf("%w: max_paused_s %d must be between 0 (the default, %d) and %d", ErrInvalid,
 			req.MaxPausedS, int64(DefaultMaxPaused/time.Second), maxS)
 	}
+	if err := req.Budget.Validate(); err != nil {
+		return lifecycle{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
 	return lifecycle{AutoResume: req.AutoResume, IdleAction: req.IdleAction, MaxPausedS: req.MaxPausedS,
-		Snapshot: req.Snapshot, ForkOf: from.forkOf, Volumes: req.Volumes}, nil
+		Snapshot: req.Snapshot, ForkOf: from.forkOf, Volumes: req.Volumes, Budget: req.Budget}, nil
 }
 
 // limits applies defaults and refuses what the runtime could not honour

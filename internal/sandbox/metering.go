@@ -115,7 +115,7 @@ func (s *Service) meterStart(rec store.Sandbox) {
 	s.meter.mu.Lock()
 	defer s.meter.mu.Unlock()
 	s.meter.runs[rec.ID] = &run{booting: time.Now(),
-		u: store.SandboxUsage{SandboxID: rec.ID, TenantID: rec.TenantID, CreatedAt: rec.CreatedAt}}
+		u: store.SandboxUsage{SandboxID: rec.ID, TenantID: rec.TenantID, CreatedAt: rec.CreatedAt, MemoryMB: rec.MemoryMB}}
 }
 
 // meterCreated counts a create that ended with the sandbox running.
@@ -147,7 +147,7 @@ func (s *Service) meterResume(ctx context.Context, rec store.Sandbox) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.log.Error("metering: load usage", "sandbox", rec.ID, "err", err)
 	}
-	u.SandboxID, u.TenantID, u.CreatedAt = rec.ID, rec.TenantID, rec.CreatedAt
+	u.SandboxID, u.TenantID, u.CreatedAt, u.MemoryMB = rec.ID, rec.TenantID, rec.CreatedAt, rec.MemoryMB
 	s.meter.mu.Lock()
 	defer s.meter.mu.Unlock()
 	s.meter.runs[rec.ID] = &run{u: u}
@@ -221,7 +221,7 @@ func (s *Service) meterEnd(ctx context.Context, rec store.Sandbox) {
 		return
 	}
 	s.meter.mu.Lock()
-	u := store.SandboxUsage{SandboxID: rec.ID, TenantID: rec.TenantID, CreatedAt: rec.CreatedAt}
+	u := store.SandboxUsage{SandboxID: rec.ID, TenantID: rec.TenantID, CreatedAt: rec.CreatedAt, MemoryMB: rec.MemoryMB}
 	if r := s.meter.runs[rec.ID]; r != nil {
 		u = r.u
 		delete(s.meter.runs, rec.ID)

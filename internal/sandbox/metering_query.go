@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/pricing"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -28,6 +29,11 @@ type Metrics struct {
 	ExecCount      int64     `json:"exec_count"`
 	CreatedAt      time.Time `json:"created_at"`
 	EndedAt        time.Time `json:"ended_at,omitzero"`
+	// Model is what its model calls used, counted at the egress proxy.
+	Model ModelTotals `json:"model"`
+	// CostUSD prices all of it by the operator's price table; left out
+	// when the server has none.
+	CostUSD *Cost `json:"cost_usd,omitempty"`
 }
 
 // UsageQuery selects the sandboxes created in [From, To) (zero bounds are
@@ -61,6 +67,12 @@ type TenantUsage struct {
 	EgressBytesIn   int64   `json:"egress_bytes_in"`
 	ExecCount       int64   `json:"exec_count"`
 	StorageBytes    int64   `json:"storage_bytes"`
+	// MemoryGiBSeconds is each sandbox's memory limit times its wall
+	// time, summed: what memory is priced by.
+	MemoryGiBSeconds float64     `json:"memory_gib_seconds"`
+	Model            ModelTotals `json:"model"`
+	// CostUSD is left out when the server has no price table.
+	CostUSD *Cost `json:"cost_usd,omitempty"`
 }
 
 // SandboxMetrics returns a sandbox's usage: read live from its cgroup and
@@ -89,11 +101,15 @@ func (s *Service) SandboxMetrics(ctx context.Context, c Caller, id string) (Metr
 		SandboxID: rec.ID, State: rec.State, Final: !rec.EndedAt.IsZero(),
 		CPUSeconds: u.CPUSeconds, MemoryPeakBytes: u.MemoryPeakBytes, MemoryBytes: memNow,
 		EgressBytesOut: u.EgressBytesOut, EgressBytesIn: u.EgressBytesIn, ExecCount: u.ExecCount,
-		CreatedAt: rec.CreatedAt, EndedAt: rec.EndedAt,
+		CreatedAt: rec.CreatedAt, EndedAt: rec.EndedAt, Model: modelTotals(u.Model),
 	}
 	if !end.IsZero() && end.After(rec.CreatedAt) {
 		m.WallSeconds = end.Sub(rec.CreatedAt).Seconds()
 	}
+	if u.MemoryMB == 0 {
+		u.MemoryMB = rec.MemoryMB
+	}
+	m.CostUSD = s.cost(u, m.WallSeconds)
 	return m, nil
 }
 
@@ -136,7 +152,13 @@ func (s *Service) Usage(ctx context.Context, c Caller, q UsageQuery) (UsageRepor
 			TenantID: r.TenantID, Sandboxes: r.Sandboxes, SandboxHours: r.SandboxSeconds / 3600,
 			CPUSeconds: r.CPUSeconds, MemoryPeakBytes: r.MemoryPeakBytes,
 			EgressBytesOut: r.EgressBytesOut, EgressBytesIn: r.EgressBytesIn, ExecCount: r.ExecCount,
+			MemoryGiBSeconds: r.MemoryGiBSeconds, Model: modelTotals(r.Model),
 		})
+		if p := s.opts.Prices; p != nil {
+			c := NewCost(r.Model.CostUSD, p.ComputeCost(pricing.Resources{CPUSeconds: r.CPUSeconds,
+				MemoryGiBSeconds: r.MemoryGiBSeconds, EgressBytes: r.EgressBytesOut}))
+			rep.Tenants[len(rep.Tenants)-1].CostUSD = &c
+		}
 	}
 	// One tenant asked for gets its line even when it used nothing.
 	if q.TenantID != "" && len(rep.Tenants) == 0 {

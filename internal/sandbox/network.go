@@ -78,6 +78,9 @@ func (s *Service) attach(ctx context.Context, rec store.Sandbox, sb runtime.Sand
 		return fmt.Errorf("egress proxy for %s: %w", rec.ID, err)
 	}
 	att := s.proxy.Attach(rec.ID, rec.TenantID, rules, httpLn, socksLn)
+	if b := lifecycleOf(rec).Budget; b != nil {
+		att.SetModelGate(s.modelGate(rec.ID, b))
+	}
 	ns := &netState{att: att, tenant: rec.TenantID, env: egress.Env()}
 	if rec.Secrets != "" {
 		sec, err := s.loadBindings(ctx, rec)

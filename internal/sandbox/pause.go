@@ -51,6 +51,8 @@ type lifecycle struct {
 	// VolumeTransfers how its volumes moved to its node.
 	Transfer        *SnapshotTransfer `json:"transfer,omitempty"`
 	VolumeTransfers []VolumeTransfer  `json:"volume_transfers,omitempty"`
+	// Budget caps its spending on model calls (model_usage.go).
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // SnapshotTransfer says that a sandbox's snapshot was streamed from the
@@ -79,13 +81,16 @@ type Lifecycle struct {
 	// VolumeTransfers, when set, say the create moved its volumes from
 	// their node, which had no room, to the sandbox's.
 	VolumeTransfers []VolumeTransfer `json:"volume_transfers,omitempty"`
+	// Budget caps its model calls' spending (model_usage.go).
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // LifecycleOf reads rec's lifecycle, with defaults filled in.
 func LifecycleOf(rec store.Sandbox) Lifecycle {
 	l := lifecycleOf(rec)
 	out := Lifecycle{AutoResume: l.AutoResume, IdleAction: l.IdleAction, MaxPausedS: l.MaxPausedS,
-		PausedAt: l.PausedAt, Snapshot: l.Snapshot, ForkOf: l.ForkOf, Volumes: l.Volumes, SnapshotTransfer: l.Transfer, VolumeTransfers: l.VolumeTransfers}
+		PausedAt: l.PausedAt, Snapshot: l.Snapshot, ForkOf: l.ForkOf, Volumes: l.Volumes, SnapshotTransfer: l.Transfer, VolumeTransfers: l.VolumeTransfers,
+		Budget: l.Budget}
 	if out.IdleAction == "" {
 		out.IdleAction = IdleDestroy
 	}
@@ -110,7 +115,8 @@ func lifecycleOf(rec store.Sandbox) lifecycle {
 
 func (l lifecycle) encode() string {
 	if l.AutoResume == false && l.IdleAction == "" && l.MaxPausedS == 0 && l.PausedAt.IsZero() &&
-		l.Snapshot == "" && l.ForkOf == "" && len(l.Volumes) == 0 && l.Transfer == nil && len(l.VolumeTransfers) == 0 {
+		l.Snapshot == "" && l.ForkOf == "" && len(l.Volumes) == 0 && l.Transfer == nil && len(l.VolumeTransfers) == 0 &&
+		l.Budget == nil {
 		return ""
 	}
 	b, _ := json.Marshal(l)

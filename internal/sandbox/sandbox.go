@@ -129,6 +129,9 @@ type CreateRequest struct {
 	Snapshot string `json:"snapshot,omitempty"`
 	// Volumes are the tenant's volumes to mount.
 	Volumes []VolumeMount `json:"volumes,omitempty"`
+	// Budget caps what the sandbox's model calls may spend; once spent,
+	// the egress proxy answers further model calls with 429.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // origin is where a sandbox's files come from, once resolved: the

@@ -17,6 +17,7 @@ import (
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/live"
 	"github.com/airlockhq/airlock/internal/metrics"
+	"github.com/airlockhq/airlock/internal/pricing"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/secrets"
 	"github.com/airlockhq/airlock/internal/store"
@@ -68,6 +69,13 @@ type Options struct {
 	// NodeLost says whether the named node (not "local") is lost, and
 	// why; a running sandbox there shows as unreachable. Nil: none is.
 	NodeLost func(node string) (reason string, lost bool)
+	// Prices turns usage into cost (airlock serve --prices); nil prices
+	// nothing, and budgets in USD are refused.
+	Prices *pricing.Table
+	// OnModelCall, when set, sees each model call through a sandbox's
+	// egress proxy once it is counted (or refused for a spent budget),
+	// before the proxy passes the answer's end on. It must return soon.
+	OnModelCall func(ModelCall)
 }
 
 // Service is the sandbox layer on a store and a runtime: what the API
@@ -185,8 +193,13 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 		cfg.OnOpen = func(e egress.Event) func() { return s.conns.open(e.SandboxID, connEgress, e) }
 		cfg.OnEvent = func(e egress.Event) {
 			s.netlog.Add(e)
-			s.recordNet(e)
-			s.meterEgress(e)
+			switch e.Kind {
+			case egress.KindModelUsage, egress.KindModelBudget:
+				s.meterModel(e)
+			default:
+				s.recordNet(e)
+				s.meterEgress(e)
+			}
 			if next != nil {
 				next(e)
 			}

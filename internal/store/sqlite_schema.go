@@ -115,6 +115,17 @@ var migrations = []string{
 	// Pause, snapshot, fork and volume settings (Sandbox.Lifecycle), and
 	// the snapshots and volumes themselves (disks.go).
 	`ALTER TABLE sandboxes ADD COLUMN lifecycle TEXT NOT NULL DEFAULT '';` + disksSchema,
+	// What a sandbox's model calls used and cost, counted at the egress
+	// proxy (SandboxUsage.Model).
+	// The memory limit, for memory priced by the GiB-second.
+	`ALTER TABLE sandbox_usage ADD COLUMN memory_mb INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE sandbox_usage ADD COLUMN model_calls INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE sandbox_usage ADD COLUMN model_calls_unmetered INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE sandbox_usage ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE sandbox_usage ADD COLUMN cached_input_tokens INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE sandbox_usage ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE sandbox_usage ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE sandbox_usage ADD COLUMN model_cost_usd REAL NOT NULL DEFAULT 0;`,
 }
 
 // migrate applies the migrations the database has not run yet, in one

@@ -27,7 +27,8 @@ const usageSchema = `CREATE TABLE sandbox_usage (
 	CREATE INDEX sandbox_usage_tenant ON sandbox_usage(tenant_id, created_at);`
 
 const usageCols = `sandbox_id, tenant_id, created_at, ended_at, updated_at,
-	cpu_seconds, memory_peak_bytes, egress_bytes_out, egress_bytes_in, exec_count`
+	cpu_seconds, memory_peak_bytes, egress_bytes_out, egress_bytes_in, exec_count,
+	memory_mb, model_calls, model_calls_unmetered, input_tokens, cached_input_tokens, output_tokens, reasoning_tokens, model_cost_usd`
 
 // SaveUsage upserts rows in one transaction. The merge keeps the larger
 // of each counter: the writers (a periodic flush, the end of a sandbox, a
@@ -39,7 +40,7 @@ func (s *SQLite) SaveUsage(ctx context.Context, rows []SandboxUsage) error {
 	}
 	return s.writeTx(ctx, "save usage", func(tx *sql.Tx) error {
 		st, err := s.prepared(ctx, `INSERT INTO sandbox_usage (`+usageCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (sandbox_id) DO UPDATE SET
 			ended_at = COALESCE(sandbox_usage.ended_at, excluded.ended_at),
 			updated_at = max(COALESCE(sandbox_usage.updated_at, 0), COALESCE(excluded.updated_at, 0)),
@@ -47,7 +48,15 @@ func (s *SQLite) SaveUsage(ctx context.Context, rows []SandboxUsage) error {
 			memory_peak_bytes = max(sandbox_usage.memory_peak_bytes, excluded.memory_peak_bytes),
 			egress_bytes_out = max(sandbox_usage.egress_bytes_out, excluded.egress_bytes_out),
 			egress_bytes_in = max(sandbox_usage.egress_bytes_in, excluded.egress_bytes_in),
-			exec_count = max(sandbox_usage.exec_count, excluded.exec_count)`)
+			exec_count = max(sandbox_usage.exec_count, excluded.exec_count),
+			memory_mb = max(sandbox_usage.memory_mb, excluded.memory_mb),
+			model_calls = max(sandbox_usage.model_calls, excluded.model_calls),
+			model_calls_unmetered = max(sandbox_usage.model_calls_unmetered, excluded.model_calls_unmetered),
+			input_tokens = max(sandbox_usage.input_tokens, excluded.input_tokens),
+			cached_input_tokens = max(sandbox_usage.cached_input_tokens, excluded.cached_input_tokens),
+			output_tokens = max(sandbox_usage.output_tokens, excluded.output_tokens),
+			reasoning_tokens = max(sandbox_usage.reasoning_tokens, excluded.reasoning_tokens),
+			model_cost_usd = max(sandbox_usage.model_cost_usd, excluded.model_cost_usd)`)
 		if err != nil {
 			return fmt.Errorf("save usage: %w", err)
 		}
@@ -57,7 +66,9 @@ func (s *SQLite) SaveUsage(ctx context.Context, rows []SandboxUsage) error {
 				return fmt.Errorf("save usage of %q: sandbox, tenant and creation time are required", u.SandboxID)
 			}
 			if _, err := txst.ExecContext(ctx, u.SandboxID, u.TenantID, ToNanos(u.CreatedAt), ToNanos(u.EndedAt),
-				ToNanos(u.UpdatedAt), u.CPUSeconds, u.MemoryPeakBytes, u.EgressBytesOut, u.EgressBytesIn, u.ExecCount); err != nil {
+				ToNanos(u.UpdatedAt), u.CPUSeconds, u.MemoryPeakBytes, u.EgressBytesOut, u.EgressBytesIn, u.ExecCount,
+				u.MemoryMB, u.Model.Calls, u.Model.Unmetered, u.Model.InputTokens, u.Model.CachedInputTokens, u.Model.OutputTokens,
+				u.Model.ReasoningTokens, u.Model.CostUSD); err != nil {
 				return fmt.Errorf("save usage of %s: %w", u.SandboxID, err)
 			}
 		}
@@ -71,7 +82,9 @@ func (s *SQLite) GetUsage(ctx context.Context, sandboxID string) (SandboxUsage, 
 	var created, ended, updated sql.NullInt64
 	err := s.queryRow(ctx, `SELECT `+usageCols+` FROM sandbox_usage WHERE sandbox_id = ?`, sandboxID).Scan(
 		&u.SandboxID, &u.TenantID, &created, &ended, &updated,
-		&u.CPUSeconds, &u.MemoryPeakBytes, &u.EgressBytesOut, &u.EgressBytesIn, &u.ExecCount)
+		&u.CPUSeconds, &u.MemoryPeakBytes, &u.EgressBytesOut, &u.EgressBytesIn, &u.ExecCount,
+		&u.MemoryMB, &u.Model.Calls, &u.Model.Unmetered, &u.Model.InputTokens, &u.Model.CachedInputTokens, &u.Model.OutputTokens,
+		&u.Model.ReasoningTokens, &u.Model.CostUSD)
 	if err != nil {
 		return SandboxUsage{}, fmt.Errorf("usage of %s: %w", sandboxID, notFound(err))
 	}
@@ -84,7 +97,7 @@ func (s *SQLite) GetUsage(ctx context.Context, sandboxID string) (SandboxUsage, 
 // hundred thousand sandbox-days.
 func (s *SQLite) UsageByTenant(ctx context.Context, f UsageFilter) ([]TenantUsage, error) {
 	where := []string{`1`}
-	args := []any{ToNanos(f.Now)}
+	args := []any{ToNanos(f.Now), ToNanos(f.Now)}
 	if f.TenantID != "" {
 		where = append(where, `tenant_id = ?`)
 		args = append(args, f.TenantID)
@@ -100,7 +113,11 @@ func (s *SQLite) UsageByTenant(ctx context.Context, f UsageFilter) ([]TenantUsag
 	rows, err := s.db.QueryContext(ctx, `SELECT tenant_id, COUNT(*),
 			TOTAL(max(0, COALESCE(ended_at, ?) - created_at)) / 1e9,
 			TOTAL(cpu_seconds), COALESCE(MAX(memory_peak_bytes), 0),
-			COALESCE(SUM(egress_bytes_out), 0), COALESCE(SUM(egress_bytes_in), 0), COALESCE(SUM(exec_count), 0)
+			COALESCE(SUM(egress_bytes_out), 0), COALESCE(SUM(egress_bytes_in), 0), COALESCE(SUM(exec_count), 0),
+			TOTAL(max(0, COALESCE(ended_at, ?) - created_at) / 1e9 * memory_mb / 1024.0),
+			COALESCE(SUM(model_calls), 0), COALESCE(SUM(model_calls_unmetered), 0), COALESCE(SUM(input_tokens), 0),
+			COALESCE(SUM(cached_input_tokens), 0), COALESCE(SUM(output_tokens), 0), COALESCE(SUM(reasoning_tokens), 0),
+			TOTAL(model_cost_usd)
 		FROM sandbox_usage WHERE `+strings.Join(where, ` AND `)+`
 		GROUP BY tenant_id ORDER BY tenant_id`, args...)
 	if err != nil {
@@ -109,7 +126,9 @@ func (s *SQLite) UsageByTenant(ctx context.Context, f UsageFilter) ([]TenantUsag
 	out, err := scanAll(rows, func(r Scanner) (TenantUsage, error) {
 		var u TenantUsage
 		err := r.Scan(&u.TenantID, &u.Sandboxes, &u.SandboxSeconds, &u.CPUSeconds, &u.MemoryPeakBytes,
-			&u.EgressBytesOut, &u.EgressBytesIn, &u.ExecCount)
+			&u.EgressBytesOut, &u.EgressBytesIn, &u.ExecCount,
+			&u.MemoryGiBSeconds, &u.Model.Calls, &u.Model.Unmetered, &u.Model.InputTokens, &u.Model.CachedInputTokens, &u.Model.OutputTokens,
+			&u.Model.ReasoningTokens, &u.Model.CostUSD)
 		return u, err
 	})
 	if err != nil {

@@ -129,6 +129,35 @@ type SandboxUsage struct {
 	EgressBytesOut  int64 // from the sandbox
 	EgressBytesIn   int64 // to the sandbox
 	ExecCount       int64
+	MemoryMB        int64 // its memory limit
+	Model           ModelUsage
+}
+
+// ModelUsage is what model calls used, counted at the egress proxy from
+// the model APIs' own answers.
+type ModelUsage struct {
+	Calls int64
+	// Unmetered counts the calls whose usage could not be read: their
+	// tokens are in no total.
+	Unmetered         int64
+	InputTokens       int64 // input not read from a cache
+	CachedInputTokens int64
+	OutputTokens      int64 // reasoning included
+	ReasoningTokens   int64
+	// CostUSD is priced by the operator's table as each call is counted
+	// (0 without one).
+	CostUSD float64
+}
+
+// Add adds o to u.
+func (u *ModelUsage) Add(o ModelUsage) {
+	u.Calls += o.Calls
+	u.Unmetered += o.Unmetered
+	u.InputTokens += o.InputTokens
+	u.CachedInputTokens += o.CachedInputTokens
+	u.OutputTokens += o.OutputTokens
+	u.ReasoningTokens += o.ReasoningTokens
+	u.CostUSD += o.CostUSD
 }
 
 // UsageFilter selects the sandboxes created in [From, To) (a zero bound is
@@ -150,6 +179,10 @@ type TenantUsage struct {
 	EgressBytesOut  int64
 	EgressBytesIn   int64
 	ExecCount       int64
+	// MemoryGiBSeconds is each sandbox's memory limit times its wall
+	// time, summed.
+	MemoryGiBSeconds float64
+	Model            ModelUsage
 }
 
 // SandboxFilter selects sandboxes in List. Zero fields match everything.

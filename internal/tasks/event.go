@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"time"
 	"unicode/utf8"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
 )
 
 // Normalized event types: the one stream every harness is turned into.
@@ -53,9 +55,16 @@ type Event struct {
 	Summary      string `json:"summary,omitempty"` // task.finished
 	Reason       string `json:"reason,omitempty"`  // task.finished: why it failed, if not the harness
 	Harness      string `json:"harness,omitempty"` // task.started
-	Line         string `json:"line,omitempty"`    // raw
-	Stream       string `json:"stream,omitempty"`  // raw: stdout or stderr
-	Truncated    bool   `json:"truncated,omitempty"`
+	// Source says who counted a usage event: "proxy" (Call: one model
+	// call, as the egress proxy read it) or "harness" (the tokens it
+	// reported).
+	Source string             `json:"source,omitempty"`
+	Call   *sandbox.ModelCall `json:"call,omitempty"`
+	// Attempt numbers an attempt event (1 is the first).
+	Attempt   int    `json:"attempt,omitempty"`
+	Line      string `json:"line,omitempty"`   // raw
+	Stream    string `json:"stream,omitempty"` // raw: stdout or stderr
+	Truncated bool   `json:"truncated,omitempty"`
 }
 
 // maxField bounds each text field of an event: a harness's tool result can

@@ -13,6 +13,16 @@ import (
 // emit numbers and stores events of the task, linked to its sandbox, and
 // wakes its followers. A failed write is logged: the task goes on.
 func (s *Service) emit(taskID, sandboxID string, evs ...Event) {
+	s.appendEvents(taskID, sandboxID, true, evs)
+}
+
+// emitLive is emit for events from outside the harness's output, which a
+// resumed task does not make again (usage.go's live).
+func (s *Service) emitLive(taskID, sandboxID string, evs ...Event) {
+	s.appendEvents(taskID, sandboxID, false, evs)
+}
+
+func (s *Service) appendEvents(taskID, sandboxID string, remade bool, evs []Event) {
 	if len(evs) == 0 {
 		return
 	}
@@ -29,7 +39,7 @@ func (s *Service) emit(taskID, sandboxID string, evs ...Event) {
 		rows = append(rows, store.TaskEvent{Time: now, Type: e.Type, SandboxID: sandboxID, Data: data})
 	}
 	s.mu.Lock()
-	if l := s.logs[taskID]; l != nil && l.skip > 0 {
+	if l := s.logs[taskID]; l != nil && l.skip > 0 && remade {
 		// A task resumed by a later daemon makes again the events its
 		// phase had stored before the restart: they are not stored twice.
 		n := min(l.skip, len(rows))

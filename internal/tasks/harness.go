@@ -25,10 +25,20 @@ type Harness struct {
 	// Env is fixed environment the harness runs with (its nonessential
 	// traffic off and the like); the request's own env overrides it.
 	Env map[string]string
+	// EnvFor, if set, is more environment that depends on the request (a
+	// config naming its model and base URL, say); the request's own env
+	// overrides it too.
+	EnvFor func(r Request) map[string]string
 	// Hosts are the model API hosts added to the allow-list by default.
 	Hosts []string
 	// Argv is the non-interactive command line; the prompt is on stdin.
 	Argv func(r Request) []string
+	// Bin is the CLI's command when Argv starts with a wrapper (sh -c
+	// writing its config first); "" when Argv starts with it.
+	Bin string
+	// MemoryMB is the task sandbox's memory when the request sets none
+	// (0: the sandbox default).
+	MemoryMB int64
 	// NewParser turns the harness's stdout lines into normalized events.
 	NewParser func() Parser
 }
@@ -38,6 +48,13 @@ type Harness struct {
 type Parser interface {
 	Line(line string) []Event
 	Summary() string
+}
+
+// failer is a Parser that can tell a run exiting 0 had failed: Failure
+// is why ("" if it did not). Pi, for one, exits 0 after its last model
+// call failed.
+type failer interface {
+	Failure() string
 }
 
 // Harness names.
@@ -102,9 +119,52 @@ func (h Harness) Install() string {
 	return "npm install -g --no-audit --no-fund --no-update-notifier --allow-scripts=" + name + " " + h.Package
 }
 
+// Command is the harness's CLI command (its --version names its version).
+func (h Harness) Command() string {
+	if h.Bin != "" {
+		return h.Bin
+	}
+	return h.Argv(Request{})[0]
+}
+
 // BuildHint is the command that builds the harness's template.
 func (h Harness) BuildHint() string {
 	return fmt.Sprintf("airlock template build %s --allow %s --run '%s'", h.Template, Registry, h.Install())
+}
+
+// Info is a harness as GET /v1/harnesses shows it.
+type Info struct {
+	Name string `json:"name"`
+	// Package and Version are the pinned npm package its template
+	// installs ("" for generic, which runs the task's own command).
+	Package  string `json:"package,omitempty"`
+	Version  string `json:"version,omitempty"`
+	Template string `json:"template"`
+	// Built says whether this server has the template; BuildHint is the
+	// command an admin builds it with.
+	Built     bool   `json:"built"`
+	BuildHint string `json:"build_hint,omitempty"`
+	// KeyEnv is the variable it reads its model key from (bind a secret
+	// of that name); Hosts its default model API hosts.
+	KeyEnv string   `json:"key_env,omitempty"`
+	Hosts  []string `json:"hosts"`
+}
+
+// Harnesses lists the harness table, with whether this server has each
+// one's template.
+func (s *Service) Harnesses() []Info {
+	out := make([]Info, 0, len(harnesses))
+	for _, name := range HarnessNames() {
+		h := harnesses[name]
+		in := Info{Name: h.Name, Package: h.Package, Template: h.Template, Built: s.opts.HasTemplate(h.Template),
+			KeyEnv: h.KeyEnv, Hosts: append([]string{}, h.Hosts...)}
+		if i := strings.LastIndex(h.Package, "@"); i > 0 {
+			in.Package, in.Version = h.Package[:i], h.Package[i+1:]
+			in.BuildHint = h.BuildHint()
+		}
+		out = append(out, in)
+	}
+	return out
 }
 
 // HarnessNames lists the supported harnesses.
@@ -123,6 +183,11 @@ func (h Harness) env(r Request, taskID string) map[string]string {
 	env := map[string]string{}
 	for k, v := range h.Env {
 		env[k] = v
+	}
+	if h.EnvFor != nil {
+		for k, v := range h.EnvFor(r) {
+			env[k] = v
+		}
 	}
 	for k, v := range r.Env {
 		env[k] = v

@@ -15,6 +15,11 @@ import (
 func claudeArgv(r Request) []string {
 	argv := []string{"claude", "-p", "--output-format", "stream-json", "--verbose",
 		"--dangerously-skip-permissions"}
+	if r.Continue != "" {
+		// A follow-up turn: the conversation the earlier task left in
+		// ~/.claude for this workspace (kept with it).
+		argv = append(argv, "--continue")
+	}
 	if r.Model != nil && r.Model.Name != "" {
 		argv = append(argv, "--model", r.Model.Name)
 	}

@@ -27,8 +27,13 @@ func codexArgv(r Request) []string {
 	if r.Model != nil && r.Model.BaseURL != "" {
 		base = r.Model.BaseURL
 	}
-	argv := []string{"codex", "exec", "--json", "--skip-git-repo-check",
-		"--dangerously-bypass-approvals-and-sandbox"}
+	argv := []string{"codex", "exec"}
+	if r.Continue != "" {
+		// A follow-up turn: the session the earlier task left in ~/.codex
+		// (kept with its workspace).
+		argv = append(argv, "resume", "--last")
+	}
+	argv = append(argv, "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox")
 	for _, kv := range []string{
 		"model_provider=" + tomlString("airlock"),
 		"model_providers.airlock.name=" + tomlString("Airlock"),

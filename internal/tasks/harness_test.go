@@ -13,6 +13,30 @@ import (
 
 // The sample lines are written from the harnesses' documented output
 // formats (codex exec --json; claude -p --output-format stream-json).
+// jsonValues compares inputs as JSON values, not bytes: the CLIs escape
+// differently from encoding/json.
+var jsonValues = cmp.Transformer("json", func(m json.RawMessage) any {
+	var v any
+	json.Unmarshal(m, &v)
+	return v
+})
+
+// parseFixture runs harness's parser over testdata/file, the stdout of a
+// real run, a line at a time.
+func parseFixture(t *testing.T, harness, file string) ([]Event, Parser) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := harnesses[harness].NewParser()
+	var got []Event
+	for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		got = append(got, p.Line(l)...)
+	}
+	return got, p
+}
+
 func TestParsers(t *testing.T) {
 	tests := []struct {
 		name, harness string
@@ -255,22 +279,8 @@ func TestParsersOnCapturedRuns(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			b, err := os.ReadFile(filepath.Join("testdata", tt.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := harnesses[tt.harness].NewParser()
-			var got []Event
-			for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
-				got = append(got, p.Line(l)...)
-			}
-			// Inputs compare as JSON values, not bytes: the CLIs escape
-			// differently from encoding/json.
-			if d := cmp.Diff(tt.want, got, cmp.Transformer("json", func(m json.RawMessage) any {
-				var v any
-				json.Unmarshal(m, &v)
-				return v
-			})); d != "" {
+			got, p := parseFixture(t, tt.harness, tt.file)
+			if d := cmp.Diff(tt.want, got, jsonValues); d != "" {
 				t.Errorf("events (-want +got):\n%s", d)
 			}
 			if s := p.Summary(); s != "done" {

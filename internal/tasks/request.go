@@ -40,7 +40,35 @@ type Request struct {
 	Limits    Limits   `json:"limits,omitzero"`
 	TimeoutS  int64    `json:"timeout_s,omitempty"`
 	Artifacts []string `json:"artifacts,omitempty"`
+	// Budget caps what the task's model calls may spend (each attempt's
+	// sandbox gets it); once spent, further calls are refused and the
+	// task ends failed with reason "budget".
+	Budget *sandbox.Budget `json:"budget,omitempty"`
+	// Retry runs the task again, in a new sandbox, after an
+	// infrastructure failure (its sandbox could not be created or was
+	// lost); a harness that fails is not retried.
+	Retry *Retry `json:"retry,omitempty"`
+	// Continue makes this task a follow-up turn of an ended one (its
+	// id): it starts from that task's final workspace, which it kept
+	// (KeepWorkspaceS), in the same harness, and where the harness can,
+	// in its own session (codex exec resume --last, claude --continue).
+	Continue string `json:"continue,omitempty"`
+	// KeepWorkspaceS keeps the final workspace (the whole sandbox's
+	// writable layer: the harness's session too) as a snapshot for that
+	// many seconds after the task ends, for a follow-up turn.
+	KeepWorkspaceS int64 `json:"keep_workspace_s,omitempty"`
 }
+
+// Retry bounds how often a task is tried again.
+type Retry struct {
+	Max int `json:"max"`
+}
+
+// MaxRetries bounds Retry.Max; MaxKeepWorkspaceS KeepWorkspaceS (a week).
+const (
+	MaxRetries        = 10
+	MaxKeepWorkspaceS = 7 * 86400
+)
 
 // Repo is what the workspace starts from: exactly one of a tar archive
 // (plain or gzip-compressed; base64 in JSON) and a git repository that the
@@ -162,6 +190,18 @@ func (r *Request) validate(has func(template string) bool) error {
 		if err := validGlob(g); err != nil {
 			return err
 		}
+	}
+	if err := r.Budget.Validate(); err != nil {
+		return invalid("%v", err)
+	}
+	if r.Retry != nil && (r.Retry.Max < 0 || r.Retry.Max > MaxRetries) {
+		return invalid("retry.max %d: want 0..%d", r.Retry.Max, MaxRetries)
+	}
+	if r.KeepWorkspaceS < 0 || r.KeepWorkspaceS > MaxKeepWorkspaceS {
+		return invalid("keep_workspace_s %d: want 0..%d", r.KeepWorkspaceS, MaxKeepWorkspaceS)
+	}
+	if r.Continue != "" && r.Repo != nil {
+		return invalid("continue starts from the earlier task's workspace: leave repo out")
 	}
 	if r.Repo != nil {
 		return r.validRepo()

@@ -40,6 +40,13 @@ type progress struct {
 	Seq     int64               `json:"seq"`
 	Exit    *sandbox.ExecResult `json:"exit,omitempty"`    // collect: the harness's end
 	Summary string              `json:"summary,omitempty"` // collect: its final answer
+	// Failure is why a harness that exited 0 failed, by its own output.
+	Failure string `json:"failure,omitempty"`
+	// Attempts are the task's tries (attempts.go); the only field kept
+	// once it has ended.
+	Attempts []Attempt `json:"attempts,omitempty"`
+	// Workspace is the snapshot an ended task kept (continuation.go).
+	Workspace *keptWorkspace `json:"workspace,omitempty"`
 }
 
 // harnessTag tags the harness among its sandbox's background processes.
@@ -172,6 +179,7 @@ func (h *harnessOutput) End(int64) error { return nil }
 
 // save stores the task's progress (and its token counts so far).
 func (r *taskRun) save(ctx context.Context, p progress) {
+	p.Attempts = r.attempts
 	b, err := json.Marshal(p)
 	if err == nil {
 		r.rec.Progress = string(b)
@@ -209,7 +217,11 @@ func (s *Service) countEvents(ctx context.Context, id string, after int64) (int,
 		if err != nil {
 			return 0, 0, fmt.Errorf("task %s: read its events: %w", id, err)
 		}
-		n += len(rows)
+		for _, r := range rows {
+			if !live(r) {
+				n++
+			}
+		}
 		if len(rows) > 0 {
 			newest = rows[len(rows)-1].Seq
 		}

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -56,16 +57,33 @@ type taskRun struct {
 	req Request
 	h   Harness
 	c   sandbox.Caller
+	// attempts are its tries so far, the current one last (attempts.go).
+	attempts []Attempt
+	// kept is the workspace it kept at its end (continuation.go).
+	kept *keptWorkspace
 }
 
 func (r *taskRun) run(ctx context.Context) {
 	bg := context.WithoutCancel(ctx)
+	if r.attempts = attemptsOf(*r.rec); len(r.attempts) == 0 {
+		r.attempts = []Attempt{{N: 1, StartedAt: r.s.opts.Now().UTC()}}
+	}
+	if r.rec.SandboxID != "" {
+		r.s.watch(r.rec.SandboxID, r.rec.ID)
+	}
 	end := r.runIn(ctx)
+	for end.infra && r.retry(ctx, end) {
+		end = r.runIn(ctx)
+	}
+	if r.rec.SandboxID != "" {
+		defer r.s.unwatch(r.rec.SandboxID)
+	}
 	if end.detached {
 		// The daemon stops; the task does not. The next daemon goes on
 		// from the progress saved.
 		return
 	}
+	r.endAttempt(end.reason)
 	// The sandbox goes before task.finished, so a client that saw the end
 	// never finds the task's sandbox still there.
 	if r.rec.SandboxID != "" {
@@ -80,6 +98,7 @@ func (r *taskRun) run(ctx context.Context) {
 			data["exit_code"] = end.res.ExitCode
 		}
 		r.s.m.RecordTask(bg, r.c, r.rec.SandboxID, audit.TaskFinished, data)
+		r.keepWorkspace(bg, end)
 		dctx, cancel := context.WithTimeout(bg, time.Minute)
 		if err := r.s.m.Delete(dctx, r.c, r.rec.SandboxID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 			r.s.log.Error("task: destroy sandbox", "task", r.rec.ID, "sandbox", r.rec.SandboxID, "err", err)
@@ -90,11 +109,13 @@ func (r *taskRun) run(ctx context.Context) {
 }
 
 // ending is how a task ended, or that this daemon stopped running it
-// (detached).
+// (detached). infra says Airlock failed it (its sandbox could not be had,
+// prepared or followed), not the harness: a retry may do better.
 type ending struct {
 	state, reason, summary string
 	res                    *sandbox.ExecResult
 	detached               bool
+	infra                  bool
 }
 
 // runIn runs the task from where it is: from the start, or from the
@@ -118,6 +139,9 @@ func (r *taskRun) runIn(ctx context.Context) ending {
 			return r.cut(ctx, err, "run the harness")
 		}
 		p = progress{Phase: phaseCollect, Seq: r.s.seq(r.rec.ID), Exit: &res, Summary: truncUTF8(parser.Summary(), 4096)}
+		if f, ok := parser.(failer); ok {
+			p.Failure = truncUTF8(f.Failure(), 4096)
+		}
 		r.save(ctx, p)
 	}
 	// Collect even after a timeout: what the harness did so far is
@@ -144,6 +168,8 @@ func (r *taskRun) runIn(ctx context.Context) ending {
 		if res.Signal != 0 {
 			e.reason = fmt.Sprintf("the harness was killed by signal %d", res.Signal)
 		}
+	case p.Failure != "":
+		e.state, e.reason = store.TaskFailed, "the harness reported: "+p.Failure
 	}
 	return e
 }
@@ -161,6 +187,8 @@ func (r *taskRun) setUp(ctx context.Context) error {
 	if err := s.st.UpdateTask(bg, *r.rec); err != nil {
 		s.log.Error("task: save", "task", r.rec.ID, "err", err)
 	}
+	r.s.watch(sb.ID, r.rec.ID)
+	r.startAttempt(sb.ID)
 	s.emit(r.rec.ID, sb.ID, Event{Type: EventStarted, Harness: r.h.Name})
 	s.m.RecordTask(bg, r.c, sb.ID, audit.TaskStarted, map[string]any{"task_id": r.rec.ID, "harness": r.h.Name})
 	return r.prepare(ctx, sb.ID)
@@ -175,8 +203,10 @@ func (r *taskRun) cut(ctx context.Context, err error, what string) ending {
 		return ending{state: store.TaskCancelled, reason: "cancelled"}
 	case errors.Is(cause, errShutdown):
 		return ending{detached: true}
+	case errors.Is(cause, errBudget):
+		return ending{state: store.TaskFailed, reason: cause.Error()}
 	}
-	return ending{state: store.TaskFailed, reason: fmt.Sprintf("%s: %v", what, err)}
+	return ending{state: store.TaskFailed, reason: fmt.Sprintf("%s: %v", what, err), infra: true}
 }
 
 // createSandbox creates the task's sandbox. A tenant at its sandbox quota
@@ -203,11 +233,15 @@ func (r *taskRun) createSandbox(ctx context.Context) (store.Sandbox, error) {
 func sandboxRequest(req Request, h Harness, taskID string) sandbox.CreateRequest {
 	cr := sandbox.CreateRequest{
 		Template: h.Template,
-		CPUs:     req.Limits.CPUs, MemoryMB: req.Limits.MemoryMB,
+		CPUs:     req.Limits.CPUs, MemoryMB: cmp.Or(req.Limits.MemoryMB, h.MemoryMB),
 		Pids: req.Limits.Pids, DiskMB: req.Limits.DiskMB,
 		TimeoutS: min(req.TimeoutS+int64(setupMargin/time.Second), MaxTimeoutS),
 		Secrets:  req.Secrets,
 		Metadata: map[string]string{"airlock.task": taskID},
+		Budget:   req.Budget,
+	}
+	if req.Continue != "" {
+		cr.Snapshot = workspaceSnapshot(req.Continue)
 	}
 	// The harness's default model hosts, unless the request names its own
 	// endpoint (then the caller's allow-list must reach it).
@@ -223,11 +257,15 @@ func sandboxRequest(req Request, h Harness, taskID string) sandbox.CreateRequest
 
 // prepare writes the files into the workspace and snapshots it.
 func (r *taskRun) prepare(ctx context.Context, sbID string) error {
-	if err := r.s.m.Mkdir(ctx, r.c, sbID, Workspace, 0o755); err != nil {
-		return err
-	}
-	if err := r.fill(ctx, sbID); err != nil {
-		return err
+	// A follow-up turn's sandbox starts from the earlier task's final
+	// workspace: only the files of this turn are written.
+	if r.req.Continue == "" {
+		if err := r.s.m.Mkdir(ctx, r.c, sbID, Workspace, 0o755); err != nil {
+			return err
+		}
+		if err := r.fill(ctx, sbID); err != nil {
+			return err
+		}
 	}
 	for p, content := range r.req.Files {
 		mode := uint32(0o644)
@@ -296,7 +334,7 @@ func commitish(ref string) bool {
 
 // finish saves the task's end and emits task.finished, its last event.
 func (s *Service) finish(ctx context.Context, t *store.Task, state, reason, summary string, res *sandbox.ExecResult) {
-	t.State, t.Reason, t.EndedAt, t.Progress = state, reason, s.opts.Now().UTC(), ""
+	t.State, t.Reason, t.EndedAt, t.Progress = state, reason, s.opts.Now().UTC(), endedProgress(*t)
 	if summary == "" {
 		summary = reason
 	}
@@ -313,4 +351,5 @@ func (s *Service) finish(ctx context.Context, t *store.Task, state, reason, summ
 		s.log.Error("task: save end", "task", t.ID, "state", state, "err", err)
 	}
 	s.emit(t.ID, t.SandboxID, e)
+	s.exportTrace(ctx, *t)
 }

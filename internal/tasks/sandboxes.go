@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 
+	"github.com/airlockhq/airlock/internal/pricing"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
@@ -34,6 +35,16 @@ type Sandboxes interface {
 	ReadFile(ctx context.Context, c sandbox.Caller, id, path string, w io.Writer) (int64, error)
 	Mkdir(ctx context.Context, c sandbox.Caller, id, path string, mode fs.FileMode) error
 	Stat(ctx context.Context, c sandbox.Caller, id, path string) (runtime.FileInfo, error)
+
+	// SandboxMetrics is what a sandbox used (its model calls too), live
+	// while it runs; Prices is the operator's price table (nil: none).
+	SandboxMetrics(ctx context.Context, c sandbox.Caller, id string) (sandbox.Metrics, error)
+	Prices() *pricing.Table
+
+	// CreateSnapshot and DeleteSnapshot keep and drop a task's final
+	// workspace (continuation.go).
+	CreateSnapshot(ctx context.Context, c sandbox.Caller, id, name string) (sandbox.Snapshot, error)
+	DeleteSnapshot(ctx context.Context, c sandbox.Caller, name string) error
 
 	// RecordTask adds task.started or task.finished to the sandbox's
 	// audit log (and so its tenant's event stream).

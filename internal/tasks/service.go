@@ -22,6 +22,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/secrets"
 	"github.com/airlockhq/airlock/internal/store"
@@ -41,12 +43,17 @@ type Options struct {
 	Box    *secrets.Box
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Tracer exports each ended task as a trace (trace.go); nil: none.
+	Tracer trace.Tracer
 }
 
 // Task is a task as the API shows it.
 type Task struct {
 	store.Task
 	Request Request
+	// Attempts are its tries; Usage what they used and cost.
+	Attempts []Attempt
+	Usage    Usage
 }
 
 // Service queues and runs tasks. It owns the goroutines of running tasks
@@ -62,11 +69,16 @@ type Service struct {
 	running map[string]*runState // by task id
 	wake    map[string]chan struct{}
 	logs    map[string]*eventLog // of running tasks, by task id
+	// bySandbox finds a running task by its sandbox (usage.go).
+	bySandbox map[string]string
 	// streamsEnd is closed when the server stops serving: followers end
 	// (their clients follow again from the next daemon).
 	streamsEnd chan struct{}
-	closed     bool
-	wg         sync.WaitGroup
+	// sweepStop ends the kept workspaces' sweeper (continuation.go).
+	sweepStop chan struct{}
+	sweeping  sync.WaitGroup
+	closed    bool
+	wg        sync.WaitGroup
 }
 
 type runState struct {
@@ -107,7 +119,8 @@ func New(ctx context.Context, st store.Store, m Sandboxes, opts Options) (*Servi
 	}
 	s := &Service{st: st, m: m, opts: opts, log: opts.Logger,
 		running: map[string]*runState{}, wake: map[string]chan struct{}{}, logs: map[string]*eventLog{},
-		streamsEnd: make(chan struct{})}
+		bySandbox:  map[string]string{},
+		streamsEnd: make(chan struct{}), sweepStop: make(chan struct{})}
 	s.q = newQueue(s.limit, s.start)
 	left, err := st.ListTasks(ctx, store.TaskFilter{States: []string{store.TaskQueued, store.TaskRunning}})
 	if err != nil {
@@ -126,6 +139,11 @@ func New(ctx context.Context, st store.Store, m Sandboxes, opts Options) (*Servi
 	for _, t := range queued {
 		s.q.submit(t.TenantID, t.ID)
 	}
+	s.sweeping.Add(1)
+	go func() {
+		defer s.sweeping.Done()
+		s.sweepWorkspaces(s.sweepStop)
+	}()
 	return s, nil
 }
 
@@ -144,12 +162,16 @@ func (s *Service) limit(tenant string) int {
 // still being set up starts again). Queued tasks stay queued.
 func (s *Service) Close() error {
 	s.mu.Lock()
+	if !s.closed {
+		close(s.sweepStop)
+	}
 	s.closed = true
 	for _, r := range s.running {
 		r.cancel(errShutdown)
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.sweeping.Wait()
 	return nil
 }
 
@@ -167,6 +189,9 @@ func (s *Service) EndStreams() {
 
 // Submit validates req, stores the task queued and queues it.
 func (s *Service) Submit(ctx context.Context, c sandbox.Caller, req Request) (Task, error) {
+	if err := s.resolveContinue(ctx, c, &req); err != nil {
+		return Task{}, err
+	}
 	if err := req.validate(s.opts.HasTemplate); err != nil {
 		return Task{}, err
 	}
@@ -204,7 +229,19 @@ func (s *Service) Get(ctx context.Context, c sandbox.Caller, id string) (Task, e
 	if err != nil {
 		return Task{}, err
 	}
-	return decode(t)
+	return s.view(ctx, t)
+}
+
+// view is t as the API shows it: its request (sealed env values read as
+// ""), its attempts, and what they used.
+func (s *Service) view(ctx context.Context, t store.Task) (Task, error) {
+	d, err := decode(t)
+	if err != nil {
+		return Task{}, err
+	}
+	d.Attempts = attemptsOf(t)
+	d.Usage = s.usage(ctx, t, d.Attempts)
+	return d, nil
 }
 
 // own reads the task, answering ErrNotFound for another tenant's.
@@ -301,7 +338,7 @@ func (s *Service) List(ctx context.Context, c sandbox.Caller, f store.TaskFilter
 	}
 	out := make([]Task, 0, len(list))
 	for _, t := range list {
-		d, err := decode(t)
+		d, err := s.view(ctx, t)
 		if err != nil {
 			return nil, err
 		}

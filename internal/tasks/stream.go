@@ -89,5 +89,10 @@ func (st *eventStream) send(evs []Event) {
 			st.rec.OutputTokens += e.OutputTokens
 		}
 	}
+	for i := range evs {
+		if evs[i].Type == EventUsage {
+			evs[i].Source, evs[i].Call = SourceHarness, nil
+		}
+	}
 	st.s.emit(st.rec.ID, st.sb, evs...)
 }

@@ -4,16 +4,18 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"github.com/airlockhq/airlock/internal/testenv"
+	"log"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 
 	"github.com/airlockhq/airlock/internal/netns"
 	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // Names the fake resolver answers. Any other name is NXDOMAIN.
@@ -85,6 +87,10 @@ type Net struct {
 
 	dns     *dnsServer
 	servers *servers
+
+	stop      func() error // undoes start
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Queries returns how many DNS questions the server has seen for name
@@ -137,16 +143,42 @@ func Start(t testing.TB) *Net {
 		// letting every egress test skip.
 		testenv.Lacking(t, "the fake internet needs ip (apt-get install iproute2): "+err.Error())
 	}
-	n, stop, err := start(t.Logf)
+	n, err := newNet(t.Logf)
 	if err != nil {
 		t.Fatalf("start fake internet: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := stop(); err != nil {
+		if err := n.Close(); err != nil {
 			t.Errorf("stop fake internet: %v", err)
 		}
 	})
 	return n
+}
+
+// New builds the fake internet outside a test (airlock bench): the caller
+// must Close it. It needs root and ip(8), logs to stderr, and waits while
+// another Net exists on the host.
+func New() (*Net, error) {
+	if _, err := exec.LookPath("ip"); err != nil {
+		return nil, fmt.Errorf("the fake internet needs ip (apt-get install iproute2): %w", err)
+	}
+	return newNet(log.New(os.Stderr, "", 0).Printf)
+}
+
+// Close removes the namespace, the veth pair, the routes and the servers;
+// calls after the first return nil.
+func (n *Net) Close() error {
+	n.closeOnce.Do(func() { n.closeErr = n.stop() })
+	return n.closeErr
+}
+
+func newNet(logf func(string, ...any)) (*Net, error) {
+	n, stop, err := start(logf)
+	if err != nil {
+		return nil, err
+	}
+	n.stop = stop
+	return n, nil
 }
 
 // start builds a Net and returns the function that removes it. On error

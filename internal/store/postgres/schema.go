@@ -261,6 +261,17 @@ var migrations = []string{
 	// Pause, snapshot, fork and volume settings (store.Sandbox.Lifecycle), and the
 	// snapshots and volumes themselves (store.Disk).
 	`ALTER TABLE sandboxes ADD COLUMN lifecycle TEXT NOT NULL DEFAULT '';` + store.DisksSchema,
+	// What a sandbox's model calls used and cost, counted at the egress
+	// proxy (store.SandboxUsage.Model).
+	// The memory limit, for memory priced by the GiB-second.
+	`ALTER TABLE sandbox_usage ADD COLUMN memory_mb BIGINT NOT NULL DEFAULT 0,
+		ADD COLUMN model_calls BIGINT NOT NULL DEFAULT 0,
+		ADD COLUMN model_calls_unmetered BIGINT NOT NULL DEFAULT 0,
+		ADD COLUMN input_tokens BIGINT NOT NULL DEFAULT 0,
+		ADD COLUMN cached_input_tokens BIGINT NOT NULL DEFAULT 0,
+		ADD COLUMN output_tokens BIGINT NOT NULL DEFAULT 0,
+		ADD COLUMN reasoning_tokens BIGINT NOT NULL DEFAULT 0,
+		ADD COLUMN model_cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0;`,
 }
 
 // migrate applies the migrations the database has not run yet, in one

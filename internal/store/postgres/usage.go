@@ -12,7 +12,8 @@ import (
 )
 
 const usageCols = `sandbox_id, tenant_id, created_at, ended_at, updated_at,
-	cpu_seconds, memory_peak_bytes, egress_bytes_out, egress_bytes_in, exec_count`
+	cpu_seconds, memory_peak_bytes, egress_bytes_out, egress_bytes_in, exec_count,
+	memory_mb, model_calls, model_calls_unmetered, input_tokens, cached_input_tokens, output_tokens, reasoning_tokens, model_cost_usd`
 
 // SaveUsage upserts rows in one transaction. The merge keeps the larger
 // of each counter and the first end: the writers (a periodic flush, the
@@ -31,7 +32,7 @@ func (s *Store) SaveUsage(ctx context.Context, rows []store.SandboxUsage) error 
 		b := &pgx.Batch{}
 		for _, u := range rows {
 			b.Queue(`INSERT INTO sandbox_usage (`+usageCols+`)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 				ON CONFLICT (sandbox_id) DO UPDATE SET
 					ended_at = COALESCE(sandbox_usage.ended_at, excluded.ended_at),
 					updated_at = GREATEST(COALESCE(sandbox_usage.updated_at, 0), COALESCE(excluded.updated_at, 0)),
@@ -39,9 +40,19 @@ func (s *Store) SaveUsage(ctx context.Context, rows []store.SandboxUsage) error 
 					memory_peak_bytes = GREATEST(sandbox_usage.memory_peak_bytes, excluded.memory_peak_bytes),
 					egress_bytes_out = GREATEST(sandbox_usage.egress_bytes_out, excluded.egress_bytes_out),
 					egress_bytes_in = GREATEST(sandbox_usage.egress_bytes_in, excluded.egress_bytes_in),
-					exec_count = GREATEST(sandbox_usage.exec_count, excluded.exec_count)`,
+					exec_count = GREATEST(sandbox_usage.exec_count, excluded.exec_count),
+					memory_mb = GREATEST(sandbox_usage.memory_mb, excluded.memory_mb),
+					model_calls = GREATEST(sandbox_usage.model_calls, excluded.model_calls),
+					model_calls_unmetered = GREATEST(sandbox_usage.model_calls_unmetered, excluded.model_calls_unmetered),
+					input_tokens = GREATEST(sandbox_usage.input_tokens, excluded.input_tokens),
+					cached_input_tokens = GREATEST(sandbox_usage.cached_input_tokens, excluded.cached_input_tokens),
+					output_tokens = GREATEST(sandbox_usage.output_tokens, excluded.output_tokens),
+					reasoning_tokens = GREATEST(sandbox_usage.reasoning_tokens, excluded.reasoning_tokens),
+					model_cost_usd = GREATEST(sandbox_usage.model_cost_usd, excluded.model_cost_usd)`,
 				u.SandboxID, u.TenantID, store.ToNanos(u.CreatedAt), store.ToNanos(u.EndedAt),
-				store.ToNanos(u.UpdatedAt), u.CPUSeconds, u.MemoryPeakBytes, u.EgressBytesOut, u.EgressBytesIn, u.ExecCount)
+				store.ToNanos(u.UpdatedAt), u.CPUSeconds, u.MemoryPeakBytes, u.EgressBytesOut, u.EgressBytesIn, u.ExecCount,
+				u.MemoryMB, u.Model.Calls, u.Model.Unmetered, u.Model.InputTokens, u.Model.CachedInputTokens, u.Model.OutputTokens,
+				u.Model.ReasoningTokens, u.Model.CostUSD)
 		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("save usage: %w", mapErr(err))
@@ -56,7 +67,9 @@ func (s *Store) GetUsage(ctx context.Context, sandboxID string) (store.SandboxUs
 	var created, ended, updated sql.NullInt64
 	err := s.pool.QueryRow(ctx, `SELECT `+usageCols+` FROM sandbox_usage WHERE sandbox_id = $1`, sandboxID).Scan(
 		&u.SandboxID, &u.TenantID, &created, &ended, &updated,
-		&u.CPUSeconds, &u.MemoryPeakBytes, &u.EgressBytesOut, &u.EgressBytesIn, &u.ExecCount)
+		&u.CPUSeconds, &u.MemoryPeakBytes, &u.EgressBytesOut, &u.EgressBytesIn, &u.ExecCount,
+		&u.MemoryMB, &u.Model.Calls, &u.Model.Unmetered, &u.Model.InputTokens, &u.Model.CachedInputTokens, &u.Model.OutputTokens,
+		&u.Model.ReasoningTokens, &u.Model.CostUSD)
 	if err != nil {
 		return store.SandboxUsage{}, fmt.Errorf("usage of %s: %w", sandboxID, mapErr(err))
 	}
@@ -86,12 +99,19 @@ func (s *Store) UsageByTenant(ctx context.Context, f store.UsageFilter) ([]store
 	out, err := query(ctx, s.pool, `SELECT tenant_id, COUNT(*),
 			COALESCE(SUM(GREATEST(0, COALESCE(ended_at, $1::bigint) - created_at)::float8), 0) / 1e9,
 			COALESCE(SUM(cpu_seconds), 0)::float8, COALESCE(MAX(memory_peak_bytes), 0),
-			COALESCE(SUM(egress_bytes_out), 0)::bigint, COALESCE(SUM(egress_bytes_in), 0)::bigint, COALESCE(SUM(exec_count), 0)::bigint
+			COALESCE(SUM(egress_bytes_out), 0)::bigint, COALESCE(SUM(egress_bytes_in), 0)::bigint, COALESCE(SUM(exec_count), 0)::bigint,
+			COALESCE(SUM(GREATEST(0, COALESCE(ended_at, $1::bigint) - created_at)::float8 / 1e9 * memory_mb / 1024.0), 0),
+			COALESCE(SUM(model_calls), 0)::bigint, COALESCE(SUM(model_calls_unmetered), 0)::bigint,
+			COALESCE(SUM(input_tokens), 0)::bigint, COALESCE(SUM(cached_input_tokens), 0)::bigint,
+			COALESCE(SUM(output_tokens), 0)::bigint, COALESCE(SUM(reasoning_tokens), 0)::bigint,
+			COALESCE(SUM(model_cost_usd), 0)::float8
 		FROM sandbox_usage WHERE `+strings.Join(where, ` AND `)+`
 		GROUP BY tenant_id ORDER BY tenant_id`, args, func(r store.Scanner) (store.TenantUsage, error) {
 		var u store.TenantUsage
 		err := r.Scan(&u.TenantID, &u.Sandboxes, &u.SandboxSeconds, &u.CPUSeconds, &u.MemoryPeakBytes,
-			&u.EgressBytesOut, &u.EgressBytesIn, &u.ExecCount)
+			&u.EgressBytesOut, &u.EgressBytesIn, &u.ExecCount,
+			&u.MemoryGiBSeconds, &u.Model.Calls, &u.Model.Unmetered, &u.Model.InputTokens, &u.Model.CachedInputTokens, &u.Model.OutputTokens,
+			&u.Model.ReasoningTokens, &u.Model.CostUSD)
 		return u, err
 	})
 	if err != nil {

@@ -19,7 +19,8 @@ func testSaveUsageMerges(t *testing.T, h *harness) {
 		t.Fatalf("usage of an unknown sandbox: %v, want ErrNotFound", err)
 	}
 	run := store.SandboxUsage{SandboxID: "sb_1", TenantID: "ten_1", CreatedAt: t0, UpdatedAt: t0.Add(time.Second),
-		CPUSeconds: 1.5, MemoryPeakBytes: 100, EgressBytesOut: 10, EgressBytesIn: 20, ExecCount: 3}
+		CPUSeconds: 1.5, MemoryPeakBytes: 100, EgressBytesOut: 10, EgressBytesIn: 20, ExecCount: 3, MemoryMB: 512,
+		Model: store.ModelUsage{Calls: 2, Unmetered: 1, InputTokens: 100, CachedInputTokens: 50, OutputTokens: 30, ReasoningTokens: 10, CostUSD: 0.25}}
 	save := func(u store.SandboxUsage) {
 		t.Helper()
 		must(t, s.SaveUsage(ctx, []store.SandboxUsage{u}))
@@ -37,10 +38,12 @@ func testSaveUsageMerges(t *testing.T, h *harness) {
 	end := run
 	end.EndedAt, end.UpdatedAt = t0.Add(time.Minute), t0.Add(time.Minute)
 	end.CPUSeconds, end.ExecCount, end.EgressBytesIn = 2.5, 4, 25
+	end.Model.Calls, end.Model.OutputTokens, end.Model.CostUSD = 3, 45, 0.375
 	save(end)
 	// A stale flush after the end: lower numbers, not ended.
 	stale := run
 	stale.CPUSeconds, stale.MemoryPeakBytes, stale.ExecCount = 0, 0, 0
+	stale.Model = store.ModelUsage{Calls: 1}
 	save(stale)
 	// A second end, later, does not move the first.
 	late := end
@@ -75,10 +78,12 @@ func testUsageByTenant(t *testing.T, h *harness) {
 	rows := []store.SandboxUsage{
 		// Tenant a: two ended sandboxes in the first hour, one running.
 		{SandboxID: "a1", TenantID: "a", CreatedAt: t0, EndedAt: t0.Add(30 * time.Minute),
-			CPUSeconds: 10, MemoryPeakBytes: 500, EgressBytesOut: 1, EgressBytesIn: 2, ExecCount: 3},
+			CPUSeconds: 10, MemoryPeakBytes: 500, EgressBytesOut: 1, EgressBytesIn: 2, ExecCount: 3, MemoryMB: 1024,
+			Model: store.ModelUsage{Calls: 1, InputTokens: 10, CachedInputTokens: 5, OutputTokens: 3, ReasoningTokens: 1, CostUSD: 0.5}},
 		{SandboxID: "a2", TenantID: "a", CreatedAt: t0.Add(10 * time.Minute), EndedAt: t0.Add(40 * time.Minute),
-			CPUSeconds: 5, MemoryPeakBytes: 900, EgressBytesOut: 10, EgressBytesIn: 20, ExecCount: 30},
-		{SandboxID: "a3", TenantID: "a", CreatedAt: t0.Add(2 * hr), CPUSeconds: 1, MemoryPeakBytes: 100, ExecCount: 1},
+			CPUSeconds: 5, MemoryPeakBytes: 900, EgressBytesOut: 10, EgressBytesIn: 20, ExecCount: 30, MemoryMB: 512,
+			Model: store.ModelUsage{Calls: 2, Unmetered: 1, InputTokens: 20, OutputTokens: 6, CostUSD: 0.25}},
+		{SandboxID: "a3", TenantID: "a", CreatedAt: t0.Add(2 * hr), CPUSeconds: 1, MemoryPeakBytes: 100, ExecCount: 1, MemoryMB: 2048},
 		// Tenant b: one sandbox in the first hour.
 		{SandboxID: "b1", TenantID: "b", CreatedAt: t0.Add(59 * time.Minute), EndedAt: t0.Add(2 * hr),
 			CPUSeconds: 7, MemoryPeakBytes: 50, EgressBytesOut: 100, EgressBytesIn: 200, ExecCount: 2},
@@ -92,19 +97,22 @@ func testUsageByTenant(t *testing.T, h *harness) {
 	}{
 		{"everything", store.UsageFilter{Now: now}, []store.TenantUsage{
 			{TenantID: "a", Sandboxes: 3, SandboxSeconds: 3600 + 1800 + 1800, CPUSeconds: 16, MemoryPeakBytes: 900,
-				EgressBytesOut: 11, EgressBytesIn: 22, ExecCount: 34},
+				EgressBytesOut: 11, EgressBytesIn: 22, ExecCount: 34, MemoryGiBSeconds: 1800 + 900 + 7200,
+				Model: store.ModelUsage{Calls: 3, Unmetered: 1, InputTokens: 30, CachedInputTokens: 5, OutputTokens: 9, ReasoningTokens: 1, CostUSD: 0.75}},
 			{TenantID: "b", Sandboxes: 1, SandboxSeconds: 3660, CPUSeconds: 7, MemoryPeakBytes: 50,
 				EgressBytesOut: 100, EgressBytesIn: 200, ExecCount: 2},
 		}},
 		{"first hour, half-open", store.UsageFilter{From: t0, To: t0.Add(hr), Now: now}, []store.TenantUsage{
 			{TenantID: "a", Sandboxes: 2, SandboxSeconds: 3600, CPUSeconds: 15, MemoryPeakBytes: 900,
-				EgressBytesOut: 11, EgressBytesIn: 22, ExecCount: 33},
+				EgressBytesOut: 11, EgressBytesIn: 22, ExecCount: 33, MemoryGiBSeconds: 1800 + 900,
+				Model: store.ModelUsage{Calls: 3, Unmetered: 1, InputTokens: 30, CachedInputTokens: 5, OutputTokens: 9, ReasoningTokens: 1, CostUSD: 0.75}},
 			{TenantID: "b", Sandboxes: 1, SandboxSeconds: 3660, CPUSeconds: 7, MemoryPeakBytes: 50,
 				EgressBytesOut: 100, EgressBytesIn: 200, ExecCount: 2},
 		}},
 		{"from the start of a2", store.UsageFilter{TenantID: "a", From: t0.Add(10 * time.Minute), To: t0.Add(10 * hr), Now: now}, []store.TenantUsage{
 			{TenantID: "a", Sandboxes: 2, SandboxSeconds: 1800 + 3600, CPUSeconds: 6, MemoryPeakBytes: 900,
-				EgressBytesOut: 10, EgressBytesIn: 20, ExecCount: 31},
+				EgressBytesOut: 10, EgressBytesIn: 20, ExecCount: 31, MemoryGiBSeconds: 900 + 7200,
+				Model: store.ModelUsage{Calls: 2, Unmetered: 1, InputTokens: 20, OutputTokens: 6, CostUSD: 0.25}},
 		}},
 		{"tenant b only", store.UsageFilter{TenantID: "b", Now: now}, []store.TenantUsage{
 			{TenantID: "b", Sandboxes: 1, SandboxSeconds: 3660, CPUSeconds: 7, MemoryPeakBytes: 50,

@@ -27,7 +27,8 @@ class AuditEvent:
     #: api.request, exec.started, exec.output, exec.exited, session.created,
     #: session.input, session.output, session.resized, session.ended,
     #: file.written, file.read, net.connection, secret.injected,
-    #: secret.misdirected, audit.output_capped, task.started, task.finished
+    #: secret.misdirected, model.usage, model.refused, audit.output_capped,
+    #: task.started, task.finished
     type: str
     #: the type's fields (see docs/API.md); output as UTF-8 text or base64 with
     #: encoding set; secret values replaced by [secret:NAME]
@@ -128,6 +129,22 @@ class SandboxVolumeTransfer:
 
 
 @dataclass(kw_only=True, slots=True)
+class Budget:
+    """Caps what model calls may spend: max_tokens counts input, cached input
+    and output tokens together as the egress proxy reads them from the model
+    APIs' answers; max_cost_usd is model calls and compute together, as the
+    server's price table prices them (a server without one, airlock serve
+    --prices, answers 400). At least one field, each above 0. Once it is
+    spent the egress proxy answers every further model call 429 (X-Airlock-
+    Egress: budget); nothing else is stopped.
+    """
+    #: USD, model calls and compute together
+    max_cost_usd: float | None = None
+    #: input + cached input + output tokens
+    max_tokens: int | None = None
+
+
+@dataclass(kw_only=True, slots=True)
 class Sandbox:
     """The schema Sandbox of the Airlock API."""
     id: str
@@ -177,6 +194,7 @@ class Sandbox:
     #: present when the create moved volumes (no sandbox mounted them) from
     #: their node, which had no room, to the sandbox's
     volume_transfers: list[SandboxVolumeTransfer] | None = None
+    budget: Budget | None = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -219,6 +237,7 @@ class CreateSandbox:
     snapshot: str | None = None
     #: the tenant's volumes to mount
     volumes: list[VolumeMount] | None = None
+    budget: Budget | None = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -407,6 +426,27 @@ class Health:
 
 
 @dataclass(kw_only=True, slots=True)
+class ModelUsage:
+    """one model API call's usage, as the egress proxy read it from the answer"""
+    api: Literal["openai.responses", "openai.chat", "anthropic.messages", "gemini"]
+    #: the model the answer names, else the request's
+    model: str | None = None
+    streamed: bool
+    #: input tokens not read from a cache (cache writes count here); null when
+    #: the answer's usage could not be read (never 0 for unknown)
+    input_tokens: int | None = None
+    #: input tokens read from the provider's cache: not inside input_tokens;
+    #: null when the answer's usage could not be read (never 0 for unknown)
+    cached_input_tokens: int | None = None
+    #: output tokens, reasoning included; null when the answer's usage could
+    #: not be read (never 0 for unknown)
+    output_tokens: int | None = None
+    #: of output_tokens, those spent on reasoning; null when the answer's usage
+    #: could not be read (never 0 for unknown)
+    reasoning_tokens: int | None = None
+
+
+@dataclass(kw_only=True, slots=True)
 class NetEvent:
     """The schema NetEvent of the Airlock API."""
     #: orders the log; pass the last one seen as after
@@ -439,12 +479,52 @@ class NetEvent:
     #: bytes to the sandbox
     bytes_down: int
     duration_ms: float
-    #: absent for a connection or request; else an event of the secret named by
-    #: secret: put into a request to a host it is bound to, or held back from
-    #: one it is not
-    kind: Literal["secret.injected", "secret.misdirected"] | None = None
+    #: absent for a connection or request; secret.injected, secret.misdirected:
+    #: an event of the secret named by secret, put into a request to a host it
+    #: is bound to, or held back from one it is not; model_usage: one model API
+    #: call's answer, its tokens in usage (bytes are counted in the request's
+    #: own event); model_budget: a model API call refused (429) because the
+    #: sandbox's budget is spent
+    kind: Literal["secret.injected", "secret.misdirected", "model_usage", "model_budget"] | None = None
     #: with kind: the secret binding's name, never its value
     secret: str | None = None
+    usage: ModelUsage | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class ModelTotals:
+    """What model calls used, counted at the egress proxy from each model API's
+    answer (calls to hosts a secret is bound to, whose TLS the proxy
+    terminates).
+    """
+    #: model API calls answered through the egress proxy (bound secret hosts
+    #: only)
+    calls: int
+    #: calls whose usage could not be read (an error answer, a cut stream):
+    #: their tokens are in no total
+    unmetered_calls: int
+    #: input tokens not read from a cache (cache writes count here)
+    input_tokens: int
+    #: input tokens read from the provider's cache: not inside input_tokens
+    cached_input_tokens: int
+    #: output tokens, reasoning included
+    output_tokens: int
+    #: of output_tokens, those spent on reasoning
+    reasoning_tokens: int
+
+
+@dataclass(kw_only=True, slots=True)
+class Cost:
+    """USD as the operator's price table (airlock serve --prices) prices it;
+    absent on a server without one. A model the table does not name costs 0.
+    """
+    #: model + compute
+    total: float
+    #: the model calls' tokens
+    model: float
+    #: cpu_second x CPU seconds + memory_gib_second x memory limit GiB x wall
+    #: seconds + egress_gib x GiB sent out
+    compute: float
 
 
 @dataclass(kw_only=True, slots=True)
@@ -471,6 +551,8 @@ class SandboxMetrics:
     exec_count: int
     created_at: datetime
     ended_at: datetime | None = None
+    model: ModelTotals
+    cost_usd: Cost | None = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -511,6 +593,11 @@ class TenantUsage:
     #: what the server keeps for the tenant now, whatever the window: what its
     #: storage quota counts
     storage_bytes: int
+    #: each sandbox's memory limit in GiB times its wall seconds, summed: what
+    #: memory is priced by
+    memory_gib_seconds: float
+    model: ModelTotals
+    cost_usd: Cost | None = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -793,9 +880,19 @@ class TaskRepo:
 
 
 @dataclass(kw_only=True, slots=True)
+class TaskRetry:
+    """tries the task again, in a new sandbox, after an infrastructure failure
+    (its sandbox could not be created or prepared, or was lost); a harness
+    that fails, a timeout, a cancel and a spent budget are not retried
+    """
+    #: retries after the first attempt
+    max: int
+
+
+@dataclass(kw_only=True, slots=True)
 class TaskRequest:
     """The schema TaskRequest of the Airlock API."""
-    harness: Literal["generic", "codex", "claude"]
+    harness: Literal["generic", "codex", "claude", "opencode", "qwen", "gemini", "cline", "pi"]
     #: on the harness's stdin and in $AIRLOCK_TASK_PROMPT
     prompt: str | None = None
     #: workspace-relative path -> content, written into /home/user/work;
@@ -816,6 +913,8 @@ class TaskRequest:
     #: directories) of files to keep; without any, the regular files the task
     #: added or changed are kept
     artifacts: list[str] | None = None
+    budget: Budget | None = None
+    retry: TaskRetry | None = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -826,10 +925,47 @@ class TaskRepoInfo:
 
 
 @dataclass(kw_only=True, slots=True)
-class TaskUsage:
-    """The object of Task.usage in the Airlock API."""
+class TaskUsageReported:
+    """what the harness said it used (its own usage events)"""
     input_tokens: int
     output_tokens: int
+
+
+@dataclass(kw_only=True, slots=True)
+class TaskUsage:
+    """What the task's model calls used over all its attempts, as the egress
+    proxy of its sandboxes counted them; reported is what the harness said,
+    beside it.
+    """
+    #: model API calls answered through the egress proxy (bound secret hosts
+    #: only)
+    calls: int
+    #: calls whose usage could not be read (an error answer, a cut stream):
+    #: their tokens are in no total
+    unmetered_calls: int
+    #: input tokens not read from a cache (cache writes count here)
+    input_tokens: int
+    #: input tokens read from the provider's cache: not inside input_tokens
+    cached_input_tokens: int
+    #: output tokens, reasoning included
+    output_tokens: int
+    #: of output_tokens, those spent on reasoning
+    reasoning_tokens: int
+    #: what the harness said it used (its own usage events)
+    reported: TaskUsageReported
+
+
+@dataclass(kw_only=True, slots=True)
+class TaskAttempt:
+    """one try of a task"""
+    #: 1 for the first
+    attempt: int
+    #: its sandbox; absent until one was created
+    sandbox_id: str | None = None
+    started_at: datetime
+    ended_at: datetime | None = None
+    #: why Airlock failed it (and the task was tried again)
+    error: str | None = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -837,6 +973,8 @@ class Task:
     """The schema Task of the Airlock API."""
     id: str
     state: Literal["queued", "running", "succeeded", "failed", "timed_out", "cancelled"]
+    #: what ended it, when not the harness's own exit (a spent budget: "budget:
+    #: ...")
     reason: str | None = None
     harness: str
     prompt: str
@@ -858,6 +996,11 @@ class Task:
     exit_code: int | None = None
     summary: str | None = None
     usage: TaskUsage
+    cost_usd: Cost | None = None
+    budget: Budget | None = None
+    retry: TaskRetry | None = None
+    #: its tries, oldest first; empty until it starts
+    attempts: list[TaskAttempt]
     #: queued tasks of the tenant ahead of this one
     queue_position: int | None = None
     created_at: datetime
@@ -873,10 +1016,46 @@ class TaskList:
 
 
 @dataclass(kw_only=True, slots=True)
+class ModelCall:
+    """one model API call through the task's sandbox's egress proxy, as the
+    proxy counted it
+    """
+    time: datetime
+    #: absent for a refused call
+    api: Literal["openai.responses", "openai.chat", "anthropic.messages", "gemini"] | None = None
+    #: the model the answer names, else the request's
+    model: str | None = None
+    host: str
+    #: the answer's HTTP status (429 for a refused call)
+    status: int | None = None
+    streamed: bool | None = None
+    #: from the request to where its usage was read
+    duration_ms: float
+    #: input tokens not read from a cache (cache writes count here); null when
+    #: the answer's usage could not be read (never 0 for unknown)
+    input_tokens: int | None = None
+    #: input tokens read from the provider's cache: not inside input_tokens;
+    #: null when the answer's usage could not be read (never 0 for unknown)
+    cached_input_tokens: int | None = None
+    #: output tokens, reasoning included; null when the answer's usage could
+    #: not be read (never 0 for unknown)
+    output_tokens: int | None = None
+    #: of output_tokens, those spent on reasoning; null when the answer's usage
+    #: could not be read (never 0 for unknown)
+    reasoning_tokens: int | None = None
+    #: its tokens priced by the server's price table; null without one, when
+    #: the table does not name the model, or when the usage could not be read
+    cost_usd: float | None = None
+    #: the call never left: the budget is spent (the message the harness got
+    #: with its 429)
+    refused: str | None = None
+
+
+@dataclass(kw_only=True, slots=True)
 class TaskEvent:
     """a normalized task event; only the fields of its type are set"""
     seq: int
-    type: Literal["task.started", "message", "tool_call", "tool_result", "command", "file_change", "usage", "task.finished", "raw"]
+    type: Literal["task.started", "message", "tool_call", "tool_result", "command", "file_change", "usage", "task.finished", "raw", "budget", "attempt"]
     time: datetime
     sandbox_id: str | None = None
     role: str | None = None
@@ -892,6 +1071,12 @@ class TaskEvent:
     kind: Literal["added", "modified", "deleted"] | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    #: usage: who counted it: the egress proxy (one model call, in call) or the
+    #: harness (its own report)
+    source: Literal["proxy", "harness"] | None = None
+    call: ModelCall | None = None
+    #: attempt: the number of the attempt that starts
+    attempt: int | None = None
     status: Literal["queued", "running", "succeeded", "failed", "timed_out", "cancelled"] | None = None
     summary: str | None = None
     reason: str | None = None
@@ -1212,6 +1397,7 @@ class ForkRequest:
     snapshot: str | None = None
     #: the tenant's volumes to mount
     volumes: list[VolumeMount] | None = None
+    budget: Budget | None = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -1260,7 +1446,40 @@ class ImageProgress:
     done: bool
 
 
+@dataclass(kw_only=True, slots=True)
+class Harness:
+    """The schema Harness of the Airlock API."""
+    name: Literal["generic", "codex", "claude", "opencode", "qwen", "gemini", "cline", "pi"]
+    #: the pinned npm package its template installs (absent for generic)
+    package: str | None = None
+    #: the pinned version
+    version: str | None = None
+    #: the sandbox template it runs in
+    template: str
+    #: whether this server has the template
+    built: bool
+    #: the command an admin builds the template with
+    build_hint: str | None = None
+    #: the variable it reads its model key from: bind a tenant secret of that
+    #: name
+    key_env: str | None = None
+    #: its default model API hosts
+    hosts: list[str]
+
+
+@dataclass(kw_only=True, slots=True)
+class HarnessList:
+    """The schema HarnessList of the Airlock API."""
+    harnesses: list[Harness]
+
+
 MoveParams = TypedDict("MoveParams", {"from": Required[str], "to": Required[str]}, total=False)
+
+
+class BudgetParams(TypedDict, total=False):
+    """Keyword arguments of Budget (the request's JSON fields)."""
+    max_cost_usd: float
+    max_tokens: int
 
 
 class CommitTemplateParams(TypedDict, total=False):
@@ -1296,6 +1515,7 @@ class CreateSandboxParams(TypedDict, total=False):
     max_paused_s: int
     snapshot: str
     volumes: list[VolumeMount | VolumeMountParams]
+    budget: Budget | BudgetParams
 
 
 class ExecRequestParams(TypedDict, total=False):
@@ -1331,6 +1551,7 @@ class ForkRequestParams(TypedDict, total=False):
     max_paused_s: int
     snapshot: str
     volumes: list[VolumeMount | VolumeMountParams]
+    budget: Budget | BudgetParams
 
 
 class InjectParams(TypedDict, total=False):
@@ -1442,7 +1663,7 @@ class TaskRepoParams(TypedDict, total=False):
 
 class TaskRequestParams(TypedDict, total=False):
     """Keyword arguments of TaskRequest (the request's JSON fields)."""
-    harness: Required[Literal["generic", "codex", "claude"]]
+    harness: Required[Literal["generic", "codex", "claude", "opencode", "qwen", "gemini", "cline", "pi"]]
     prompt: str
     files: dict[str, str]
     repo: TaskRepo | TaskRepoParams
@@ -1454,6 +1675,13 @@ class TaskRequestParams(TypedDict, total=False):
     limits: TaskLimits | TaskLimitsParams
     timeout_s: int
     artifacts: list[str]
+    budget: Budget | BudgetParams
+    retry: TaskRetry | TaskRetryParams
+
+
+class TaskRetryParams(TypedDict, total=False):
+    """Keyword arguments of TaskRetry (the request's JSON fields)."""
+    max: Required[int]
 
 
 class TemplateStartParams(TypedDict, total=False):
@@ -1595,6 +1823,16 @@ SCHEMAS: dict[str, Any] = {
     "Volume": Volume,
     "VolumeList": VolumeList,
     "ImageProgress": ImageProgress,
+    "Budget": Budget,
+    "Cost": Cost,
+    "ModelTotals": ModelTotals,
+    "TaskUsage": TaskUsage,
+    "ModelUsage": ModelUsage,
+    "ModelCall": ModelCall,
+    "TaskRetry": TaskRetry,
+    "TaskAttempt": TaskAttempt,
+    "Harness": Harness,
+    "HarnessList": HarnessList,
 }
 
 
@@ -1602,9 +1840,12 @@ __all__ = [
     "AuditEvent",
     "AuditVerify",
     "Background",
+    "Budget",
+    "BudgetParams",
     "CommitTemplate",
     "CommitTemplateParams",
     "ConsoleSession",
+    "Cost",
     "CreateSandbox",
     "CreateSandboxParams",
     "Delivery",
@@ -1623,6 +1864,8 @@ __all__ = [
     "ForkRequest",
     "ForkRequestParams",
     "ForkResult",
+    "Harness",
+    "HarnessList",
     "Health",
     "ImageProgress",
     "Inject",
@@ -1641,6 +1884,9 @@ __all__ = [
     "MetricsSample",
     "Mkdir",
     "MkdirParams",
+    "ModelCall",
+    "ModelTotals",
+    "ModelUsage",
     "Move",
     "MoveParams",
     "NetEvent",
@@ -1686,6 +1932,7 @@ __all__ = [
     "TaskArtifact",
     "TaskArtifactList",
     "TaskArtifactListDiff",
+    "TaskAttempt",
     "TaskEvent",
     "TaskEventList",
     "TaskLimits",
@@ -1699,7 +1946,10 @@ __all__ = [
     "TaskRepoParams",
     "TaskRequest",
     "TaskRequestParams",
+    "TaskRetry",
+    "TaskRetryParams",
     "TaskUsage",
+    "TaskUsageReported",
     "Template",
     "TemplateStart",
     "TemplateStartParams",

@@ -66,8 +66,18 @@ class CodecTest(unittest.TestCase):
         m = _codec.decode(airlock.SandboxMetrics, {
             "sandbox_id": "sb-1", "state": "running", "final": False, "cpu_seconds": 1,
             "memory_peak_bytes": 5, "wall_seconds": 2.5, "egress_bytes_out": 0, "egress_bytes_in": 0,
-            "exec_count": 3, "created_at": "2026-01-02T03:04:05.123456789Z"})
+            "exec_count": 3, "created_at": "2026-01-02T03:04:05.123456789Z",
+            "model": {"calls": 2, "unmetered_calls": 1, "input_tokens": 10, "cached_input_tokens": 0,
+                      "output_tokens": 4, "reasoning_tokens": 0}})
         self.assertEqual((m.cpu_seconds, type(m.cpu_seconds), m.ended_at), (1.0, float, None))
+        self.assertEqual((m.model.calls, m.model.unmetered_calls, m.cost_usd), (2, 1, None))
+        # A model call whose usage was not read keeps its nulls: unknown, not 0.
+        e = _codec.decode(airlock.TaskEvent, {
+            "seq": 3, "type": "usage", "time": "2026-01-02T03:04:05Z", "source": "proxy",
+            "call": {"time": "2026-01-02T03:04:05Z", "host": "api.openai.com", "status": 502, "duration_ms": 4.5,
+                     "input_tokens": None, "cached_input_tokens": None, "output_tokens": None,
+                     "reasoning_tokens": None, "cost_usd": None}})
+        self.assertEqual((e.source, e.call.status, e.call.input_tokens, e.call.cost_usd), ("proxy", 502, None, None))
         self.assertEqual(m.created_at, datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=timezone.utc))
         move = _codec.decode(airlock.UsageReport, {"from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z",
                                                    "tenants": []})

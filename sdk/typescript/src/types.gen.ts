@@ -11,7 +11,7 @@ export interface AuditEvent {
   tenant: string;
   /** the API key's id, token:SANDBOX for a sandbox token, or system */
   actor: string;
-  /** sandbox.created, sandbox.expired, sandbox.destroyed, sandbox.failed, api.request, exec.started, exec.output, exec.exited, session.created, session.input, session.output, session.resized, session.ended, file.written, file.read, net.connection, secret.injected, secret.misdirected, audit.output_capped, task.started, task.finished */
+  /** sandbox.created, sandbox.expired, sandbox.destroyed, sandbox.failed, api.request, exec.started, exec.output, exec.exited, session.created, session.input, session.output, session.resized, session.ended, file.written, file.read, net.connection, secret.injected, secret.misdirected, model.usage, model.refused, audit.output_capped, task.started, task.finished */
   type: string;
   /** the type's fields (see docs/API.md); output as UTF-8 text or base64 with encoding set; secret values replaced by [secret:NAME] */
   data: Record<string, unknown>;
@@ -34,6 +34,14 @@ export interface Background {
   tag: string;
   /** the command in the audit log */
   exec_id: string;
+}
+
+/** Caps what model calls may spend: max_tokens counts input, cached input and output tokens together as the egress proxy reads them from the model APIs' answers; max_cost_usd is model calls and compute together, as the server's price table prices them (a server without one, airlock serve --prices, answers 400). At least one field, each above 0. Once it is spent the egress proxy answers every further model call 429 (X-Airlock-Egress: budget); nothing else is stopped. */
+export interface Budget {
+  /** USD, model calls and compute together */
+  max_cost_usd?: number;
+  /** input + cached input + output tokens */
+  max_tokens?: number;
 }
 
 /** Exactly one of sandbox_id (save a build sandbox's /usr/local) and image (pull an OCI or Docker image through the egress proxy's checks and flatten it into a template with its own root filesystem). With Accept: text/event-stream an import answers with progress events (data: ImageProgress), then one template event (data: Template) or one error event (data: {code, message}, as in Error's error). */
@@ -65,6 +73,16 @@ export interface ConsoleSession {
   admin: boolean;
   /** Format: date-time. */
   expires_at: string;
+}
+
+/** USD as the operator's price table (airlock serve --prices) prices it; absent on a server without one. A model the table does not name costs 0. */
+export interface Cost {
+  /** model + compute */
+  total: number;
+  /** the model calls' tokens */
+  model: number;
+  /** cpu_second x CPU seconds + memory_gib_second x memory limit GiB x wall seconds + egress_gib x GiB sent out */
+  compute: number;
 }
 
 /** All fields are optional; an empty body takes every default. */
@@ -126,6 +144,7 @@ export interface CreateSandbox {
   snapshot?: string;
   /** the tenant's volumes to mount */
   volumes?: VolumeMount[];
+  budget?: Budget;
 }
 
 export interface Delivery {
@@ -306,10 +325,33 @@ export interface ForkRequest {
   snapshot?: string;
   /** the tenant's volumes to mount */
   volumes?: VolumeMount[];
+  budget?: Budget;
 }
 
 export interface ForkResult {
   sandboxes: Sandbox[];
+}
+
+export interface Harness {
+  name: "generic" | "codex" | "claude" | "opencode" | "qwen" | "gemini" | "cline" | "pi";
+  /** the pinned npm package its template installs (absent for generic) */
+  package?: string;
+  /** the pinned version */
+  version?: string;
+  /** the sandbox template it runs in */
+  template: string;
+  /** whether this server has the template */
+  built: boolean;
+  /** the command an admin builds the template with */
+  build_hint?: string;
+  /** the variable it reads its model key from: bind a tenant secret of that name */
+  key_env?: string;
+  /** its default model API hosts */
+  hosts: string[];
+}
+
+export interface HarnessList {
+  harnesses: Harness[];
 }
 
 export interface Health {
@@ -412,6 +454,66 @@ export interface Mkdir {
   mode?: string;
 }
 
+/** one model API call through the task's sandbox's egress proxy, as the proxy counted it */
+export interface ModelCall {
+  /** Format: date-time. */
+  time: string;
+  /** absent for a refused call */
+  api?: "openai.responses" | "openai.chat" | "anthropic.messages" | "gemini";
+  /** the model the answer names, else the request's */
+  model?: string;
+  host: string;
+  /** the answer's HTTP status (429 for a refused call) */
+  status?: number;
+  streamed?: boolean;
+  /** from the request to where its usage was read */
+  duration_ms: number;
+  /** input tokens not read from a cache (cache writes count here); null when the answer's usage could not be read (never 0 for unknown) */
+  input_tokens: number | null;
+  /** input tokens read from the provider's cache: not inside input_tokens; null when the answer's usage could not be read (never 0 for unknown) */
+  cached_input_tokens: number | null;
+  /** output tokens, reasoning included; null when the answer's usage could not be read (never 0 for unknown) */
+  output_tokens: number | null;
+  /** of output_tokens, those spent on reasoning; null when the answer's usage could not be read (never 0 for unknown) */
+  reasoning_tokens: number | null;
+  /** its tokens priced by the server's price table; null without one, when the table does not name the model, or when the usage could not be read */
+  cost_usd: number | null;
+  /** the call never left: the budget is spent (the message the harness got with its 429) */
+  refused?: string;
+}
+
+/** What model calls used, counted at the egress proxy from each model API's answer (calls to hosts a secret is bound to, whose TLS the proxy terminates). */
+export interface ModelTotals {
+  /** model API calls answered through the egress proxy (bound secret hosts only) */
+  calls: number;
+  /** calls whose usage could not be read (an error answer, a cut stream): their tokens are in no total */
+  unmetered_calls: number;
+  /** input tokens not read from a cache (cache writes count here) */
+  input_tokens: number;
+  /** input tokens read from the provider's cache: not inside input_tokens */
+  cached_input_tokens: number;
+  /** output tokens, reasoning included */
+  output_tokens: number;
+  /** of output_tokens, those spent on reasoning */
+  reasoning_tokens: number;
+}
+
+/** one model API call's usage, as the egress proxy read it from the answer */
+export interface ModelUsage {
+  api: "openai.responses" | "openai.chat" | "anthropic.messages" | "gemini";
+  /** the model the answer names, else the request's */
+  model?: string;
+  streamed: boolean;
+  /** input tokens not read from a cache (cache writes count here); null when the answer's usage could not be read (never 0 for unknown) */
+  input_tokens: number | null;
+  /** input tokens read from the provider's cache: not inside input_tokens; null when the answer's usage could not be read (never 0 for unknown) */
+  cached_input_tokens: number | null;
+  /** output tokens, reasoning included; null when the answer's usage could not be read (never 0 for unknown) */
+  output_tokens: number | null;
+  /** of output_tokens, those spent on reasoning; null when the answer's usage could not be read (never 0 for unknown) */
+  reasoning_tokens: number | null;
+}
+
 export interface Move {
   from: string;
   to: string;
@@ -445,10 +547,11 @@ export interface NetEvent {
   /** bytes to the sandbox */
   bytes_down: number;
   duration_ms: number;
-  /** absent for a connection or request; else an event of the secret named by secret: put into a request to a host it is bound to, or held back from one it is not */
-  kind?: "secret.injected" | "secret.misdirected";
+  /** absent for a connection or request; secret.injected, secret.misdirected: an event of the secret named by secret, put into a request to a host it is bound to, or held back from one it is not; model_usage: one model API call's answer, its tokens in usage (bytes are counted in the request's own event); model_budget: a model API call refused (429) because the sandbox's budget is spent */
+  kind?: "secret.injected" | "secret.misdirected" | "model_usage" | "model_budget";
   /** with kind: the secret binding's name, never its value */
   secret?: string;
+  usage?: ModelUsage;
 }
 
 export interface NetEventList {
@@ -598,6 +701,7 @@ export interface Sandbox {
     /** times the stream was cut off and picked up where it stopped */
     resumed?: number;
   })[];
+  budget?: Budget;
 }
 
 export interface SandboxList {
@@ -629,6 +733,8 @@ export interface SandboxMetrics {
   created_at: string;
   /** Format: date-time. */
   ended_at?: string;
+  model: ModelTotals;
+  cost_usd?: Cost;
 }
 
 export interface SandboxMetricsHistory {
@@ -762,6 +868,7 @@ export interface SnapshotRequest {
 export interface Task {
   id: string;
   state: "queued" | "running" | "succeeded" | "failed" | "timed_out" | "cancelled";
+  /** what ended it, when not the harness's own exit (a spent budget: "budget: ...") */
   reason?: string;
   harness: string;
   prompt: string;
@@ -790,10 +897,12 @@ export interface Task {
   sandbox_id?: string;
   exit_code?: number;
   summary?: string;
-  usage: {
-    input_tokens: number;
-    output_tokens: number;
-  };
+  usage: TaskUsage;
+  cost_usd?: Cost;
+  budget?: Budget;
+  retry?: TaskRetry;
+  /** its tries, oldest first; empty until it starts */
+  attempts: TaskAttempt[];
   /** queued tasks of the tenant ahead of this one */
   queue_position?: number;
   /** Format: date-time. */
@@ -821,10 +930,24 @@ export interface TaskArtifactList {
   }));
 }
 
+/** one try of a task */
+export interface TaskAttempt {
+  /** 1 for the first */
+  attempt: number;
+  /** its sandbox; absent until one was created */
+  sandbox_id?: string;
+  /** Format: date-time. */
+  started_at: string;
+  /** Format: date-time. */
+  ended_at?: string;
+  /** why Airlock failed it (and the task was tried again) */
+  error?: string;
+}
+
 /** a normalized task event; only the fields of its type are set */
 export interface TaskEvent {
   seq: number;
-  type: "task.started" | "message" | "tool_call" | "tool_result" | "command" | "file_change" | "usage" | "task.finished" | "raw";
+  type: "task.started" | "message" | "tool_call" | "tool_result" | "command" | "file_change" | "usage" | "task.finished" | "raw" | "budget" | "attempt";
   /** Format: date-time. */
   time: string;
   sandbox_id?: string;
@@ -841,6 +964,11 @@ export interface TaskEvent {
   kind?: "added" | "modified" | "deleted";
   input_tokens?: number;
   output_tokens?: number;
+  /** usage: who counted it: the egress proxy (one model call, in call) or the harness (its own report) */
+  source?: "proxy" | "harness";
+  call?: ModelCall;
+  /** attempt: the number of the attempt that starts */
+  attempt?: number;
   status?: "queued" | "running" | "succeeded" | "failed" | "timed_out" | "cancelled";
   summary?: string;
   reason?: string;
@@ -885,7 +1013,7 @@ export interface TaskRepo {
 }
 
 export interface TaskRequest {
-  harness: "generic" | "codex" | "claude";
+  harness: "generic" | "codex" | "claude" | "opencode" | "qwen" | "gemini" | "cline" | "pi";
   /** on the harness's stdin and in $AIRLOCK_TASK_PROMPT */
   prompt?: string;
   /** workspace-relative path -> content, written into /home/user/work; content starting with #! is made executable */
@@ -904,6 +1032,35 @@ export interface TaskRequest {
   timeout_s?: number;
   /** workspace-relative glob patterns (path.Match segments, ** for any directories) of files to keep; without any, the regular files the task added or changed are kept */
   artifacts?: string[];
+  budget?: Budget;
+  retry?: TaskRetry;
+}
+
+/** tries the task again, in a new sandbox, after an infrastructure failure (its sandbox could not be created or prepared, or was lost); a harness that fails, a timeout, a cancel and a spent budget are not retried */
+export interface TaskRetry {
+  /** retries after the first attempt */
+  max: number;
+}
+
+/** What the task's model calls used over all its attempts, as the egress proxy of its sandboxes counted them; reported is what the harness said, beside it. */
+export interface TaskUsage {
+  /** model API calls answered through the egress proxy (bound secret hosts only) */
+  calls: number;
+  /** calls whose usage could not be read (an error answer, a cut stream): their tokens are in no total */
+  unmetered_calls: number;
+  /** input tokens not read from a cache (cache writes count here) */
+  input_tokens: number;
+  /** input tokens read from the provider's cache: not inside input_tokens */
+  cached_input_tokens: number;
+  /** output tokens, reasoning included */
+  output_tokens: number;
+  /** of output_tokens, those spent on reasoning */
+  reasoning_tokens: number;
+  /** what the harness said it used (its own usage events) */
+  reported: {
+    input_tokens: number;
+    output_tokens: number;
+  };
 }
 
 export interface Template {
@@ -988,6 +1145,10 @@ export interface TenantUsage {
   exec_count: number;
   /** what the server keeps for the tenant now, whatever the window: what its storage quota counts */
   storage_bytes: number;
+  /** each sandbox's memory limit in GiB times its wall seconds, summed: what memory is priced by */
+  memory_gib_seconds: number;
+  model: ModelTotals;
+  cost_usd?: Cost;
 }
 
 export interface Token {
@@ -1734,6 +1895,18 @@ export interface Operations {
     response: JoinReply;
     responseMedia: ["application/json"];
   };
+  /** The harness table: what each harness installs, whether this server has its template, how to build it */
+  listHarnesses: {
+    method: "GET";
+    path: "/v1/harnesses";
+    pathParams: Record<string, never>;
+    query: Record<string, never>;
+    headers: Record<string, never>;
+    body: never;
+    status: 200;
+    response: HarnessList;
+    responseMedia: ["application/json"];
+  };
   /** List keys (admin: all; other keys: own tenant) */
   listKeys: {
     method: "GET";
@@ -1839,7 +2012,7 @@ export interface Operations {
     query: {
       /** comma-separated states */
       state?: string;
-      harness?: "generic" | "codex" | "claude";
+      harness?: "generic" | "codex" | "claude" | "opencode" | "qwen" | "gemini" | "cline" | "pi";
       limit?: number;
       /** the next page: the last id of the previous one */
       after?: string;
