@@ -73,3 +73,19 @@ func TestFailingPackageShowsItsOutput(t *testing.T) {
 		t.Errorf("got:\n%s\nwant:\n%s", out.String(), want)
 	}
 }
+
+func TestDefaultTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-race", "./..."}, "-timeout 60m -race ./..."},
+		{[]string{"-timeout", "5m", "./..."}, "-timeout 5m ./..."},
+		{[]string{"-timeout=5m", "./..."}, "-timeout=5m ./..."},
+		{[]string{"-count=1", "-test.timeout=1m", "./x"}, "-count=1 -test.timeout=1m ./x"},
+	} {
+		if got := strings.Join(withTimeout(tc.args), " "); got != tc.want {
+			t.Errorf("withTimeout(%q) = %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}

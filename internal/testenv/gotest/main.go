@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/airlockhq/airlock/internal/testenv"
@@ -45,7 +46,7 @@ func main() {
 // run runs go test with args, writing its report to w, and returns the
 // exit status.
 func run(args []string, w io.Writer) int {
-	cmd := exec.Command("go", append([]string{"test", "-json"}, args...)...)
+	cmd := exec.Command("go", append([]string{"test", "-json"}, withTimeout(args)...)...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -88,6 +89,23 @@ func run(args []string, w io.Writer) int {
 		}
 	}
 	return code
+}
+
+// defaultTimeout bounds each test binary when the command line sets no
+// -timeout: go test's own 10 minutes is shorter than the end-to-end
+// package needs (it runs every harness CLI, builds templates, starts
+// servers), so the README's command would fail on a healthy tree.
+const defaultTimeout = "60m"
+
+// withTimeout is args with -timeout defaultTimeout before them unless
+// they set one.
+func withTimeout(args []string) []string {
+	for _, a := range args {
+		if a == "-timeout" || a == "--timeout" || strings.HasPrefix(a, "-timeout=") || strings.HasPrefix(a, "--timeout=") || a == "-test.timeout" || strings.HasPrefix(a, "-test.timeout=") {
+			return args
+		}
+	}
+	return append([]string{"-timeout", defaultTimeout}, args...)
 }
 
 // verbose reports whether go test was asked for every test's output.
