@@ -177,6 +177,12 @@ async function overview(page, id) {
     return lines.length >= 2 && lines.every((l) => (l.getAttribute('d').match(/L/g) || []).length >= 3);
   }, null, { timeout: 30_000 });
   await busy;
+  // Model tokens, counted at the egress proxy (none here: no model calls),
+  // and the cost card, which says why it is empty on a server without a
+  // price table.
+  await page.getByText('Model tokens', { exact: true }).waitFor();
+  await page.getByText('counted at the egress proxy').or(page.getByText(/^0 calls/)).first().waitFor();
+  await page.getByText('no price table on this server').waitFor();
   await shots.take(page, 'sandbox-overview');
 }
 
@@ -366,7 +372,7 @@ async function secrets(page) {
 async function usage(page) {
   await navLink(page, 'Usage').click();
   await page.getByRole('heading', { name: 'Usage' }).waitFor();
-  for (const chart of ['CPU-seconds', 'Memory', 'Egress', 'Sandbox-hours']) {
+  for (const chart of ['CPU-seconds', 'Memory', 'Egress', 'Sandbox-hours', 'Model tokens']) {
     await page.getByRole('img', { name: new RegExp(`^${chart}`) }).first().waitFor();
   }
   await shots.take(page, 'usage');

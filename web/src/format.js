@@ -53,6 +53,21 @@ export function number(n, digits = 2) {
   return Number(n).toLocaleString(undefined, { maximumFractionDigits: digits });
 }
 
+// usd is a cost in US dollars: cents and below with up to 4 significant
+// digits (model calls cost fractions of a cent).
+export function usd(v) {
+  if (v === undefined || v === null || isNaN(v)) return '—';
+  if (v === 0) return '$0';
+  if (Math.abs(v) >= 1) return '$' + v.toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+  return '$' + Number(v.toPrecision(4)).toString();
+}
+
+// tokens sums what model calls used (model totals of the API).
+export function tokens(m) {
+  if (!m) return null;
+  return m.input_tokens + m.cached_input_tokens + m.output_tokens;
+}
+
 export function percent(v) {
   if (v === undefined || v === null || isNaN(v)) return '—';
   return (v * 100).toFixed(v < 0.1 ? 1 : 0) + '%';

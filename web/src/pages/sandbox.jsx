@@ -5,7 +5,7 @@ import { api, sandboxPath } from '../api.js';
 import { Link, navigate } from '../router.jsx';
 import { Empty, ErrorText, Icon, Loading, Pill, usePoll } from '../ui/kit.jsx';
 import { LineChart } from '../ui/chart.jsx';
-import { age, bytes, dateTime, duration, number, percent, timeLeft } from '../format.js';
+import { age, bytes, dateTime, duration, number, percent, timeLeft, tokens, usd } from '../format.js';
 import { actions, isLive } from '../lifecycle.js';
 import { DestroyDialog, ExtendDialog, Metadata } from './sandboxes.jsx';
 import { ForkDialog, Origins, PausedBanner, SnapshotDialog } from './lifecycle.jsx';
@@ -287,6 +287,8 @@ function Overview({ sb }) {
         <Stat label="Memory" value={m ? bytes(m.final ? m.memory_peak_bytes : m.memory_bytes) : '—'} sub={m ? (m.final ? 'peak · ' : `peak ${bytes(m.memory_peak_bytes)} · `) + 'of ' + sb.limits.memory_mb + ' MiB' : 'of ' + sb.limits.memory_mb + ' MiB'} />
         <Stat label="Egress" value={m ? bytes(m.egress_bytes_out + m.egress_bytes_in) : '—'} sub={m ? `${bytes(m.egress_bytes_out)} out · ${bytes(m.egress_bytes_in)} in` : ''} />
         <Stat label="Commands" value={m ? number(m.exec_count, 0) : '—'} sub={m ? 'over ' + duration(m.wall_seconds) : ''} />
+        <Stat label="Model tokens" value={m && m.model ? number(tokens(m.model), 0) : '—'} sub={m && m.model ? modelSub(m.model) : 'counted at the egress proxy'} />
+        <Stat label="Cost" value={m && m.cost_usd ? usd(m.cost_usd.total) : '—'} sub={m && m.cost_usd ? `model ${usd(m.cost_usd.model)} · compute ${usd(m.cost_usd.compute)}` : 'no price table on this server'} />
       </div>
       {live && !ready ? (
         <Loading label="Loading the last minutes…" />
@@ -376,4 +378,12 @@ function Stat({ label, value, sub }) {
       <div class="stat-sub">{sub}</div>
     </div>
   );
+}
+
+// modelSub says what a sandbox's model calls were: how many, and their
+// input (cached apart) and output tokens.
+function modelSub(m) {
+  const calls = `${number(m.calls, 0)} call${m.calls === 1 ? '' : 's'}`;
+  const unread = m.unmetered_calls ? ` (${number(m.unmetered_calls, 0)} unread)` : '';
+  return `${calls}${unread} · ${number(m.input_tokens, 0)} in · ${number(m.cached_input_tokens, 0)} cached · ${number(m.output_tokens, 0)} out`;
 }

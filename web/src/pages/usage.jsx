@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { Empty, ErrorText, Loading, usePoll } from '../ui/kit.jsx';
 import { BarChart, Legend } from '../ui/chart.jsx';
-import { bytes, number } from '../format.js';
+import { bytes, number, tokens, usd } from '../format.js';
 
 const RANGES = {
   '24h': { label: 'Last 24 hours', n: 24, unit: 3600e3 },
@@ -76,6 +76,7 @@ export function Usage({ session }) {
   const series = (f) =>
     data.buckets.map((b) => ({ label: b.label, short: b.short, values: Object.fromEntries(b.tenants.map((t) => [t.tenant_id, f(t)])) }));
   const active = data && data.total.some((t) => t.sandboxes > 0);
+  const priced = data && data.total.some((t) => t.cost_usd);
 
   return (
     <div class="page">
@@ -112,6 +113,8 @@ export function Usage({ session }) {
             <BarChart label="Memory (highest peak)" grouped buckets={series((t) => t.memory_peak_bytes)} keys={keys} format={bytes} binary />
             <BarChart label="Egress" buckets={series((t) => t.egress_bytes_out + t.egress_bytes_in)} keys={keys} format={bytes} binary />
             <BarChart label="Sandbox-hours" buckets={series((t) => t.sandbox_hours)} keys={keys} format={(v) => number(v, 2) + ' h'} />
+            <BarChart label="Model tokens" buckets={series((t) => tokens(t.model) || 0)} keys={keys} format={(v) => number(v, 0)} />
+            {priced && <BarChart label="Cost" buckets={series((t) => (t.cost_usd ? t.cost_usd.total : 0))} keys={keys} format={usd} />}
           </div>
           <div class="table-wrap">
             <table class="table">
@@ -126,6 +129,9 @@ export function Usage({ session }) {
                   <th scope="col" class="num">Egress out</th>
                   <th scope="col" class="num">Egress in</th>
                   <th scope="col" class="num">Commands</th>
+                  <th scope="col" class="num">Model calls</th>
+                  <th scope="col" class="num">Model tokens</th>
+                  <th scope="col" class="num">Cost</th>
                 </tr>
               </thead>
               <tbody>
@@ -142,6 +148,9 @@ export function Usage({ session }) {
                     <td class="num">{bytes(t.egress_bytes_out)}</td>
                     <td class="num">{bytes(t.egress_bytes_in)}</td>
                     <td class="num">{number(t.exec_count, 0)}</td>
+                    <td class="num">{number(t.model.calls, 0)}</td>
+                    <td class="num" title={`${number(t.model.input_tokens, 0)} in · ${number(t.model.cached_input_tokens, 0)} cached · ${number(t.model.output_tokens, 0)} out`}>{number(tokens(t.model), 0)}</td>
+                    <td class="num" title={t.cost_usd ? `model ${usd(t.cost_usd.model)} · compute ${usd(t.cost_usd.compute)}` : 'no price table on this server'}>{t.cost_usd ? usd(t.cost_usd.total) : '—'}</td>
                   </tr>
                 ))}
               </tbody>
