@@ -116,8 +116,10 @@ func TestMeteringCPUMemoryExecs(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept, _ := shared.StorageBytes(ctx, c.TenantID) // its sandbox's audit log
+	// Memory is priced by its limit (1 GiB) over its life.
 	want := sandbox.TenantUsage{TenantID: c.TenantID, Sandboxes: 1, SandboxHours: final.WallSeconds / 3600,
-		CPUSeconds: final.CPUSeconds, MemoryPeakBytes: final.MemoryPeakBytes, ExecCount: 4, StorageBytes: kept}
+		CPUSeconds: final.CPUSeconds, MemoryPeakBytes: final.MemoryPeakBytes, ExecCount: 4, StorageBytes: kept,
+		MemoryGiBSeconds: final.WallSeconds}
 	if len(rep.Tenants) != 1 || kept == 0 || !closeUsage(rep.Tenants[0], want) {
 		t.Errorf("usage: %+v, want %+v", rep.Tenants, want)
 	}
@@ -126,9 +128,9 @@ func TestMeteringCPUMemoryExecs(t *testing.T) {
 // closeUsage compares usage lines, hours to the microsecond (a float sum
 // in the store).
 func closeUsage(a, b sandbox.TenantUsage) bool {
-	d := a.SandboxHours - b.SandboxHours
-	a.SandboxHours = b.SandboxHours
-	return a == b && d < 1e-9 && d > -1e-9
+	d, m := a.SandboxHours-b.SandboxHours, a.MemoryGiBSeconds-b.MemoryGiBSeconds
+	a.SandboxHours, a.MemoryGiBSeconds = b.SandboxHours, b.MemoryGiBSeconds
+	return a == b && d < 1e-9 && d > -1e-9 && m < 1e-6 && m > -1e-6
 }
 
 // TestMeteringSurvivesRestart: the counters only the daemon sees (execs)

@@ -98,8 +98,11 @@ func TestUsageScopes(t *testing.T) {
 	// the window; reading a log writes out what the audit log holds.
 	svc.AuditLog(ctx, a, sa.ID, store.AuditFilter{Limit: 1}, func(audit.Event) error { return nil })
 	kept := func(c sandbox.Caller) int64 { n, _ := st.StorageBytes(ctx, c.TenantID); return n }
-	lineA := sandbox.TenantUsage{TenantID: a.TenantID, Sandboxes: 1, SandboxHours: 0.5, CPUSeconds: 4, MemoryPeakBytes: 300, StorageBytes: kept(a)}
-	lineB := sandbox.TenantUsage{TenantID: b.TenantID, Sandboxes: 1, SandboxHours: 0.1, CPUSeconds: 1, MemoryPeakBytes: 50, StorageBytes: kept(b)}
+	// Memory GiB-seconds: the default limit (512 MiB) over each one's life.
+	lineA := sandbox.TenantUsage{TenantID: a.TenantID, Sandboxes: 1, SandboxHours: 0.5, CPUSeconds: 4, MemoryPeakBytes: 300, StorageBytes: kept(a),
+		MemoryGiBSeconds: 0.5 * 1800}
+	lineB := sandbox.TenantUsage{TenantID: b.TenantID, Sandboxes: 1, SandboxHours: 0.1, CPUSeconds: 1, MemoryPeakBytes: 50, StorageBytes: kept(b),
+		MemoryGiBSeconds: 0.5 * 360}
 	zero := func(c sandbox.Caller) sandbox.TenantUsage {
 		return sandbox.TenantUsage{TenantID: c.TenantID, StorageBytes: kept(c)}
 	}

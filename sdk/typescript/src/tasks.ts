@@ -38,6 +38,11 @@ export class Tasks {
     return this.t.json("GET", "/v1/tasks", { query: { ...rest, state: states?.join(",") }, signal: opts.signal });
   }
 
+  /** harnesses lists the harnesses, their pinned versions, and whether the server has each one's template. */
+  async harnesses(opts: CallOptions = {}): Promise<api.Harness[]> {
+    return (await this.t.json<api.HarnessList>("GET", "/v1/harnesses", opts)).harnesses;
+  }
+
   /** cancel cancels a task and returns it as it ended. */
   cancel(id: string, opts: CallOptions = {}): Promise<api.Task> {
     return this.t.json("POST", taskPath(id, "/cancel"), opts);

@@ -87,6 +87,7 @@ const covered: Record<OperationId, string | { leftOut: string }> = {
   listWebhooks: "webhooks.list",
   deleteWebhook: "webhooks.delete",
   webhookDeliveries: "webhooks.deliveries",
+  listHarnesses: "tasks.harnesses",
   createTask: "tasks.create",
   listTasks: "tasks.list",
   getTask: "tasks.get",

@@ -22,7 +22,8 @@ def task_path(id: str, suffix: str = "") -> str:
 
 class AsyncTasks(AsyncCore):
     async def create_task(self, **fields: Unpack[t.TaskRequestParams]) -> t.Task:
-        """Submits a task (harness "generic", "codex" or "claude"); it is
+        """Submits a task (a harness of list_harnesses: "generic", "codex",
+        "claude", "opencode", "qwen", "gemini", "cline" or "pi"); it is
         queued and runs when the tenant's concurrency allows."""
         return await self._json(t.Task, "POST", "/v1/tasks", json=params(t.TaskRequest, fields))
 
@@ -34,6 +35,11 @@ class AsyncTasks(AsyncCore):
         """One page of the caller's tasks, ids ascending."""
         q = query(state=list(states) if states else None, harness=harness, limit=limit, after=after)
         return await self._json(t.TaskList, "GET", "/v1/tasks", params=q)
+
+    async def list_harnesses(self) -> list[t.Harness]:
+        """The harnesses, their pinned versions, and whether the server has
+        each one's template."""
+        return (await self._json(t.HarnessList, "GET", "/v1/harnesses")).harnesses
 
     async def cancel_task(self, id: str) -> t.Task:
         """Cancels a task; returns it as it ended."""

@@ -23,7 +23,8 @@ def task_path(id: str, suffix: str = "") -> str:
 
 class Tasks(Core):
     def create_task(self, **fields: Unpack[t.TaskRequestParams]) -> t.Task:
-        """Submits a task (harness "generic", "codex" or "claude"); it is
+        """Submits a task (a harness of list_harnesses: "generic", "codex",
+        "claude", "opencode", "qwen", "gemini", "cline" or "pi"); it is
         queued and runs when the tenant's concurrency allows."""
         return self._json(t.Task, "POST", "/v1/tasks", json=params(t.TaskRequest, fields))
 
@@ -35,6 +36,11 @@ class Tasks(Core):
         """One page of the caller's tasks, ids ascending."""
         q = query(state=list(states) if states else None, harness=harness, limit=limit, after=after)
         return self._json(t.TaskList, "GET", "/v1/tasks", params=q)
+
+    def list_harnesses(self) -> list[t.Harness]:
+        """The harnesses, their pinned versions, and whether the server has
+        each one's template."""
+        return (self._json(t.HarnessList, "GET", "/v1/harnesses")).harnesses
 
     def cancel_task(self, id: str) -> t.Task:
         """Cancels a task; returns it as it ended."""
