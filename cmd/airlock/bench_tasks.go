@@ -12,7 +12,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -198,7 +197,7 @@ func (e *tasksEnv) run(ctx context.Context) error {
 	if err := interrupted(ctx); err != nil {
 		return err
 	}
-	tasks := make([]benchTask, e.n)
+	tasks := make([]client.Task, e.n)
 	for i, id := range e.ids {
 		t, err := e.check(ctx, i, id)
 		if err != nil {
@@ -231,55 +230,6 @@ test -s answer.txt
 	}
 }
 
-// benchTask is what the bench reads of GET /v1/tasks/{id}: the usage the
-// egress proxy counted and its cost, which client.Task does not carry.
-type benchTask struct {
-	ID     string `json:"id"`
-	State  string `json:"state"`
-	Reason string `json:"reason"`
-	Usage  struct {
-		Calls             int64 `json:"calls"`
-		UnmeteredCalls    int64 `json:"unmetered_calls"`
-		InputTokens       int64 `json:"input_tokens"`
-		CachedInputTokens int64 `json:"cached_input_tokens"`
-		OutputTokens      int64 `json:"output_tokens"`
-		ReasoningTokens   int64 `json:"reasoning_tokens"`
-	} `json:"usage"`
-	CostUSD *struct {
-		Total   float64 `json:"total"`
-		Model   float64 `json:"model"`
-		Compute float64 `json:"compute"`
-	} `json:"cost_usd"`
-	CreatedAt time.Time `json:"created_at"`
-	StartedAt time.Time `json:"started_at"`
-	EndedAt   time.Time `json:"ended_at"`
-}
-
-func (e *tasksEnv) getTask(ctx context.Context, id string) (benchTask, []byte, error) {
-	var t benchTask
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.b.url+"/v1/tasks/"+url.PathEscape(id), nil)
-	if err != nil {
-		return t, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+e.key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return t, nil, err
-	}
-	defer resp.Body.Close()
-	var raw bytes.Buffer
-	if _, err := raw.ReadFrom(resp.Body); err != nil {
-		return t, nil, fmt.Errorf("GET /v1/tasks/%s: %w", id, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return t, nil, fmt.Errorf("GET /v1/tasks/%s: %s: %s", id, resp.Status, bytes.TrimSpace(raw.Bytes()))
-	}
-	if err := json.Unmarshal(raw.Bytes(), &t); err != nil {
-		return t, nil, fmt.Errorf("GET /v1/tasks/%s: %w", id, err)
-	}
-	return t, raw.Bytes(), nil
-}
-
 // taskCost is what one task's call costs with the bench's prices.
 func (e *tasksEnv) taskCost() float64 {
 	usd, _ := e.prices.Model(benchModel, pricing.Tokens{Input: mockPromptTokens - mockCachedTokens,
@@ -289,11 +239,12 @@ func (e *tasksEnv) taskCost() float64 {
 
 // check fails unless task i succeeded with exactly the mock's one call,
 // its cost and its answer as the artifact.
-func (e *tasksEnv) check(ctx context.Context, i int, id string) (benchTask, error) {
-	t, raw, err := e.getTask(ctx, id)
+func (e *tasksEnv) check(ctx context.Context, i int, id string) (client.Task, error) {
+	t, err := e.c.GetTask(ctx, id)
 	if err != nil {
 		return t, err
 	}
+	raw, _ := json.Marshal(t)
 	u := t.Usage
 	switch want := e.taskCost(); {
 	case t.State != client.TaskSucceeded:
@@ -358,7 +309,7 @@ func (e *tasksEnv) liveSandboxes(ctx context.Context) ([]client.Sandbox, error) 
 	}
 }
 
-func (e *tasksEnv) print(submit []time.Duration, tasks []benchTask, wall time.Duration) {
+func (e *tasksEnv) print(submit []time.Duration, tasks []client.Task, wall time.Duration) {
 	var total, queued, running []time.Duration
 	var cost float64
 	for _, t := range tasks {

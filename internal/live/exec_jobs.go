@@ -75,9 +75,7 @@ func (w *Work) ExecJob(ctx context.Context, id string, sb runtime.Sandbox, jr ru
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(w.life, cancel)()
-	p.mu.Lock()
-	p.stop = cancel // the sandbox's end ends the attach at once
-	p.mu.Unlock()
+	p.set(cancel, nil) // the sandbox's end ends the attach at once
 	var sendErr error
 	if sendErr = out.Started(info.Pid, rec.ID()); sendErr != nil {
 		cancel()
@@ -181,7 +179,7 @@ func (w *Work) adoptExec(jr runtime.JobRunner, t *workload, j runtime.JobInfo, m
 	p := &Proc{pid: j.Pid, execID: m.ExecID, command: m.Command, started: j.Started,
 		out: newOutBuf(ProcOutputCap), jobs: jr}
 	t.addExec(p)
-	w.goFollow(p, rec, audited)
+	w.goFollowProc(p, rec, audited)
 }
 
 // ByExecID finds sandbox id's command with exec id execID: one streamed

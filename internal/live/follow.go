@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime"
@@ -45,32 +46,50 @@ func followJob(ctx context.Context, jr runtime.JobRunner, pid int, next func() i
 	}
 }
 
-// goFollow starts p's follower (follow) under the service's life, ended
-// early by stopFollowing when the sandbox is gone. Both are set before it
-// starts, so a Drop at any time after waits for what it records.
-func (w *Work) goFollow(p *Proc, rec CommandRecorder, audited int64) {
+// following is how Drop reaches what follows a process or a shell: stop
+// ends it early (the sandbox is gone), done closes once it has recorded
+// the end.
+type following struct {
+	mu   sync.Mutex
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func (f *following) set(stop context.CancelFunc, done chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stop, f.done = stop, done
+}
+
+// stopFollowing ends the follower, if there is one, and returns what
+// closes once it has recorded the end (nil when nothing records it).
+func (f *following) stopFollowing() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stop != nil {
+		f.stop()
+	}
+	return f.done
+}
+
+// goFollow runs follow in a follower goroutine under the service's life,
+// f's stop and done set before it starts, so a Drop at any time after
+// waits for what it records.
+func (w *Work) goFollow(f *following, follow func(ctx context.Context)) {
 	ctx, cancel := context.WithCancel(w.life)
 	done := make(chan struct{})
-	p.mu.Lock()
-	p.stop, p.done = cancel, done
-	p.mu.Unlock()
+	f.set(cancel, done)
 	w.followers.Add(1)
 	go func() {
 		defer w.followers.Done()
 		defer close(done)
-		w.follow(ctx, p, rec, audited)
+		follow(ctx)
 	}()
 }
 
-// stopFollowing ends p's follower, if it has one, and returns what closes
-// once it has recorded the end (nil without one).
-func (p *Proc) stopFollowing() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.stop != nil {
-		p.stop()
-	}
-	return p.done
+// goFollowProc starts p's follower (follow).
+func (w *Work) goFollowProc(p *Proc, rec CommandRecorder, audited int64) {
+	w.goFollow(&p.following, func(ctx context.Context) { w.follow(ctx, p, rec, audited) })
 }
 
 // Adopt follows again the background processes, commands and session
@@ -123,6 +142,6 @@ func (w *Work) Adopt(ctx context.Context, id string, sb runtime.Sandbox, log Log
 		p := &Proc{pid: j.Pid, tag: m.Tag, execID: m.ExecID, command: m.Command, started: j.Started,
 			out: newOutBuf(ProcOutputCap), jobs: jr}
 		t.procs = append(t.procs, p)
-		w.goFollow(p, rec, audited[m.ExecID])
+		w.goFollowProc(p, rec, audited[m.ExecID])
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/errdefs"
@@ -50,9 +49,7 @@ type Proc struct {
 	jobs    runtime.JobRunner // set when it runs as a job (procs_jobs.go)
 	out     *outBuf
 
-	mu   sync.Mutex
-	stop context.CancelFunc // ends its follower (follow.go)
-	done chan struct{}      // closed once its follower has recorded the end
+	following // its follower (follow.go)
 }
 
 var errSandboxGone = fmt.Errorf("%w: the sandbox was destroyed", errdefs.ErrConflict)
@@ -81,7 +78,7 @@ func (w *Work) StartBackground(ctx context.Context, id string, sb runtime.Sandbo
 		err := spawnBackground(context.WithoutCancel(ctx), jr, p, rec, rreq)
 		if err == nil {
 			t.procs = append(t.procs, p)
-			w.goFollow(p, rec, 0)
+			w.goFollowProc(p, rec, 0)
 			return p.Info(), nil
 		}
 		if !errors.Is(err, runtime.ErrUnsupported) {

@@ -69,15 +69,14 @@ type Session struct {
 	busy     atomic.Bool // set while run is held, for info (which must not take run)
 	attached atomic.Int32
 
-	mu      sync.Mutex
-	out     []byte // exec mode: output since the current command started
-	live    bool   // the scrollback records (exec mode: once set up)
-	running string // exec mode: the nonce of the command the output shows running
-	size    runtime.TTYSize
-	ended   bool
-	wake    chan struct{}
-	stop    context.CancelFunc // ends a shell job's follower
-	done    chan struct{}      // closed once the shell's end is recorded
+	mu        sync.Mutex
+	out       []byte // exec mode: output since the current command started
+	live      bool   // the scrollback records (exec mode: once set up)
+	running   string // exec mode: the nonce of the command the output shows running
+	size      runtime.TTYSize
+	ended     bool
+	wake      chan struct{}
+	following // what follows its shell and records its end
 }
 
 // newSession is a session whose shell is yet to be started.

@@ -113,20 +113,9 @@ func (w *Work) spawnSession(ctx context.Context, sb runtime.Sandbox, jr runtime.
 	return nil
 }
 
-// goFollowSession starts se's follower (followSession), its stop and done
-// set before it starts, as goFollow does.
+// goFollowSession starts the follower of se's shell job (followSession).
 func (w *Work) goFollowSession(se *Session, jr runtime.JobRunner, pid int, f *shellFeed) {
-	ctx, cancel := context.WithCancel(w.life)
-	done := make(chan struct{})
-	se.mu.Lock()
-	se.stop, se.done = cancel, done
-	se.mu.Unlock()
-	w.followers.Add(1)
-	go func() {
-		defer w.followers.Done()
-		defer close(done)
-		w.followSession(ctx, se, jr, pid, f)
-	}()
+	w.goFollow(&se.following, func(ctx context.Context) { w.followSession(ctx, se, jr, pid, f) })
 }
 
 // followSession feeds the shell job's output, from offset 0, to se (past
@@ -147,18 +136,6 @@ func (w *Work) followSession(ctx context.Context, se *Session, jr runtime.JobRun
 	default:
 		w.finishSession(se, runtime.ExitStatus{}, err)
 	}
-}
-
-// stopFollowing ends the follower of a shell job (its sandbox is gone)
-// and returns what closes once the shell's end is recorded (nil when
-// nothing records it).
-func (se *Session) stopFollowing() <-chan struct{} {
-	se.mu.Lock()
-	defer se.mu.Unlock()
-	if se.stop != nil {
-		se.stop()
-	}
-	return se.done
 }
 
 // shellFeed feeds a shell job's output to its session: past offset

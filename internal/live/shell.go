@@ -113,9 +113,7 @@ func (w *Work) execSession(ctx context.Context, sb runtime.Sandbox, se *Session,
 	}
 	se.sh = &execShell{proc: proc, in: pw, cancel: cancel}
 	done := make(chan struct{})
-	se.mu.Lock()
-	se.done = done
-	se.mu.Unlock()
+	se.set(nil, done) // se.close kills the shell; this records its end
 	go func() {
 		defer close(done)
 		st, err := proc.Wait()
