@@ -31,12 +31,16 @@ func (s *Sandbox) connect(cc *countConn, br *bufio.Reader, req *http.Request, up
 		return
 	}
 
-	up, ok := s.decide(cc, &ev, t)
+	up, ok := s.decide(cc, br, &ev, t)
 	if !ok {
 		return
 	}
 	defer up.Close()
 	defer s.holdUp(up, ev)()
+	// The tunnel's checks below report in ev.Reason; who approved it, if
+	// a person did, is its reason only if nothing else is.
+	approved := ev.Reason
+	ev.Reason = ""
 	if _, err := io.WriteString(cc, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
@@ -72,6 +76,9 @@ func (s *Sandbox) connect(cc *countConn, br *bufio.Reader, req *http.Request, up
 	up1 -= int64(br.Buffered()) // read ahead but never sent
 	ev.BytesUp, ev.BytesDown = up1-up0, down1-down0
 	ev.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	if ev.Reason == "" {
+		ev.Reason = approved
+	}
 	s.event(ev)
 }
 

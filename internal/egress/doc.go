@@ -17,6 +17,16 @@
 // is public, and the proxy dials only those addresses. It must never treat
 // a string that some resolver would read as an IP address as a name.
 //
+// A policy may ask instead of deny (Policy.Ask): a connection to a target
+// no allow entry admits and no deny entry lists is held, the client
+// answered nothing, while the approvals service (Config.Ask) puts it to a
+// person; held connections to one host and port share one question.
+// Approved, it goes on as if the allow list had listed the target, through
+// the same address checks and interception; refused, unanswered by the
+// policy's ask_timeout_s, or with nobody to ask, it is refused as a
+// denied target is. It must never ask about a denied target, nor carry a
+// held connection on anything but an answer that allows it.
+//
 // TLS is intercepted only for hosts a secret is bound to (SetSecrets): the
 // proxy ends the sandbox's TLS with a certificate from that sandbox's own
 // CA, swaps placeholders for values, and opens its own verified TLS

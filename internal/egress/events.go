@@ -44,7 +44,24 @@ type Event struct {
 	Secret string `json:"secret,omitempty"` // a binding's name, never its value
 
 	Usage *ModelUsage `json:"usage,omitempty"` // with KindModelUsage
+
+	// Approval is set when the policy's ask held the connection for a
+	// person: ApprovalAllowed (Decision "allowed", Reason "approved: ..."
+	// unless something failed later), or why it was refused:
+	// ApprovalDenied, ApprovalTimedOut, ApprovalUnavailable (no approvals
+	// service, or it failed), ApprovalAbandoned (the client hung up, or
+	// the sandbox closed, before anyone decided).
+	Approval string `json:"approval,omitempty"`
 }
+
+// Outcomes of a connection held for a person (Event.Approval).
+const (
+	ApprovalAllowed     = "allowed"
+	ApprovalDenied      = "denied"
+	ApprovalTimedOut    = "timed_out"
+	ApprovalUnavailable = "unavailable"
+	ApprovalAbandoned   = "abandoned"
+)
 
 // Reasons of a cut connection.
 const (

@@ -79,8 +79,11 @@ func operatorHint(de *deniedAddrError) string {
 
 // writeRefusal writes the proxy's own error answer. A policy denial names
 // the rule that decided and how to allow the target, so an agent (or its
-// operator) reading the error knows what to change; an upstream failure
-// says that the allow-list let it through and what failed instead.
+// operator) reading the error knows what to change, and one a person was
+// asked about says how that ended (X-Airlock-Egress-Approval), so that
+// an agent tells "refused by a person" from "nobody decided in time";
+// an upstream failure says that the allow-list let it through and what
+// failed instead.
 func writeRefusal(w io.Writer, ev Event, hint string) {
 	verb := "failed"
 	if ev.Decision == Denied {
@@ -108,6 +111,9 @@ func writeRefusal(w io.Writer, ev Event, hint string) {
 	}
 	if hint != "" {
 		fmt.Fprintf(w, "X-Airlock-Egress-Allow: %s\r\n", headerSafe(hint))
+	}
+	if ev.Approval != "" {
+		fmt.Fprintf(w, "X-Airlock-Egress-Approval: %s\r\n", ev.Approval)
 	}
 	fmt.Fprintf(w, "Connection: close\r\n\r\n%s", body)
 }
@@ -143,17 +149,20 @@ func headerSafe(s string) string {
 	}, s)
 }
 
-// decide checks a target against the rules and, if allowed, dials it. On
-// refusal it has answered and logged; ok is false.
-func (s *Sandbox) decide(cc *countConn, ev *Event, t target) (up net.Conn, ok bool) {
-	r := s.rules.Load()
-	d := r.Match(t.name, t.ip, t.port)
-	ev.Rule = d.Rule
-	if !d.Allowed {
+// decide checks a target against the rules, holding it for a person if
+// they ask (admit), and, if allowed, dials it. On refusal it has answered
+// and logged; ok is false. An approved target's ev.Reason says who
+// approved it.
+func (s *Sandbox) decide(cc *countConn, br *bufio.Reader, ev *Event, t target) (up net.Conn, ok bool) {
+	r, d, err := s.admit(cc, br, ev, t)
+	if err == nil && !d.Allowed {
 		s.refuse(cc, *ev, http.StatusForbidden, d.Reason, d.Rule)
 		return nil, false
 	}
-	up, addr, err := s.p.dial(s.ctx, r, d, t.name, t.ip, t.port)
+	var addr netip.Addr
+	if err == nil {
+		up, addr, err = s.p.dial(s.ctx, r, d, t.name, t.ip, t.port)
+	}
 	if err != nil {
 		if de, denied := addrDenied(err); denied {
 			rule := d.Rule
@@ -171,6 +180,9 @@ func (s *Sandbox) decide(cc *countConn, ev *Event, t target) (up net.Conn, ok bo
 		return nil, false
 	}
 	ev.Addr, ev.Rule = addr.String(), r.dialedRule(d, addr, t.port)
+	if d.Ask {
+		ev.Reason = d.Reason
+	}
 	return up, true
 }
 
@@ -192,7 +204,7 @@ func (s *Sandbox) forward(cc *countConn, br *bufio.Reader, req *http.Request, ho
 		s.refuse(cc, ev, status, err.Error(), "")
 		return false
 	}
-	up, ok := s.decide(cc, &ev, t)
+	up, ok := s.decide(cc, br, &ev, t)
 	if !ok {
 		return false
 	}

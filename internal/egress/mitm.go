@@ -55,6 +55,7 @@ func (s *Sandbox) intercept(cc *countConn, br *bufio.Reader, raw net.Conn, t tar
 	m := &mitm{s: s, client: pc, cbr: bufio.NewReaderSize(pc, maxHead),
 		up: up, ubr: bufio.NewReaderSize(up, maxHead), t: t, base: tun}
 	m.base.Protocol, m.base.Decision, m.base.Reason = "https", Allowed, ""
+	m.base.Approval = "" // the tunnel's own event says who approved it
 	var upErr *upstreamError
 	if err := handshake(up, s.p.cfg.DialTimeout); err != nil {
 		upErr = upstreamFailure(err, true)

@@ -23,10 +23,15 @@ type Policy struct {
 	Mode  Mode     `json:"mode"`
 	Allow []string `json:"allow,omitempty"`
 	Deny  []string `json:"deny,omitempty"`
+	// Ask holds a target the allow list does not admit, and no deny entry
+	// lists, for a person's decision (Config.Ask) instead of refusing it.
+	Ask Ask `json:"ask,omitzero"`
+	// AskTimeoutS bounds that wait in seconds (1..3600; 0: 60).
+	AskTimeoutS int64 `json:"ask_timeout_s,omitempty"`
 }
 
-// PatternError points at the bad entry of a policy: List is "allow" or
-// "deny", Index its position in that list.
+// PatternError points at the bad entry of a policy: List is "allow",
+// "deny" or "ask", Index its position in that list.
 type PatternError struct {
 	List   string
 	Index  int
@@ -44,6 +49,7 @@ type Rules struct {
 	policy Policy
 	allow  []rule
 	deny   []rule
+	ask    []rule // with policy.Ask.All, every target is asked about
 }
 
 // Compile validates p and returns its compiled rules.
@@ -77,8 +83,14 @@ type Rules struct {
 // name: only an entry holding all of a family can take whatever a
 // resolver answers.
 //
-// Errors about an entry are *PatternError; an error about the mode is a
-// plain error.
+// Ask entries share the syntax and, like allow entries, cover ports 80
+// and 443 when they name none; "ask": true asks about every target on
+// any port. Asking is for mode allowlist only: mode none gives the
+// sandbox no proxy to hold a connection in. A deny entry wins over ask
+// (a denied target is never put to a person), and allow over both.
+//
+// Errors about an entry are *PatternError; an error about the mode or
+// the ask timeout is a plain error.
 func Compile(p Policy) (*Rules, error) {
 	mode := p.Mode
 	switch mode {
@@ -100,10 +112,16 @@ func Compile(p Policy) (*Rules, error) {
 	if err != nil {
 		return nil, err
 	}
+	ask, timeout, err := compileAsk(mode, p.Ask, p.AskTimeoutS)
+	if err != nil {
+		return nil, err
+	}
 	return &Rules{
-		policy: Policy{Mode: mode, Allow: cloneEntries(p.Allow), Deny: cloneEntries(p.Deny)},
-		allow:  allow,
-		deny:   deny,
+		policy: Policy{Mode: mode, Allow: cloneEntries(p.Allow), Deny: cloneEntries(p.Deny),
+			Ask: p.Ask.clone(), AskTimeoutS: timeout},
+		allow: allow,
+		deny:  deny,
+		ask:   ask,
 	}, nil
 }
 
@@ -124,12 +142,14 @@ func compileList(list string, entries []string) ([]rule, error) {
 }
 
 // Policy returns the policy the rules were compiled from, normalized: the
-// mode filled in, the entries as given, empty lists as nil.
+// mode filled in, the entries as given, empty lists as nil, and the ask
+// timeout's default filled in when the policy asks.
 func (r *Rules) Policy() Policy {
 	if r == nil {
 		return Policy{Mode: ModeNone}
 	}
-	return Policy{Mode: r.policy.Mode, Allow: cloneEntries(r.policy.Allow), Deny: cloneEntries(r.policy.Deny)}
+	return Policy{Mode: r.policy.Mode, Allow: cloneEntries(r.policy.Allow), Deny: cloneEntries(r.policy.Deny),
+		Ask: r.policy.Ask.clone(), AskTimeoutS: r.policy.AskTimeoutS}
 }
 
 func cloneEntries(s []string) []string {

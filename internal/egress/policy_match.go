@@ -11,7 +11,7 @@ import (
 // Decision is the outcome of matching one target.
 type Decision struct {
 	Allowed bool
-	List    string // "allow", "deny", or "" when nothing matched (default deny) or mode none
+	List    string // "allow", "deny", "ask", or "" when nothing matched (default deny) or mode none
 	Rule    string // the entry as written that decided, "" if none
 	Reason  string // short text for logs and error pages
 
@@ -21,6 +21,11 @@ type Decision struct {
 	// connects only to those of a family such an entry covers at the
 	// port. Rule is then the first such entry.
 	PublicOnly bool
+
+	// Ask says no rule allows or denies the target and the policy's ask
+	// puts it to a person (Config.Ask); Allowed is false, List "ask",
+	// Rule the ask entry, or "" for "ask": true.
+	Ask bool
 }
 
 // Match decides for a target the client named: either a DNS name (as
@@ -33,7 +38,7 @@ type Decision struct {
 // with PublicOnly set when "0.0.0.0/0" or "::/0" covers the port, since
 // the resolver can then pick nothing the entry does not already allow
 // once the proxy refuses every address that is not public. Deny wins over
-// allow; mode none denies everything. Forbidden addresses are not Match's
+// allow, and both over ask; mode none denies everything. Forbidden addresses are not Match's
 // business: the proxy checks each address it is about to dial with
 // Forbidden and AllowsIP (and, for PublicOnly, Proxy.checkPublic).
 func (r *Rules) Match(name string, ip netip.Addr, port int) Decision {
@@ -60,6 +65,9 @@ func (r *Rules) Match(name string, ip netip.Addr, port int) Decision {
 	if a, ok := r.wholeInternet(ip, port); ok && !ip.IsValid() && !isLocalhostName(name) {
 		return Decision{Allowed: true, List: "allow", Rule: a.entry, PublicOnly: true,
 			Reason: fmt.Sprintf("matched allow rule %q, if every address of the name is public", a.entry)}
+	}
+	if d, ok := r.matchAsk(name, ip, port, target); ok {
+		return d
 	}
 	return Decision{Reason: "no allow rule matches " + target}
 }

@@ -73,6 +73,16 @@ type Config struct {
 	// returns as it ends: the daemon keeps a durable list of connections
 	// in flight, so a crash cuts none unlogged.
 	OnOpen func(Event) (ended func())
+	// Ask, if set, is the approvals service: the proxy calls it for each
+	// connection a policy's ask holds (Policy.Ask) and carries or refuses
+	// the connection by its answer. It blocks until a person decides or
+	// ctx ends, which happens at the policy's ask timeout, when every
+	// client waiting on the answer has hung up, or when the sandbox
+	// closes; it must return soon after, and the proxy refuses the held
+	// connections then without waiting for it. Connections of one
+	// sandbox to one host and port held at the same time share one call.
+	// Without it, such connections are refused.
+	Ask    func(ctx context.Context, q AskRequest) (AskAnswer, error)
 	Logger *slog.Logger
 }
 
@@ -130,6 +140,11 @@ type Sandbox struct {
 	secrets atomic.Pointer[secretSet]
 	// gate is the model-call budget check in force (SetModelGate).
 	gate atomic.Pointer[modelGate]
+
+	// asks are the calls of Config.Ask in flight, by target (host:port),
+	// each shared by every connection held for it.
+	askMu sync.Mutex
+	asks  map[string]*pendingAsk
 
 	mu     sync.Mutex
 	lns    []net.Listener

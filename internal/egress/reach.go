@@ -107,7 +107,7 @@ func isLocalhostName(name string) bool {
 	return name == "localhost" || strings.HasSuffix(name, ".localhost")
 }
 
-// CheckReach refuses a tenant's policy whose allow entries include one
+// CheckReach refuses a tenant's policy whose allow or ask entries include one
 // that names only addresses the proxy will never dial for it: loopback,
 // private, link-local and metadata, CGNAT, multicast, reserved, the host's
 // own addresses (as the host has them now), and localhost names, unless
@@ -117,13 +117,21 @@ func isLocalhostName(name string) bool {
 // which the proxy checks on every address it dials.
 // Deny entries are never refused. The error is a *PatternError.
 func (p *Proxy) CheckReach(pol Policy) error {
-	for i, e := range pol.Allow {
+	if err := p.checkReachList("allow", pol.Allow); err != nil {
+		return err
+	}
+	// An ask entry no approval could open would only ask people in vain.
+	return p.checkReachList("ask", pol.Ask.Patterns)
+}
+
+func (p *Proxy) checkReachList(list string, entries []string) error {
+	for i, e := range entries {
 		r, reason := parseEntry(e)
 		if reason != "" {
-			return &PatternError{List: "allow", Index: i, Entry: e, Reason: reason}
+			return &PatternError{List: list, Index: i, Entry: e, Reason: reason}
 		}
 		if why := p.unreachableEntry(r); why != "" {
-			return &PatternError{List: "allow", Index: i, Entry: e, Reason: why +
+			return &PatternError{List: list, Index: i, Entry: e, Reason: why +
 				"; sandboxes never reach it unless the operator opens it (airlock serve --egress-allow-private)"}
 		}
 	}

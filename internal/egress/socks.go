@@ -55,16 +55,18 @@ func (s *Sandbox) serveSOCKS(c net.Conn) {
 		s.event(ev)
 		return
 	}
-	r := s.rules.Load()
-	d := r.Match(t.name, t.ip, t.port)
-	ev.Rule = d.Rule
-	if !d.Allowed {
+	r, d, err := s.admit(cc, br, &ev, t)
+	if err == nil && !d.Allowed {
 		socksReply(cc, socksNotAllowed)
 		ev.Decision, ev.Reason = Denied, d.Reason
 		s.event(ev)
 		return
 	}
-	up, addr, err := s.p.dial(s.ctx, r, d, t.name, t.ip, t.port)
+	var up net.Conn
+	var addr netip.Addr
+	if err == nil {
+		up, addr, err = s.p.dial(s.ctx, r, d, t.name, t.ip, t.port)
+	}
 	if err != nil {
 		code := byte(socksNotAllowed)
 		if de, denied := addrDenied(err); denied {
@@ -83,6 +85,9 @@ func (s *Sandbox) serveSOCKS(c net.Conn) {
 	}
 	defer up.Close()
 	ev.Addr, ev.Decision, ev.Rule = addr.String(), Allowed, r.dialedRule(d, addr, t.port)
+	if d.Ask {
+		ev.Reason = d.Reason // who approved it
+	}
 	defer s.holdUp(up, ev)()
 	if socksReply(cc, socksOK) == nil {
 		splice(cc, br, up, s.p.cfg.IdleTimeout)
