@@ -30,6 +30,10 @@ const (
 	EventSandboxFailed    = "sandbox.failed"
 	EventExecExited       = "exec.exited"
 	EventSessionEnded     = "session.ended"
+	// An approval was opened, or decided (or timed out): Data is the
+	// Approval.
+	EventApprovalRequested = "approval.requested"
+	EventApprovalDecided   = "approval.decided"
 )
 
 // EventsOptions says where a stream starts and what it carries.

@@ -257,6 +257,12 @@ type NetworkPolicy struct {
 	Mode  string   `json:"mode"`
 	Allow []string `json:"allow,omitempty"`
 	Deny  []string `json:"deny,omitempty"`
+	// Ask holds a connection to a target the allow list does not admit
+	// for a person's decision (an Approval) instead of refusing it.
+	Ask Ask `json:"ask,omitzero"`
+	// AskTimeoutS is how long a held connection waits (0: the server's
+	// 60 s); then it is refused.
+	AskTimeoutS int64 `json:"ask_timeout_s,omitempty"`
 }
 
 // AllowOnly is an allow-list policy of the given entries.

@@ -14,6 +14,7 @@ var helpVerbs = [][]string{
 	{"keys"}, {"keys", "create"}, {"keys", "ls"}, {"keys", "rm"},
 	{"secrets"}, {"secrets", "set"}, {"secrets", "ls"}, {"secrets", "rm"},
 	{"audit"}, {"audit", "verify"}, {"audit", "export"}, {"audit", "key"},
+	{"approvals"}, {"approvals", "ls"}, {"approvals", "allow"}, {"approvals", "deny"},
 	{"replay"}, {"events"}, {"webhooks"}, {"webhooks", "add"}, {"webhooks", "ls"}, {"webhooks", "rm"}, {"webhooks", "deliveries"},
 	{"metrics"}, {"usage"}, {"task"}, {"task", "run"}, {"task", "ls"}, {"task", "get"}, {"task", "cancel"},
 	{"template"}, {"template", "build"}, {"template", "ls"}, {"template", "rm"}, {"mcp"}, {"teardown"}, {"version"},

@@ -45,6 +45,7 @@ $AIRLOCK_API_KEY, else the admin.key in the data dir:
   airlock mcp [--data-dir DIR] [--embedded]  serve MCP on stdio (runs its own server if none answers)
   airlock events [--after ID|--all]      follow the tenant's events (lifecycle, exec exits)
   airlock webhooks add|ls|rm|deliveries  deliver events to a URL, signed and retried
+  airlock approvals ls|allow ID|deny ID  decide what a sandbox's policy asks a person about
   airlock audit ID|verify|export         read, check or export a sandbox's audit log
   airlock replay [flags] ID [SESSION]    play back a session, a command (--exec) or a sandbox
   airlock metrics ID [--json]            what a sandbox used (live, or final once ended)
@@ -68,7 +69,7 @@ var commands = map[string]func(args []string) error{
 	"ls": lsCmd, "rm": rmCmd, "cp": cpCmd, "timeout": timeoutCmd,
 	"tenants": tenantsCmd, "secrets": secretsCmd, "keys": keysCmd, "node": nodeCmd, "nodes": nodesCmd,
 	"audit": auditCmd, "replay": replayCmd, "events": eventsCmd, "webhooks": webhooksCmd,
-	"metrics": metricsCmd, "usage": usageCmd, "task": taskCmd, "template": templateCmd,
+	"approvals": approvalsCmd, "metrics": metricsCmd, "usage": usageCmd, "task": taskCmd, "template": templateCmd,
 	"pause": pauseCmd, "resume": resumeCmd, "fork": forkCmd, "snapshot": snapshotCmd, "volume": volumeCmd,
 	"mcp": mcpCmd, "teardown": teardownCmd, "version": versionCmd,
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/agent"
 	"github.com/airlockhq/airlock/internal/api"
+	"github.com/airlockhq/airlock/internal/approvals"
 	"github.com/airlockhq/airlock/internal/console"
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/events"
@@ -198,6 +199,9 @@ type daemon struct {
 	// reattached at start may call its model before then).
 	modelCalls atomic.Pointer[tasks.Service]
 	nodes      *nodes.Service // the hosts that joined to run sandboxes
+	// approvals: questions the egress proxy puts to a person; set once
+	// the sandbox service it records through exists (askThrough).
+	approvals atomic.Pointer[approvals.Service]
 	// e2bDomain serves sandbox ports at host names (--e2b-domain);
 	// trafficKey derives E2B's traffic access tokens (serve_e2b.go).
 	e2bDomain  string
@@ -312,13 +316,14 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 	if tune.store != nil {
 		managerDir = ""
 	}
-	if d.mgr, err = sandbox.NewManager(ctx, st, rt, sandbox.Options{HostCPUs: goruntime.NumCPU(), HostMemoryMB: hostMemoryMB(), Egress: eg, Secrets: box,
+	if d.mgr, err = sandbox.NewManager(ctx, st, rt, sandbox.Options{HostCPUs: goruntime.NumCPU(), HostMemoryMB: hostMemoryMB(), Egress: d.askThrough(eg), Secrets: box,
 		AuditRetention: tune.auditRetention, AuditOutputCap: tune.auditOutputCap, Metrics: d.metrics, OnAudit: d.events.Publish,
 		Tracer: d.tracing.Tracer, DataDir: managerDir, MinFreeDiskPercent: tune.minFreeDiskPercent(), NodeLost: d.nodes.Lost,
 		Prices: tune.prices, OnModelCall: d.modelCall}); err != nil {
 		d.close()
 		return nil, err
 	}
+	d.approvals.Store(newApprovals(st, d.mgr))
 	if d.keyPath, d.newKey, err = ensureAdminKey(ctx, st, dataDir); err != nil {
 		d.close()
 		return nil, err
@@ -333,7 +338,7 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 	}
 	d.modelCalls.Store(d.tasks)
 	d.handler = api.New(d.mgr, st, api.Options{Tasks: d.tasks, Metrics: d.metrics, Events: d.events, TraceContext: d.tracing.Enabled, AuditSigner: box.Signer(), DataDir: dataDir,
-		AgentProtocol: agent.ProtocolVersion, Nodes: d.nodes})
+		AgentProtocol: agent.ProtocolVersion, Nodes: d.nodes, Approvals: d.approvals.Load()})
 	return d, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/approvals"
 	"github.com/airlockhq/airlock/internal/events"
 	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/store"
@@ -50,6 +51,8 @@ type Options struct {
 	AgentProtocol int
 	// Nodes serves the /v1/nodes routes; nil answers 503.
 	Nodes Nodes
+	// Approvals serves the /v1/approvals routes; nil answers 503.
+	Approvals *approvals.Service
 }
 
 type server struct {
@@ -71,6 +74,7 @@ type server struct {
 	dataDir       string
 	agentProtocol int
 	nodes         Nodes
+	approvals     *approvals.Service
 	// records: see sandboxRecords (ports_routed.go).
 	records sandboxRecords
 }
@@ -188,6 +192,12 @@ var routes = []route{
 	{"POST", "/v1/tasks/{id}/cancel", anyKey, (*server).cancelTask},
 	{"GET", "/v1/tasks/{id}/artifacts", anyKey, (*server).taskArtifacts},
 
+	// Approvals (approvals.go): questions put to a person. A sandbox
+	// token gets 403 on each: an agent must not approve itself.
+	{"GET", "/v1/approvals", anyKey, (*server).listApprovals},
+	{"GET", "/v1/approvals/{id}", anyKey, (*server).getApproval},
+	{"POST", "/v1/approvals/{id}/decision", anyKey, (*server).decideApproval},
+
 	// Nodes (nodes.go): the hosts that run sandboxes for this control
 	// plane. A joining node has no key: its one-time token is checked.
 	{"POST", "/v1/nodes/tokens", adminKey, (*server).createJoinToken},
@@ -216,6 +226,7 @@ func New(m Manager, st store.Store, opts Options) *Handler {
 	}
 	s.events = opts.Events
 	s.tasks = opts.Tasks
+	s.approvals = opts.Approvals
 	s.dataDir = opts.DataDir
 	s.agentProtocol = opts.AgentProtocol
 	s.nodes = opts.Nodes

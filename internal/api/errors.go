@@ -97,6 +97,8 @@ func statusOf(err error) (status int, code, message string) {
 	case errors.Is(err, sandbox.ErrUnavailable), errors.Is(err, runtime.ErrUnavailable),
 		errors.Is(err, runtime.ErrUnsupported):
 		return http.StatusServiceUnavailable, codeUnavailable, err.Error()
+	case errors.Is(err, errdefs.ErrForbidden):
+		return http.StatusForbidden, codeForbidden, err.Error()
 	case errors.Is(err, events.ErrDisabled):
 		// The operator's choice (no master key), not a passing outage.
 		return http.StatusForbidden, codeForbidden, err.Error()

@@ -36,18 +36,24 @@ func (s *server) setNetwork(w http.ResponseWriter, r *http.Request) {
 }
 
 // networkJSON is a policy as the API shows it: both lists, empty rather
-// than absent.
+// than absent; ask and its timeout only when the policy asks.
 type networkJSON struct {
-	Mode  egress.Mode `json:"mode"`
-	Allow []string    `json:"allow"`
-	Deny  []string    `json:"deny"`
+	Mode        egress.Mode `json:"mode"`
+	Allow       []string    `json:"allow"`
+	Deny        []string    `json:"deny"`
+	Ask         egress.Ask  `json:"ask,omitzero"`
+	AskTimeoutS int64       `json:"ask_timeout_s,omitempty"`
 }
 
 func policyJSON(p egress.Policy) networkJSON {
 	if p.Mode == "" {
 		p.Mode = egress.ModeNone
 	}
-	return networkJSON{p.Mode, nonNil(p.Allow), nonNil(p.Deny)}
+	out := networkJSON{Mode: p.Mode, Allow: nonNil(p.Allow), Deny: nonNil(p.Deny), Ask: p.Ask}
+	if !p.Ask.IsZero() {
+		out.AskTimeoutS = p.AskTimeoutS
+	}
+	return out
 }
 
 func nonNil(s []string) []string {

@@ -49,6 +49,11 @@ const (
 	OutputCapped     = "audit.output_capped" // limit_bytes
 	TaskStarted      = "task.started"        // task_id, harness
 	TaskFinished     = "task.finished"       // task_id, harness, state, reason, exit_code, input_tokens, output_tokens
+	// An approval (package approvals): the approval as the API shows it;
+	// the actor of approval.decided is the key that decided ("system" for
+	// a timeout), its reason why.
+	ApprovalRequested = "approval.requested"
+	ApprovalDecided   = "approval.decided"
 )
 
 // ActorSystem is the actor of events no API call caused (expiry, the

@@ -14,6 +14,9 @@ var (
 	ErrConflict      = errors.New("conflict")
 	ErrLimitExceeded = errors.New("limit exceeded")
 	ErrUnavailable   = errors.New("unavailable")
+	// ErrForbidden: a caller who is who it says but may not do this (a
+	// sandbox token deciding an approval).
+	ErrForbidden = errors.New("forbidden")
 	// ErrUnauthenticated: a credential that does not open (a node's join
 	// token).
 	ErrUnauthenticated = errors.New("unauthenticated")

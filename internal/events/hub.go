@@ -33,6 +33,7 @@ var Types = []string{
 	audit.SandboxCreated, audit.SandboxExpired, audit.SandboxDestroyed, audit.SandboxFailed,
 	audit.SandboxPaused, audit.SandboxResumed, audit.SnapshotCreated, audit.SandboxForked,
 	audit.ExecExited, audit.SessionEnded, audit.TaskStarted, audit.TaskFinished,
+	audit.ApprovalRequested, audit.ApprovalDecided,
 }
 
 func published(typ string) bool { return slices.Contains(Types, typ) }

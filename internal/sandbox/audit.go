@@ -446,6 +446,22 @@ func (s *Service) RecordTask(ctx context.Context, c Caller, id, typ string, data
 	s.auditor(c, id, rec.TenantID).record(typ, data)
 }
 
+// RecordApproval adds an approval.requested or approval.decided event to
+// the sandbox's log, the tenant's event stream and its webhooks, with
+// the key that decided as its actor (c with no key: the system). Other
+// types, or a sandbox of another tenant, record nothing.
+func (s *Service) RecordApproval(ctx context.Context, c Caller, id, typ string, data any) {
+	if typ != audit.ApprovalRequested && typ != audit.ApprovalDecided {
+		return
+	}
+	rec, err := s.resolve(context.WithoutCancel(ctx), c, id)
+	if err != nil {
+		s.log.Warn("record approval event", "sandbox", id, "type", typ, "err", err)
+		return
+	}
+	s.auditor(c, id, rec.TenantID).record(typ, data)
+}
+
 // pruneAudit deletes the logs whose newest event is older than the
 // retention, at most once per auditPruneEvery. The reaper calls it.
 func (s *Service) pruneAudit(ctx context.Context) {

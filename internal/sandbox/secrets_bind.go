@@ -58,7 +58,10 @@ func (s *Service) bindSecrets(ctx context.Context, tenantID, id string, names []
 		out.Allow = slices.Clone(pol.Allow)
 	}
 	if pol != nil {
-		out.Deny = slices.Clone(pol.Deny)
+		// Ask too: binding a secret must not turn a held host into a
+		// refused one.
+		out.Deny, out.Ask, out.AskTimeoutS = slices.Clone(pol.Deny), pol.Ask, pol.AskTimeoutS
+		out.Ask.Patterns = slices.Clone(pol.Ask.Patterns)
 	}
 	b := boundSecrets{Placeholders: map[string]string{}}
 	for i, name := range names {

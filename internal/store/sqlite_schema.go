@@ -126,6 +126,8 @@ var migrations = []string{
 	ALTER TABLE sandbox_usage ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE sandbox_usage ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE sandbox_usage ADD COLUMN model_cost_usd REAL NOT NULL DEFAULT 0;`,
+	// Approvals: questions put to a person (approvals.go).
+	approvalsSchema,
 }
 
 // migrate applies the migrations the database has not run yet, in one

@@ -376,5 +376,17 @@ type Store interface {
 	// there is none).
 	MoveDisk(ctx context.Context, kind, tenantID, name, node string) error
 
+	// Approvals (approvals.go): CreateApproval inserts one (an existing id
+	// is ErrConflict); GetApproval reads the tenant's (ErrNotFound for
+	// another tenant's); ListApprovals returns the tenant's, of one state
+	// unless state is "", oldest first; DecideApproval moves a pending one
+	// to a.State with its decided_at, decided_by, reason and remember:
+	// ErrConflict if it is no longer pending, ErrNotFound if the tenant
+	// has none with that id.
+	CreateApproval(ctx context.Context, a Approval) error
+	GetApproval(ctx context.Context, tenantID, id string) (Approval, error)
+	ListApprovals(ctx context.Context, tenantID, state string) ([]Approval, error)
+	DecideApproval(ctx context.Context, a Approval) error
+
 	Close() error
 }

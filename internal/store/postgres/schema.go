@@ -272,6 +272,8 @@ var migrations = []string{
 		ADD COLUMN output_tokens BIGINT NOT NULL DEFAULT 0,
 		ADD COLUMN reasoning_tokens BIGINT NOT NULL DEFAULT 0,
 		ADD COLUMN model_cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0;`,
+	// Approvals: questions put to a person (store.Approval).
+	store.ApprovalsSchema,
 }
 
 // migrate applies the migrations the database has not run yet, in one

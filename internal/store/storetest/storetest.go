@@ -67,6 +67,7 @@ func Run(t *testing.T, open Opener) {
 		{"FollowerMissesNothing", testFollowerMissesNothing},
 		{"Disks", testDisks},
 		{"PausedIsLive", testPausedIsLive},
+		{"Approvals", testApprovals},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

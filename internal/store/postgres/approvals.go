@@ -1,0 +1,60 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// CreateApproval: see store.Store.
+func (s *Store) CreateApproval(ctx context.Context, a store.Approval) error {
+	if _, err := s.exec(ctx, `INSERT INTO approvals (`+store.ApprovalCols+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, store.ApprovalArgs(a)...); err != nil {
+		return fmt.Errorf("create approval %s: %w", a.ID, err)
+	}
+	return nil
+}
+
+// GetApproval: see store.Store.
+func (s *Store) GetApproval(ctx context.Context, tenantID, id string) (store.Approval, error) {
+	a, err := store.ScanApproval(s.pool.QueryRow(ctx, `SELECT `+store.ApprovalCols+` FROM approvals
+		WHERE id = $1 AND tenant_id = $2`, id, tenantID))
+	if err != nil {
+		return store.Approval{}, fmt.Errorf("get approval %s: %w", id, mapErr(err))
+	}
+	return a, nil
+}
+
+// ListApprovals: see store.Store.
+func (s *Store) ListApprovals(ctx context.Context, tenantID, state string) ([]store.Approval, error) {
+	q, args := `SELECT `+store.ApprovalCols+` FROM approvals WHERE tenant_id = $1`, []any{tenantID}
+	if state != "" {
+		q, args = q+` AND state = $2`, append(args, state)
+	}
+	out, err := query(ctx, s.pool, q+` ORDER BY requested_at, id`, args, store.ScanApproval)
+	if err != nil {
+		return nil, fmt.Errorf("list approvals: %w", err)
+	}
+	return out, nil
+}
+
+// DecideApproval: see store.Store.
+func (s *Store) DecideApproval(ctx context.Context, a store.Approval) error {
+	n, err := s.exec(ctx, `UPDATE approvals SET state = $1, decided_at = $2, decided_by = $3, reason = $4, remember = $5
+		WHERE id = $6 AND tenant_id = $7 AND state = $8`,
+		a.State, store.ToNanos(a.DecidedAt), a.DecidedBy, a.Reason, a.Remember, a.ID, a.TenantID, store.ApprovalPending)
+	if err == nil && n == 0 {
+		err = store.ErrNotFound
+		if _, gerr := s.GetApproval(ctx, a.TenantID, a.ID); gerr == nil {
+			err = store.ErrConflict
+		} else if !errors.Is(gerr, store.ErrNotFound) {
+			err = gerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("decide approval %s: %w", a.ID, err)
+	}
+	return nil
+}
