@@ -90,6 +90,13 @@ class NetworkPolicy:
     mode: Literal["none", "allowlist"]
     allow: list[str] | None = None
     deny: list[str] | None = None
+    #: true: hold a connection to any target the allow list does not admit (and
+    #: no deny entry lists) for a person's decision (an approval); a list: only
+    #: targets these patterns match
+    ask: bool | list[str] | None = None
+    #: how long a held connection waits for a decision (default 60); then it is
+    #: refused
+    ask_timeout_s: int | None = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -664,7 +671,7 @@ class Event:
     #: ascends, never reused; resume after it with Last-Event-ID
     id: int
     time: datetime
-    type: Literal["sandbox.created", "sandbox.expired", "sandbox.destroyed", "sandbox.failed", "exec.exited", "session.ended", "task.started", "task.finished"]
+    type: Literal["sandbox.created", "sandbox.expired", "sandbox.destroyed", "sandbox.failed", "exec.exited", "session.ended", "task.started", "task.finished", "approval.requested", "approval.decided"]
     sandbox_id: str
     #: the audit event's data (see the audit log)
     data: dict[str, Any]
@@ -1473,7 +1480,62 @@ class HarnessList:
     harnesses: list[Harness]
 
 
+@dataclass(kw_only=True, slots=True)
+class ApprovalEgress:
+    """kind egress: the connection held"""
+    host: str
+    port: int
+    protocol: Literal["http", "connect", "socks5"]
+    #: the policy's ask entry that matched; absent for "ask": true
+    rule: str | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class Approval:
+    """A question put to a person about a sandbox's action."""
+    id: str
+    sandbox_id: str
+    #: the task the sandbox runs, if any
+    task: str | None = None
+    kind: Literal["egress"]
+    #: kind egress: the connection held
+    egress: ApprovalEgress | None = None
+    state: Literal["pending", "allowed", "denied", "timed_out"]
+    requested_at: datetime
+    deadline: datetime
+    decided_at: datetime | None = None
+    #: the id of the API key that decided; absent for a timeout
+    decided_by: str | None = None
+    reason: str | None = None
+    remember: Literal["once", "sandbox", "task"] | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class ApprovalList:
+    """The schema ApprovalList of the Airlock API."""
+    approvals: list[Approval]
+
+
+@dataclass(kw_only=True, slots=True)
+class ApprovalDecision:
+    """The schema ApprovalDecision of the Airlock API."""
+    decision: Literal["allow", "deny"]
+    #: once (the default): this request only; sandbox: also the sandbox's later
+    #: connections to the target (its allow list, or deny list); task: as
+    #: sandbox (a task runs in one sandbox)
+    remember: Literal["once", "sandbox", "task"] | None = None
+    #: why; kept in the audit log
+    reason: str | None = None
+
+
 MoveParams = TypedDict("MoveParams", {"from": Required[str], "to": Required[str]}, total=False)
+
+
+class ApprovalDecisionParams(TypedDict, total=False):
+    """Keyword arguments of ApprovalDecision (the request's JSON fields)."""
+    decision: Required[Literal["allow", "deny"]]
+    remember: Literal["once", "sandbox", "task"]
+    reason: str
 
 
 class BudgetParams(TypedDict, total=False):
@@ -1590,6 +1652,8 @@ class NetworkPolicyParams(TypedDict, total=False):
     mode: Required[Literal["none", "allowlist"]]
     allow: list[str]
     deny: list[str]
+    ask: bool | list[str]
+    ask_timeout_s: int
 
 
 class RotateSecretParams(TypedDict, total=False):
@@ -1833,10 +1897,18 @@ SCHEMAS: dict[str, Any] = {
     "TaskAttempt": TaskAttempt,
     "Harness": Harness,
     "HarnessList": HarnessList,
+    "ApprovalList": ApprovalList,
+    "Approval": Approval,
+    "ApprovalDecision": ApprovalDecision,
 }
 
 
 __all__ = [
+    "Approval",
+    "ApprovalDecision",
+    "ApprovalDecisionParams",
+    "ApprovalEgress",
+    "ApprovalList",
     "AuditEvent",
     "AuditVerify",
     "Background",

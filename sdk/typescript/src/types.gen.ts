@@ -2,6 +2,46 @@
 // Regenerate with `npm run gen`; `npm run check-types` and the SDK's tests fail
 // while this file and the document differ.
 
+/** A question put to a person about a sandbox's action. */
+export interface Approval {
+  id: string;
+  sandbox_id: string;
+  /** the task the sandbox runs, if any */
+  task?: string;
+  kind: "egress";
+  /** kind egress: the connection held */
+  egress?: {
+    host: string;
+    port: number;
+    protocol: "http" | "connect" | "socks5";
+    /** the policy's ask entry that matched; absent for "ask": true */
+    rule?: string;
+  };
+  state: "pending" | "allowed" | "denied" | "timed_out";
+  /** Format: date-time. */
+  requested_at: string;
+  /** Format: date-time. */
+  deadline: string;
+  /** Format: date-time. */
+  decided_at?: string;
+  /** the id of the API key that decided; absent for a timeout */
+  decided_by?: string;
+  reason?: string;
+  remember?: "once" | "sandbox" | "task";
+}
+
+export interface ApprovalDecision {
+  decision: "allow" | "deny";
+  /** once (the default): this request only; sandbox: also the sandbox's later connections to the target (its allow list, or deny list); task: as sandbox (a task runs in one sandbox) */
+  remember?: "once" | "sandbox" | "task";
+  /** why; kept in the audit log */
+  reason?: string;
+}
+
+export interface ApprovalList {
+  approvals: Approval[];
+}
+
 export interface AuditEvent {
   /** 1, 2, ... per sandbox */
   seq: number;
@@ -190,7 +230,7 @@ export interface Event {
   id: number;
   /** Format: date-time. */
   time: string;
-  type: "sandbox.created" | "sandbox.expired" | "sandbox.destroyed" | "sandbox.failed" | "exec.exited" | "session.ended" | "task.started" | "task.finished";
+  type: "sandbox.created" | "sandbox.expired" | "sandbox.destroyed" | "sandbox.failed" | "exec.exited" | "session.ended" | "task.started" | "task.finished" | "approval.requested" | "approval.decided";
   sandbox_id: string;
   /** the audit event's data (see the audit log) */
   data: Record<string, unknown>;
@@ -564,6 +604,10 @@ export interface NetworkPolicy {
   mode: "none" | "allowlist";
   allow?: string[];
   deny?: string[];
+  /** true: hold a connection to any target the allow list does not admit (and no deny entry lists) for a person's decision (an approval); a list: only targets these patterns match */
+  ask?: boolean | string[];
+  /** how long a held connection waits for a decision (default 60); then it is refused */
+  ask_timeout_s?: number;
 }
 
 export interface NewKey {
@@ -1517,6 +1561,21 @@ export interface Operations {
     response: Webhook;
     responseMedia: ["application/json"];
   };
+  /** Allow or deny a pending approval (API keys of its tenant only: an agent's sandbox token cannot approve its own request); remember sandbox (or task) also adds the target to the sandbox's allow list, or deny list */
+  decideApproval: {
+    method: "POST";
+    path: "/v1/approvals/{id}/decision";
+    pathParams: {
+      id: string;
+    };
+    query: Record<string, never>;
+    headers: Record<string, never>;
+    body: ApprovalDecision;
+    bodyMedia: ["application/json"];
+    status: 200;
+    response: Approval;
+    responseMedia: ["application/json"];
+  };
   /** Sign out: the session ends server-side and the cookie is cleared; signing out twice is not an error */
   deleteConsoleSession: {
     method: "DELETE";
@@ -1743,6 +1802,20 @@ export interface Operations {
     response: ForkResult;
     responseMedia: ["application/json"];
   };
+  /** One approval of the tenant (API keys only) */
+  getApproval: {
+    method: "GET";
+    path: "/v1/approvals/{id}";
+    pathParams: {
+      id: string;
+    };
+    query: Record<string, never>;
+    headers: Record<string, never>;
+    body: never;
+    status: 200;
+    response: Approval;
+    responseMedia: ["application/json"];
+  };
   /** Who the session cookie signs in as */
   getConsoleSession: {
     method: "GET";
@@ -1893,6 +1966,21 @@ export interface Operations {
     bodyMedia: ["application/json"];
     status: 201;
     response: JoinReply;
+    responseMedia: ["application/json"];
+  };
+  /** The tenant's approvals, oldest first (API keys only: a sandbox token gets 403); a pending one past its deadline reads as timed_out */
+  listApprovals: {
+    method: "GET";
+    path: "/v1/approvals";
+    pathParams: Record<string, never>;
+    query: {
+      /** only approvals in this state (default all) */
+      state?: "pending" | "allowed" | "denied" | "timed_out";
+    };
+    headers: Record<string, never>;
+    body: never;
+    status: 200;
+    response: ApprovalList;
     responseMedia: ["application/json"];
   };
   /** The harness table: what each harness installs, whether this server has its template, how to build it */
