@@ -1,6 +1,6 @@
 // Package approvals owns approvals: questions put to a person about an
 // action of a sandbox (for now an egress connection its policy asks
-// about), their state from pending to allowed, denied or timed out, who
+// about, a command an agent wants to run, or a harness's tool call), their state from pending to allowed, denied or timed out, who
 // decided and why, and the waiters held until then. Only an API key of
 // the sandbox's tenant may decide: never a sandbox token, so that an
 // agent cannot approve itself.
@@ -25,7 +25,18 @@ import (
 )
 
 // Kinds of approval.
-const KindEgress = "egress"
+const (
+	KindEgress  = "egress"  // a connection the sandbox's policy asks about
+	KindCommand = "command" // something an agent asks to do (airlock-approve "deploy")
+	KindHarness = "harness" // a harness's tool call (Claude Code's permission prompt)
+)
+
+// Bounds on what the sandbox may ask (it comes from inside).
+const (
+	MaxCommand = 4096     // bytes of a command's text
+	MaxInput   = 64 << 10 // bytes of a harness tool's input (JSON)
+	MaxTool    = 128      // bytes of a tool's name
+)
 
 // States, as the store keeps them.
 const (
@@ -55,7 +66,9 @@ type Approval struct {
 	SandboxID   string    `json:"sandbox_id"`
 	Task        string    `json:"task,omitempty"`
 	Kind        string    `json:"kind"`
-	Egress      *Egress   `json:"egress,omitempty"` // kind egress: what is asked
+	Egress      *Egress   `json:"egress,omitempty"`  // kind egress: what is asked
+	Command     *Command  `json:"command,omitempty"` // kind command
+	Harness     *Harness  `json:"harness,omitempty"` // kind harness
 	State       string    `json:"state"`
 	RequestedAt time.Time `json:"requested_at"`
 	Deadline    time.Time `json:"deadline"`
@@ -71,6 +84,30 @@ type Egress struct {
 	Port     int    `json:"port"`
 	Protocol string `json:"protocol"`       // http, connect or socks5
 	Rule     string `json:"rule,omitempty"` // the policy's ask entry that matched; "" for "ask": true
+}
+
+// Command is what an agent asks to do, in its own words.
+type Command struct {
+	Text string `json:"text"`
+}
+
+// Harness is a harness's tool call held for a decision.
+type Harness struct {
+	Harness  string          `json:"harness"`            // claude, codex, ...
+	Tool     string          `json:"tool"`               // the harness's name for it: Bash, Write, ...
+	Category string          `json:"category,omitempty"` // shell, write or network; "" for others
+	Input    json.RawMessage `json:"input,omitempty"`    // the call's arguments as the harness gave them
+}
+
+// what is the approval's question as stored (its kind's part).
+func (a Approval) what() any {
+	switch a.Kind {
+	case KindCommand:
+		return a.Command
+	case KindHarness:
+		return a.Harness
+	}
+	return a.Egress
 }
 
 // Caller is who calls: an API key (KeyID set) or a sandbox token.
@@ -95,7 +132,7 @@ type Store interface {
 }
 
 func toStore(a Approval) (store.Approval, error) {
-	req, err := json.Marshal(a.Egress)
+	req, err := json.Marshal(a.what())
 	if err != nil {
 		return store.Approval{}, err
 	}
@@ -108,11 +145,22 @@ func fromStore(r store.Approval) (Approval, error) {
 	a := Approval{ID: r.ID, TenantID: r.TenantID, SandboxID: r.SandboxID, Task: r.Task, Kind: r.Kind,
 		State: r.State, RequestedAt: r.RequestedAt, Deadline: r.Deadline, DecidedAt: r.DecidedAt,
 		DecidedBy: r.DecidedBy, Reason: r.Reason, Remember: r.Remember}
-	if r.Kind == KindEgress {
+	var into any
+	switch r.Kind {
+	case KindEgress:
 		a.Egress = new(Egress)
-		if err := json.Unmarshal([]byte(r.Request), a.Egress); err != nil {
-			return Approval{}, fmt.Errorf("approval %s: decode request: %w", r.ID, err)
-		}
+		into = a.Egress
+	case KindCommand:
+		a.Command = new(Command)
+		into = a.Command
+	case KindHarness:
+		a.Harness = new(Harness)
+		into = a.Harness
+	default:
+		return Approval{}, fmt.Errorf("approval %s: unknown kind %q", r.ID, r.Kind)
+	}
+	if err := json.Unmarshal([]byte(r.Request), into); err != nil {
+		return Approval{}, fmt.Errorf("approval %s: decode request: %w", r.ID, err)
 	}
 	return a, nil
 }

@@ -2,11 +2,13 @@ package approvals
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/airlockhq/airlock/internal/errdefs"
 	"github.com/airlockhq/airlock/internal/store"
@@ -41,8 +43,38 @@ func New(opts Options) *Service {
 type Request struct {
 	TenantID  string
 	SandboxID string
-	Egress    *Egress // kind egress
-	Deadline  time.Time
+	// What is asked: exactly one of these, which sets the kind.
+	Egress   *Egress
+	Command  *Command
+	Harness  *Harness
+	Deadline time.Time
+}
+
+// kind checks q asks exactly one bounded thing and says its kind.
+func (q Request) kind() (string, error) {
+	n, kind := 0, ""
+	if q.Egress != nil {
+		n, kind = n+1, KindEgress
+	}
+	if q.Command != nil {
+		n, kind = n+1, KindCommand
+		if q.Command.Text == "" || len(q.Command.Text) > MaxCommand || !utf8.ValidString(q.Command.Text) {
+			return "", fmt.Errorf("%w: command: want 1 to %d bytes of UTF-8 text", errdefs.ErrInvalid, MaxCommand)
+		}
+	}
+	if h := q.Harness; h != nil {
+		n, kind = n+1, KindHarness
+		if h.Tool == "" || len(h.Tool) > MaxTool || !utf8.ValidString(h.Tool) {
+			return "", fmt.Errorf("%w: tool: want 1 to %d bytes of UTF-8 text", errdefs.ErrInvalid, MaxTool)
+		}
+		if len(h.Input) > MaxInput || len(h.Input) > 0 && !json.Valid(h.Input) {
+			return "", fmt.Errorf("%w: input: want JSON of at most %d bytes", errdefs.ErrInvalid, MaxInput)
+		}
+	}
+	if n != 1 || q.TenantID == "" || q.SandboxID == "" {
+		return "", fmt.Errorf("%w: an approval needs a tenant, a sandbox and one thing asked", errdefs.ErrInvalid)
+	}
+	return kind, nil
 }
 
 // Waiter waits for one approval's decision.
@@ -58,11 +90,12 @@ func (w *Waiter) Approval() Approval { return w.a }
 // Open stores a pending approval, records approval.requested, and
 // returns the waiter for its decision.
 func (s *Service) Open(ctx context.Context, q Request) (*Waiter, error) {
-	if q.Egress == nil || q.TenantID == "" || q.SandboxID == "" {
-		return nil, fmt.Errorf("%w: an approval needs a tenant, a sandbox and what is asked", errdefs.ErrInvalid)
+	kind, err := q.kind()
+	if err != nil {
+		return nil, err
 	}
-	a := Approval{ID: newID(), TenantID: q.TenantID, SandboxID: q.SandboxID, Kind: KindEgress, Egress: q.Egress,
-		State: Pending, RequestedAt: s.opts.Now().UTC(), Deadline: q.Deadline.UTC()}
+	a := Approval{ID: newID(), TenantID: q.TenantID, SandboxID: q.SandboxID, Kind: kind,
+		Egress: q.Egress, Command: q.Command, Harness: q.Harness, State: Pending, RequestedAt: s.opts.Now().UTC(), Deadline: q.Deadline.UTC()}
 	if s.opts.TaskOf != nil {
 		a.Task = s.opts.TaskOf(ctx, q.TenantID, q.SandboxID)
 	}

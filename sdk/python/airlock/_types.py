@@ -1491,15 +1491,45 @@ class ApprovalEgress:
 
 
 @dataclass(kw_only=True, slots=True)
+class ApprovalCommand:
+    """kind command: what the agent asks to do, in its words (airlock-approve
+    "deploy")
+    """
+    text: str
+
+
+@dataclass(kw_only=True, slots=True)
+class ApprovalHarness:
+    """kind harness: the harness's tool call held for a decision"""
+    #: the task's harness: claude, codex, ...
+    harness: str
+    #: the harness's name for the tool: Bash, Write, ...
+    tool: str
+    #: what the tool does, as a task's approval.tools names it; absent for
+    #: other tools
+    category: Literal["shell", "write", "network"] | None = None
+    #: the call's arguments as the harness gave them (JSON, at most 64 KiB)
+    input: Any = None
+
+
+@dataclass(kw_only=True, slots=True)
 class Approval:
-    """A question put to a person about a sandbox's action."""
+    """A question put to a person about a sandbox's action: a connection its
+    policy asks about (egress), something an agent asks to do (command:
+    airlock-approve), or a harness's tool call (harness).
+    """
     id: str
     sandbox_id: str
     #: the task the sandbox runs, if any
     task: str | None = None
-    kind: Literal["egress"]
+    kind: Literal["egress", "command", "harness"]
     #: kind egress: the connection held
     egress: ApprovalEgress | None = None
+    #: kind command: what the agent asks to do, in its words (airlock-approve
+    #: "deploy")
+    command: ApprovalCommand | None = None
+    #: kind harness: the harness's tool call held for a decision
+    harness: ApprovalHarness | None = None
     state: Literal["pending", "allowed", "denied", "timed_out"]
     requested_at: datetime
     deadline: datetime
@@ -1905,9 +1935,11 @@ SCHEMAS: dict[str, Any] = {
 
 __all__ = [
     "Approval",
+    "ApprovalCommand",
     "ApprovalDecision",
     "ApprovalDecisionParams",
     "ApprovalEgress",
+    "ApprovalHarness",
     "ApprovalList",
     "AuditEvent",
     "AuditVerify",

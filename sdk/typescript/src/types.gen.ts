@@ -2,13 +2,13 @@
 // Regenerate with `npm run gen`; `npm run check-types` and the SDK's tests fail
 // while this file and the document differ.
 
-/** A question put to a person about a sandbox's action. */
+/** A question put to a person about a sandbox's action: a connection its policy asks about (egress), something an agent asks to do (command: airlock-approve), or a harness's tool call (harness). */
 export interface Approval {
   id: string;
   sandbox_id: string;
   /** the task the sandbox runs, if any */
   task?: string;
-  kind: "egress";
+  kind: "egress" | "command" | "harness";
   /** kind egress: the connection held */
   egress?: {
     host: string;
@@ -16,6 +16,21 @@ export interface Approval {
     protocol: "http" | "connect" | "socks5";
     /** the policy's ask entry that matched; absent for "ask": true */
     rule?: string;
+  };
+  /** kind command: what the agent asks to do, in its words (airlock-approve "deploy") */
+  command?: {
+    text: string;
+  };
+  /** kind harness: the harness's tool call held for a decision */
+  harness?: {
+    /** the task's harness: claude, codex, ... */
+    harness: string;
+    /** the harness's name for the tool: Bash, Write, ... */
+    tool: string;
+    /** what the tool does, as a task's approval.tools names it; absent for other tools */
+    category?: "shell" | "write" | "network";
+    /** the call's arguments as the harness gave them (JSON, at most 64 KiB) */
+    input?: unknown;
   };
   state: "pending" | "allowed" | "denied" | "timed_out";
   /** Format: date-time. */
