@@ -48,18 +48,20 @@ const (
 
 // Approval is a question put to a person about a sandbox's action.
 type Approval struct {
-	ID          string          `json:"id"`
-	SandboxID   string          `json:"sandbox_id"`
-	Task        string          `json:"task,omitempty"`
-	Kind        string          `json:"kind"`             // "egress"
-	Egress      *ApprovalEgress `json:"egress,omitempty"` // kind egress: the connection held
-	State       string          `json:"state"`
-	RequestedAt time.Time       `json:"requested_at"`
-	Deadline    time.Time       `json:"deadline"`
-	DecidedAt   time.Time       `json:"decided_at,omitzero"`
-	DecidedBy   string          `json:"decided_by,omitempty"` // the API key's id
-	Reason      string          `json:"reason,omitempty"`
-	Remember    string          `json:"remember,omitempty"`
+	ID          string           `json:"id"`
+	SandboxID   string           `json:"sandbox_id"`
+	Task        string           `json:"task,omitempty"`
+	Kind        string           `json:"kind"`              // "egress", "command" or "harness"
+	Egress      *ApprovalEgress  `json:"egress,omitempty"`  // kind egress: the connection held
+	Command     *ApprovalCommand `json:"command,omitempty"` // kind command: what the agent asks to do
+	Harness     *ApprovalHarness `json:"harness,omitempty"` // kind harness: the tool call held
+	State       string           `json:"state"`
+	RequestedAt time.Time        `json:"requested_at"`
+	Deadline    time.Time        `json:"deadline"`
+	DecidedAt   time.Time        `json:"decided_at,omitzero"`
+	DecidedBy   string           `json:"decided_by,omitempty"` // the API key's id
+	Reason      string           `json:"reason,omitempty"`
+	Remember    string           `json:"remember,omitempty"`
 }
 
 // ApprovalEgress is a connection held for a decision.
@@ -68,6 +70,20 @@ type ApprovalEgress struct {
 	Port     int    `json:"port"`
 	Protocol string `json:"protocol"`
 	Rule     string `json:"rule,omitempty"`
+}
+
+// ApprovalCommand is what an agent asks to do, in its own words
+// (airlock-approve "deploy").
+type ApprovalCommand struct {
+	Text string `json:"text"`
+}
+
+// ApprovalHarness is a harness's tool call held for a decision.
+type ApprovalHarness struct {
+	Harness  string          `json:"harness"`
+	Tool     string          `json:"tool"`
+	Category string          `json:"category,omitempty"` // shell, write or network
+	Input    json.RawMessage `json:"input,omitempty"`
 }
 
 // ApprovalDecision answers an approval. Decision is "allow" or "deny";
