@@ -38,6 +38,51 @@ type TaskRequest struct {
 	// Retry tries the task again, in a new sandbox, after an
 	// infrastructure failure; a harness that fails is not retried.
 	Retry *TaskRetry `json:"retry,omitempty"`
+	// Continue makes the task a follow-up turn of an ended one (its id)
+	// that kept its workspace (KeepWorkspaceS), in the same harness.
+	Continue string `json:"continue,omitempty"`
+	// KeepWorkspaceS keeps the final workspace that many seconds after
+	// the task ends, for a follow-up turn.
+	KeepWorkspaceS int64 `json:"keep_workspace_s,omitempty"`
+	// Approval makes the harness's tool calls of the categories named
+	// wait for a person's decision (an approval of kind harness).
+	Approval *TaskApproval `json:"approval,omitempty"`
+}
+
+// TaskApproval says which tool calls wait for a person: Tools of
+// "shell", "write" and "network", or every one with All. TimeoutS is
+// how long one waits (default 600; past it, denied).
+type TaskApproval struct {
+	Tools    []string
+	All      bool
+	TimeoutS int64
+}
+
+// MarshalJSON writes tools as "all" or the list.
+func (a TaskApproval) MarshalJSON() ([]byte, error) {
+	var tools any = a.Tools
+	if a.All {
+		tools = "all"
+	}
+	return json.Marshal(map[string]any{"tools": tools, "timeout_s": a.TimeoutS})
+}
+
+// UnmarshalJSON reads tools as "all" or a list.
+func (a *TaskApproval) UnmarshalJSON(b []byte) error {
+	var j struct {
+		Tools    json.RawMessage `json:"tools"`
+		TimeoutS int64           `json:"timeout_s"`
+	}
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*a = TaskApproval{TimeoutS: j.TimeoutS}
+	var all string
+	if json.Unmarshal(j.Tools, &all) == nil {
+		a.All = all == "all"
+		return nil
+	}
+	return json.Unmarshal(j.Tools, &a.Tools)
 }
 
 // TaskRetry bounds the retries of a task (Max 0..10, after the first
@@ -139,6 +184,7 @@ type Task struct {
 	CostUSD   *Cost         `json:"cost_usd,omitempty"`
 	Budget    *Budget       `json:"budget,omitempty"`
 	Retry     *TaskRetry    `json:"retry,omitempty"`
+	Approval  *TaskApproval `json:"approval,omitempty"`
 	Attempts  []TaskAttempt `json:"attempts"`
 	CreatedAt time.Time     `json:"created_at"`
 	StartedAt time.Time     `json:"started_at,omitzero"`
@@ -173,6 +219,7 @@ type TaskEvent struct {
 	Summary      string          `json:"summary,omitempty"`
 	Reason       string          `json:"reason,omitempty"`
 	Harness      string          `json:"harness,omitempty"`
+	Approval     string          `json:"approval,omitempty"` // approval: its id
 	// Source says who counted a usage event: "proxy" (one model call, in
 	// Call) or "harness" (its own report, in the token fields).
 	Source string     `json:"source,omitempty"`

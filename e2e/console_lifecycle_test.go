@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/client"
-	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
 )
 
 // lifecycleShots are the pages lifecycle.mjs must have photographed, in
@@ -30,16 +29,7 @@ var lifecycleShots = []string{"list-paused", "sandbox-paused", "terminal-paused"
 // delete the snapshot. Here, through the API: the new sandboxes hold the
 // file the first one had, the snapshot is gone, the first sandbox runs.
 func TestConsoleLifecycle(t *testing.T) {
-	const test = "the console lifecycle browser test"
-	node, dir := nodeProject(t, "consolenode", "playwright-core", test)
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		linuxtest.Lacking(t, test, "chromium is not installed (.ci/run installs Debian's chromium)")
-	}
-	if _, err := os.Stat("../internal/console/dist/index.html"); err != nil {
-		linuxtest.Lacking(t, test, "the console is not built (cd web && npm ci && npm run build)")
-	}
-	shots := lifecycleArtifacts(t)
+	node, dir, chromium, shots := browserTest(t, "the console lifecycle browser test", "lifecycle")
 
 	s := startServer(t, "")
 	admin := s.admin()
@@ -104,30 +94,6 @@ func TestConsoleLifecycle(t *testing.T) {
 		}
 	}
 	assertNoSandboxesLeft(t, s, ids...)
-}
-
-// lifecycleArtifacts is the screenshot directory of TestConsoleLifecycle,
-// beside TestConsole's (which empties its own of earlier pictures), emptied
-// of an earlier run's pictures so that none can pass for this run's.
-func lifecycleArtifacts(t *testing.T) string {
-	dir := filepath.Join("artifacts", "console-lifecycle")
-	if base := os.Getenv("AIRLOCK_TEST_ARTIFACTS"); base != "" {
-		dir = filepath.Join(base, "lifecycle")
-	}
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	old, _ := filepath.Glob(filepath.Join(dir, "[0-9][0-9]-*.png"))
-	for _, f := range append(old, filepath.Join(dir, "failure.png")) {
-		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-	}
-	return dir
 }
 
 // destroyEverything destroys every sandbox the client can list that has

@@ -45,16 +45,7 @@ var consoleShots = []string{"sign-in", "create-form-bad-timeout", "create-form",
 // console's "nothing here", and every page fits 420 px. The screenshots go to
 // $AIRLOCK_TEST_ARTIFACTS (default e2e/artifacts/console).
 func TestConsole(t *testing.T) {
-	const test = "the console browser test"
-	node, dir := nodeProject(t, "consolenode", "playwright-core", test)
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		linuxtest.Lacking(t, test, "chromium is not installed (.ci/run installs Debian's chromium)")
-	}
-	if _, err := os.Stat("../internal/console/dist/index.html"); err != nil {
-		linuxtest.Lacking(t, test, "the console is not built (cd web && npm ci && npm run build)")
-	}
-	shots := consoleArtifacts(t)
+	node, dir, chromium, shots := browserTest(t, "the console browser test", "")
 
 	n := fakenet.Start(t)
 	s := startServer(t, "", "--egress-dns", n.DNS)
@@ -204,12 +195,33 @@ func runConsole(t *testing.T, node, dir string, env []string) map[string]string 
 	return vals
 }
 
-// consoleArtifacts is the screenshot directory, emptied of an earlier
-// run's pictures so that none can pass for this run's.
-func consoleArtifacts(t *testing.T) string {
+// browserTest is what a console browser test needs: node and the
+// consolenode project's directory, Debian's chromium, the built console,
+// and its screenshot directory (consoleArtifacts).
+func browserTest(t *testing.T, test, page string) (node, dir, chromium, shots string) {
+	node, dir = nodeProject(t, "consolenode", "playwright-core", test)
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		linuxtest.Lacking(t, test, "chromium is not installed (.ci/run installs Debian's chromium)")
+	}
+	if _, err := os.Stat("../internal/console/dist/index.html"); err != nil {
+		linuxtest.Lacking(t, test, "the console is not built (cd web && npm ci && npm run build)")
+	}
+	return node, dir, chromium, consoleArtifacts(t, page)
+}
+
+// consoleArtifacts is a browser test's screenshot directory, emptied of
+// an earlier run's pictures so that none can pass for this run's:
+// TestConsole's (page "") or, beside it, another test's (page names it).
+func consoleArtifacts(t *testing.T, page string) string {
 	dir := os.Getenv("AIRLOCK_TEST_ARTIFACTS")
-	if dir == "" {
+	switch {
+	case dir == "" && page == "":
 		dir = filepath.Join("artifacts", "console")
+	case dir == "":
+		dir = filepath.Join("artifacts", "console-"+page)
+	case page != "":
+		dir = filepath.Join(dir, page)
 	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {

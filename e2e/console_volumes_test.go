@@ -14,7 +14,6 @@ import (
 
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/images/imagetest"
-	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
 )
 
 // volumesShots are the pages volumes.mjs must have photographed, in order.
@@ -32,16 +31,7 @@ var volumesShots = []string{"volumes", "create-form-volume", "sandbox-with-volum
 // those options, the volume is gone, and a sandbox on the imported
 // template runs the image's own files.
 func TestConsoleVolumes(t *testing.T) {
-	const test = "the console volumes browser test"
-	node, dir := nodeProject(t, "consolenode", "playwright-core", test)
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		linuxtest.Lacking(t, test, "chromium is not installed (.ci/run installs Debian's chromium)")
-	}
-	if _, err := os.Stat("../internal/console/dist/index.html"); err != nil {
-		linuxtest.Lacking(t, test, "the console is not built (cd web && npm ci && npm run build)")
-	}
-	shots := volumesArtifacts(t)
+	node, dir, chromium, shots := browserTest(t, "the console volumes browser test", "volumes")
 
 	s := startServer(t, "")
 	admin := s.admin()
@@ -107,28 +97,4 @@ func TestConsoleVolumes(t *testing.T) {
 		t.Errorf("destroy %s: %v", on.ID, err)
 	}
 	assertNoSandboxesLeft(t, s, id, on.ID)
-}
-
-// volumesArtifacts is the screenshot directory of TestConsoleVolumes,
-// beside TestConsole's, emptied of an earlier run's pictures so that none
-// can pass for this run's.
-func volumesArtifacts(t *testing.T) string {
-	dir := filepath.Join("artifacts", "console-volumes")
-	if base := os.Getenv("AIRLOCK_TEST_ARTIFACTS"); base != "" {
-		dir = filepath.Join(base, "volumes")
-	}
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	old, _ := filepath.Glob(filepath.Join(dir, "[0-9][0-9]-*.png"))
-	for _, f := range append(old, filepath.Join(dir, "failure.png")) {
-		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-	}
-	return dir
 }

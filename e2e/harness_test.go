@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,6 +29,8 @@ type harnessEnv struct {
 	n   *fakenet.Net
 	s   *server
 	reg *npmreg.Registry
+	// built are the harness templates built on s so far.
+	built map[string]bool
 }
 
 func startHarnessEnv(t *testing.T) *harnessEnv {
@@ -41,7 +44,7 @@ func startHarnessEnv(t *testing.T) *harnessEnv {
 		t.Fatal(err)
 	}
 	n.Handle("/npm/", reg)
-	return &harnessEnv{n: n, s: s, reg: reg}
+	return &harnessEnv{n: n, s: s, reg: reg, built: map[string]bool{}}
 }
 
 // buildHarness builds the harness's template the way an admin would, with
@@ -75,7 +78,15 @@ func (e *harnessEnv) buildHarness(t *testing.T, name string) client.Template {
 		t.Fatalf("build %s (cached %v): %v\n%s", h.Template, cached, err, log.String())
 	}
 	t.Logf("built %s (%d MiB) in %v", h.Template, tmpl.SizeBytes>>20, time.Since(start).Round(time.Millisecond))
+	e.built[name] = true
 	return tmpl
+}
+
+// needHarness builds the harness's template unless this server has it.
+func (e *harnessEnv) needHarness(t *testing.T, name string) {
+	if !e.built[name] {
+		e.buildHarness(t, name)
+	}
 }
 
 // harnessCase is one harness's task against the model mock.
@@ -144,13 +155,8 @@ func runHarnessCase(t *testing.T, e *harnessEnv, mock *modelmock.Mock, tc harnes
 		return nil
 	}))
 	got := must[client.Task](t)(c.GetTask(ctx, task.ID))
-	var lines []string
-	for _, ev := range evs {
-		b, _ := json.Marshal(ev)
-		lines = append(lines, string(b))
-	}
 	if got.State != client.TaskSucceeded || got.Summary != modelmock.DefaultFinal {
-		t.Fatalf("task %+v\nevents:\n%s", got, strings.Join(lines, "\n"))
+		t.Fatalf("task %+v\nevents:\n%s", got, eventLines(evs))
 	}
 	var toolCall, command bool
 	for _, ev := range evs {
@@ -158,7 +164,7 @@ func runHarnessCase(t *testing.T, e *harnessEnv, mock *modelmock.Mock, tc harnes
 		command = command || ev.Type == "command" && strings.Contains(strings.Join(ev.Argv, " "), "echo fixed > answer.txt") && ev.ExitCode != nil && *ev.ExitCode == 0
 	}
 	if !toolCall || !command {
-		t.Errorf("events lack the tool call (%v) or the command (%v):\n%s", toolCall, command, strings.Join(lines, "\n"))
+		t.Errorf("events lack the tool call (%v) or the command (%v):\n%s", toolCall, command, eventLines(evs))
 	}
 	// What the harness reported, and beside it what the egress proxy
 	// counted of the mock's answers (every call, each with usage).
@@ -227,6 +233,12 @@ func TestHarnesses(t *testing.T) {
 		t.Run(tc.harness, func(t *testing.T) { runHarnessCase(t, e, mock, tc) })
 	}
 
+	// Claude Code asking permission through Airlock: its Bash call
+	// waits for a person's decision.
+	for _, allow := range []bool{true, false} {
+		t.Run(fmt.Sprintf("claude-approval/allow=%v", allow), func(t *testing.T) { claudeApproval(t, e, allow) })
+	}
+
 	// Claude Code cut in the middle: its tool (the mock's command) runs
 	// while the daemon is killed or stopped, then the CLI sends the tool's
 	// result to the model through the next daemon's proxy, and the task
@@ -286,4 +298,95 @@ func TestHarnesses(t *testing.T) {
 			assertNoSandboxesLeft(t, e.s, got.SandboxID)
 		})
 	}
+}
+
+// claudeApproval runs a Claude Code task whose shell calls wait for a
+// person (approval: tools shell): the mock's Bash call opens an approval
+// of kind harness naming the tool and its command; allowed, the command
+// runs and its file is an artifact; denied, it does not run, claude gets
+// the denial as its tool's answer, and the task still finishes.
+func claudeApproval(t *testing.T, e *harnessEnv, allow bool) {
+	c := e.s.admin()
+	h, _ := tasks.Lookup(tasks.HarnessClaude)
+	e.needHarness(t, tasks.HarnessClaude)
+	if _, err := c.CreateSecret(ctx, client.SecretRequest{Name: h.KeyEnv, Value: "sk-REAL-" + randHex(16), Hosts: []string{fakenet.AllowedName}}); err != nil && !errors.Is(err, client.ErrConflict) {
+		t.Fatal(err)
+	}
+	task := must[client.Task](t)(c.CreateTask(ctx, client.TaskRequest{
+		Harness: tasks.HarnessClaude, Prompt: "make answer.txt say fixed, if a person lets you",
+		Model:   &client.TaskModel{BaseURL: "https://" + fakenet.AllowedName, Name: "claude-sonnet-4-5"},
+		Secrets: []string{h.KeyEnv}, Artifacts: []string{"answer.txt"}, TimeoutS: 300,
+		Approval: &client.TaskApproval{Tools: []string{"shell"}},
+	}))
+	if task.Approval == nil || len(task.Approval.Tools) != 1 || task.Approval.TimeoutS != tasks.DefaultApprovalTimeoutS {
+		t.Errorf("the task shows approval %+v", task.Approval)
+	}
+	var ap client.Approval
+	for deadline := time.Now().Add(3 * time.Minute); ap.ID == "" && time.Now().Before(deadline); {
+		for _, a := range must[[]client.Approval](t)(c.ListApprovals(ctx, "pending")) {
+			if a.Task == task.ID {
+				ap = a
+			}
+		}
+		if got := must[client.Task](t)(c.GetTask(ctx, task.ID)); got.Ended() {
+			t.Fatalf("the task ended %s before asking; events:\n%s", got.State, eventLines(must[[]client.TaskEvent](t)(c.TaskEvents(ctx, task.ID, 0))))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if ap.ID == "" {
+		t.Fatal("no approval opened for the task's Bash call")
+	}
+	var input struct{ Command string }
+	if ap.Kind != "harness" || ap.Harness == nil || ap.Harness.Harness != "claude" || ap.Harness.Tool != "Bash" ||
+		ap.Harness.Category != "shell" || json.Unmarshal(ap.Harness.Input, &input) != nil ||
+		!strings.HasPrefix(input.Command, "echo fixed > answer.txt") {
+		t.Errorf("approval %+v, harness %+v", ap, ap.Harness)
+	}
+	decision := "deny"
+	if allow {
+		decision = "allow"
+	}
+	must[client.Approval](t)(c.DecideApproval(ctx, ap.ID, client.ApprovalDecision{Decision: decision, Reason: "e2e"}))
+	var evs []client.TaskEvent
+	must[int64](t)(c.FollowTask(ctx, task.ID, 0, func(ev client.TaskEvent) error {
+		evs = append(evs, ev)
+		return nil
+	}))
+	got := must[client.Task](t)(c.GetTask(ctx, task.ID))
+	var asked, answered, ran bool
+	for _, ev := range evs {
+		asked = asked || ev.Type == "approval" && ev.Approval == ap.ID && ev.Status == "pending" && ev.Name == "Bash"
+		answered = answered || ev.Type == "approval" && ev.Approval == ap.ID && ev.Status == map[bool]string{true: "allowed", false: "denied"}[allow]
+		ran = ran || ev.Type == "command" && strings.Contains(strings.Join(ev.Argv, " "), "answer.txt") && ev.ExitCode != nil && *ev.ExitCode == 0
+	}
+	if got.State != client.TaskSucceeded || got.Summary != modelmock.DefaultFinal || !asked || !answered || ran != allow {
+		t.Fatalf("task %s %q (asked %v, answered %v, ran %v)\nevents:\n%s", got.State, got.Summary, asked, answered, ran, eventLines(evs))
+	}
+	var buf bytes.Buffer
+	_, err := c.ReadTaskArtifact(ctx, task.ID, "answer.txt", &buf)
+	switch {
+	case allow && (err != nil || buf.String() != "fixed\n"):
+		t.Errorf("allowed: answer.txt %q, %v", buf.String(), err)
+	case !allow && err == nil:
+		t.Errorf("denied, yet answer.txt %q exists", buf.String())
+	}
+	// The decision is in the sandbox's audit log, with who made it.
+	var decided bool
+	c.AuditLog(ctx, got.SandboxID, client.AuditQuery{}, func(ev client.AuditEvent) error {
+		decided = decided || ev.Type == "approval.decided" && strings.Contains(string(ev.Data), ap.ID) && strings.Contains(string(ev.Data), "e2e")
+		return nil
+	})
+	if !decided {
+		t.Error("no approval.decided in the task sandbox's audit log")
+	}
+}
+
+// eventLines is a task's events as JSON lines, for a failure's message.
+func eventLines(evs []client.TaskEvent) string {
+	var lines []string
+	for _, ev := range evs {
+		b, _ := json.Marshal(ev)
+		lines = append(lines, string(b))
+	}
+	return strings.Join(lines, "\n")
 }

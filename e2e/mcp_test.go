@@ -210,7 +210,7 @@ func mcpCreate(t *testing.T, cs *mcpsdk.ClientSession, args map[string]any) stri
 	return id
 }
 
-var mcpTools = []string{"audit_log", "delete_file", "list_files", "network_log", "process_kill", "process_output", "read_file",
+var mcpTools = []string{"approval_decide", "approval_get", "approval_list", "audit_log", "delete_file", "list_files", "network_log", "process_kill", "process_output", "read_file",
 	"run_command", "sandbox_create", "sandbox_destroy", "sandbox_extend", "sandbox_fork", "sandbox_list", "sandbox_pause",
 	"sandbox_resume", "sandbox_snapshot", "shell", "snapshot_delete", "snapshot_list", "task_run", "write_file"}
 

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,20 +11,34 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/egress/fakenet"
 	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
 )
 
 // TestMCPNode drives the MCP bridge with the official TypeScript SDK
 // (e2e/mcpnode, pinned in its package-lock.json; .ci/run installs it with
-// npm ci) over streamable HTTP and stdio, as a Node harness would.
+// npm ci) over streamable HTTP and stdio, as a Node harness would; and is
+// asked by elicitation about the approval a command waits on.
 func TestMCPNode(t *testing.T) {
 	node, dir := nodeProject(t, "mcpnode", "@modelcontextprotocol/sdk", "the TypeScript SDK test")
-	s := startServer(t, "")
+	n := fakenet.Start(t)
+	s := startServer(t, "", "--egress-dns", n.DNS)
 	must[client.Tenant](t)(s.admin().CreateTenant(ctx, client.TenantRequest{Name: "mcp-node"}))
 	key := must[client.NewKey](t)(s.admin().CreateKey(ctx, "mcp-node", "node")).Key
-	cmd := exec.Command(node, "run.mjs", s.url, key, s.bin)
+	ask := askingSandbox(t, client.New(s.url, key))
+	cmd := exec.Command(node, "run.mjs", s.url, key, s.bin, ask)
 	cmd.Dir = dir
 	runNode(t, cmd, 3*time.Minute)
+}
+
+// askingSandbox is a sandbox whose network policy asks about every
+// connection (a node script curls denied.test in it).
+func askingSandbox(t *testing.T, c *client.Client) string {
+	t.Helper()
+	sb := must[client.Sandbox](t)(c.CreateSandbox(ctx, client.CreateRequest{Timeout: 30 * time.Minute,
+		Network: &client.NetworkPolicy{Mode: client.NetworkAllowlist, Allow: []string{}, Ask: client.Ask{All: true}, AskTimeoutS: 60}}))
+	t.Cleanup(func() { c.DeleteSandbox(context.Background(), sb.ID) })
+	return sb.ID
 }
 
 // runNode runs a node script (cmd) for at most limit and fails the test

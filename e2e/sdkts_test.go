@@ -131,10 +131,10 @@ func TestSDKTypeScriptTypes(t *testing.T) {
 // TestSDKTypeScript runs every test of sdk/typescript/test with node:test
 // against a real server and its admin key: sandboxes, typed errors, exec
 // (one-shot, streamed, background, re-attached), files, sessions and
-// terminals, processes, network, secrets, templates, tasks, audit,
-// metering, events, the README's quick start, the route coverage map and
-// the generated types' drift check. Then no sandbox of the suite is left
-// running.
+// terminals, processes, network, secrets, templates, tasks, approvals,
+// audit, metering, events, the README's quick start, the route coverage
+// map and the generated types' drift check. Then no sandbox of the suite
+// is left running.
 func TestSDKTypeScript(t *testing.T) {
 	node, dir := tsPackage(t)
 	s := startServer(t, "")

@@ -141,7 +141,7 @@ func (d *daemon) serving(addr net.Addr) (http.Handler, *console.Handler, func())
 	mcpDone, endMCP := context.WithCancel(context.Background())
 	con := console.New()
 	eh := newE2B(addr, mcpDone, d.handler, d.e2bDomain, d.trafficKey)
-	h := withConsole(con, withE2B(eh, withMCP(d.handler, addr, mcpDone), mcpDone))
+	h := withConsole(con, withE2B(eh, withMCP(d.handler, addr, d.mcpStateKey, mcpDone), mcpDone))
 	h = withE2BHosts(eh, h, d.e2bDomain, mcpDone)
 	var once sync.Once
 	return h, con, func() {
@@ -206,6 +206,8 @@ type daemon struct {
 	// trafficKey derives E2B's traffic access tokens (serve_e2b.go).
 	e2bDomain  string
 	trafficKey []byte
+	// mcpStateKey signs MCP's requestState (serve_mcp.go).
+	mcpStateKey []byte
 }
 
 // modelCall hands a model call through a sandbox's egress proxy to the
@@ -290,6 +292,7 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		return nil, fmt.Errorf("master key: %w", err)
 	}
 	d.e2bDomain, d.trafficKey = tune.e2bDomain, box.Derive(trafficKeyPurpose)
+	d.mcpStateKey = box.Derive(mcpStateKeyPurpose)
 	nodeOpts := nodes.Options{Client: func(hc *http.Client, url string) runtime.Runtime { return noderpc.NewClient(hc, url) },
 		Grace: tune.nodeGrace, OnGone: d.nodeGone, OnBack: d.nodeBack}
 	// In Kubernetes, nodes register with Leases (a no-op otherwise).
@@ -328,7 +331,7 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		d.close()
 		return nil, err
 	}
-	taskOpts := tasks.Options{Box: box}
+	taskOpts := tasks.Options{Box: box, Approvals: d.approvals.Load()}
 	if d.tracing.Enabled {
 		taskOpts.Tracer = d.tracing.Tracer
 	}

@@ -12,11 +12,17 @@ import (
 // withMCP serves MCP at /mcp beside the REST API (which keeps its own route
 // table). The MCP tools call the API like any client, over loopback to this
 // daemon's own listener, with the caller's key: tenants, quotas and the
-// audit log apply to them unchanged.
-func withMCP(api http.Handler, addr net.Addr, done context.Context) http.Handler {
-	h := mcp.NewHTTPHandler(mcp.HTTPOptions{APIURL: "http://" + loopbackAddr(addr), HTTPClient: loopbackClient()})
+// audit log apply to them unchanged. stateKey signs what a call hands a
+// client to bring back (mcpStateKeyPurpose).
+func withMCP(api http.Handler, addr net.Addr, stateKey []byte, done context.Context) http.Handler {
+	h := mcp.NewHTTPHandler(mcp.HTTPOptions{APIURL: "http://" + loopbackAddr(addr), HTTPClient: loopbackClient(), StateKey: stateKey})
 	return mount(api, func(path string) bool { return path == "/mcp" }, h, done)
 }
+
+// mcpStateKeyPurpose names the key derived from the master key that signs
+// MCP's requestState: the same on every daemon that shares the master key,
+// so a 2026-07-28 client's retry may reach any of them.
+const mcpStateKeyPurpose = "mcp request state"
 
 // loopbackClient is the HTTP client a facade (MCP, E2B) calls this
 // daemon's own API with: never through a proxy.

@@ -21,7 +21,7 @@ import (
 
 const taskUsage = `Usage: airlock task run --harness H [--command CMD] [--prompt P] [--allow HOST]... [--secret NAME]...
                         [--env K=V]... [--model M] [--base-url URL] [--artifact GLOB]... [--timeout 10m] [--out DIR] [--json]
-                        [--budget-usd USD] [--budget-tokens N] [--retry N] [DIR | --git URL [--ref REF]]
+                        [--budget-usd USD] [--budget-tokens N] [--retry N] [--approve TOOLS] [DIR | --git URL [--ref REF]]
        airlock task ls [--state S] [--harness H]
        airlock task harnesses
        airlock task get ID
@@ -35,7 +35,10 @@ streams its events, and writes its artifacts and workspace.diff to --out
 A DURATION (--timeout) is ` + durationSyntax + `.
 --budget-usd and --budget-tokens cap what its model calls may spend (once
 spent, further calls are refused and the task fails); --retry N tries it
-again in a new sandbox after an infrastructure failure. get and ls show the
+again in a new sandbox after an infrastructure failure. --approve (claude)
+makes its shell, write or network tool calls, or all, wait for a person
+(airlock approvals ls, allow ID, deny ID); in any task, airlock-approve
+"what I want to do" asks one. get and ls show the
 tokens its model calls used, counted at the egress proxy, and its cost.
 harnesses lists the harnesses, their pinned versions, and whether this
 server has each one's template (and how an admin builds it).
@@ -81,6 +84,7 @@ func taskRun(args []string) error {
 	model := f.String("model", "", "the model the harness asks for (default: the harness's own)")
 	baseURL := f.String("base-url", "", "the model API's base URL, for a provider other than the harness's (its host must be allowed or a bound secret's)")
 	spend := addSpendFlags(f)
+	approve := f.String("approve", "", "claude: tool calls that wait for a person (airlock approvals ls/allow/deny): `TOOLS` shell,write,network or all")
 	f.Usage = func() {
 		fmt.Fprintln(f.Output(), taskUsage)
 		f.PrintDefaults()
@@ -105,6 +109,17 @@ func taskRun(args []string) error {
 	}
 	if err := spend.apply(f, &req); err != nil {
 		return err
+	}
+	if *approve != "" {
+		req.Approval = &client.TaskApproval{All: *approve == "all"}
+		if !req.Approval.All {
+			for _, t := range strings.Split(*approve, ",") {
+				if t = strings.TrimSpace(t); t != "shell" && t != "write" && t != "network" {
+					return badInput("task run", "--approve %q: want shell, write, network (comma-separated) or all", t)
+				}
+				req.Approval.Tools = append(req.Approval.Tools, strings.TrimSpace(t))
+			}
+		}
 	}
 	switch {
 	case len(pos) == 1 && *gitURL != "":

@@ -2,17 +2,23 @@
 // streamable HTTP and over stdio (spawning `airlock mcp`), as a harness
 // would. e2e/mcpnode_test.go runs it against a real `airlock serve`:
 //
-//   node run.mjs URL API_KEY AIRLOCK_BINARY
+//   node run.mjs URL API_KEY AIRLOCK_BINARY [ASK_SANDBOX]
+//
+// With ASK_SANDBOX, a sandbox whose network policy asks, it also curls
+// denied.test there through a client that declared elicitation: the held
+// connection's approval must reach it as elicitation/create, and its
+// answer must let curl through.
 //
 // It prints one line per step and exits 1 on the first failure.
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
-const [url, key, bin] = process.argv.slice(2);
+const [url, key, bin, askSandbox] = process.argv.slice(2);
 if (!url || !key || !bin) {
-  console.error("usage: node run.mjs URL API_KEY AIRLOCK_BINARY");
+  console.error("usage: node run.mjs URL API_KEY AIRLOCK_BINARY [ASK_SANDBOX]");
   process.exit(2);
 }
 
@@ -112,8 +118,33 @@ async function flow(kind) {
   }
 }
 
+// asked: a command held by its sandbox's approval asks this client's user
+// by elicitation, and the answer (allow, this once) lets it through.
+async function asked(kind) {
+  const c = new Client({ name: "airlock-mcpnode", version: "1.0.0" }, { capabilities: { elicitation: {} } });
+  const questions = [];
+  c.setRequestHandler(ElicitRequestSchema, async (req) => {
+    questions.push(req.params);
+    return { action: "accept", content: { decision: "allow" } };
+  });
+  await c.connect(transports[kind]());
+  try {
+    const run = await call(c, "run_command", { sandbox_id: askSandbox, command: "curl -s -i --max-time 60 http://denied.test/" });
+    assert.match(run.stdout, / 200 /, `${kind}: curl after allowing`);
+    assert.equal(questions.length, 1, `${kind}: questions asked`);
+    assert.match(questions[0].message, /denied\.test:80/);
+    assert.deepEqual(questions[0].requestedSchema.properties.decision.enum, ["allow", "deny"]);
+    assert.equal(run.approvals?.length, 1, `${kind}: approvals in the result`);
+    assert.equal(run.approvals[0].state, "allowed");
+    console.log(`${kind}: asked about ${run.approvals[0].id} by elicitation; allowed, curl got 200`);
+  } finally {
+    await c.close();
+  }
+}
+
 try {
   for (const kind of ["http", "stdio"]) await flow(kind);
+  if (askSandbox) for (const kind of ["http", "stdio"]) await asked(kind);
   console.log("ok");
 } catch (err) {
   console.error(`FAIL: ${err.stack ?? err}`);

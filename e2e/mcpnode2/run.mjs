@@ -5,21 +5,28 @@
 // and the initialize handshake at 2025-11-25, 2025-06-18 and 2025-03-26.
 // e2e/mcpnode2_test.go runs it against a real `airlock serve`:
 //
-//   node run.mjs URL API_KEY AIRLOCK_BINARY [DATA_DIR]
+//   node run.mjs URL API_KEY AIRLOCK_BINARY [DATA_DIR [ASK_SANDBOX]]
 //
 // With DATA_DIR it also runs `airlock mcp --data-dir DATA_DIR` with no
 // server to reach, so that it starts an embedded daemon: v2's 2026-07-28
 // probe over stdio runs on a sibling process that it kills afterwards, so
 // each connect starts `airlock mcp`, and its daemon, twice.
 //
+// With ASK_SANDBOX, a sandbox whose network policy asks, it also curls
+// denied.test there through a client with an elicitation handler, at every
+// revision that has elicitation (2025-06-18 on): the held connection's approval must reach the handler (at
+// 2026-07-28 through an input_required result that the client's
+// multi-round-trip driver fulfils and retries; before it as
+// elicitation/create), and its answer must let curl through.
+//
 // It prints one line per step and exits 1 on the first failure.
 import assert from "node:assert/strict";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 
-const [url, key, bin, dataDir] = process.argv.slice(2);
+const [url, key, bin, dataDir, askSandbox] = process.argv.slice(2);
 if (!url || !key || !bin) {
-  console.error("usage: node run.mjs URL API_KEY AIRLOCK_BINARY [DATA_DIR]");
+  console.error("usage: node run.mjs URL API_KEY AIRLOCK_BINARY [DATA_DIR [ASK_SANDBOX]]");
   process.exit(2);
 }
 
@@ -161,9 +168,40 @@ async function flow(kind, rev) {
   }
 }
 
+// asked: a command held by its sandbox's approval asks this client's user,
+// in the way the revision has, and the answer (allow, this once) lets it
+// through.
+async function asked(kind, rev) {
+  const tag = `${kind} ${rev.name}`;
+  const c = new Client({ name: "airlock-mcpnode2", version: "1.0.0" }, { ...rev.opts, capabilities: { elicitation: {} } });
+  const questions = [];
+  c.setRequestHandler("elicitation/create", async (req) => {
+    questions.push(req.params);
+    return { action: "accept", content: { decision: "allow" } };
+  });
+  await c.connect(transports[kind]());
+  try {
+    assert.equal(c.getNegotiatedProtocolVersion(), rev.want, `${tag}: negotiated revision`);
+    const run = await call(c, "run_command", { sandbox_id: askSandbox, command: "curl -s -i --max-time 60 http://denied.test/" });
+    assert.match(run.stdout, / 200 /, `${tag}: curl after allowing`);
+    assert.equal(questions.length, 1, `${tag}: questions asked`);
+    assert.match(questions[0].message, /denied\.test:80/);
+    assert.equal(run.approvals?.length, 1, `${tag}: approvals in the result`);
+    assert.equal(run.approvals[0].state, "allowed");
+    console.log(`${tag}: asked about ${run.approvals[0].id}; allowed, curl got 200`);
+  } finally {
+    await c.close();
+  }
+}
+
 try {
   for (const rev of revisions) {
     for (const kind of ["http", "stdio"]) await flow(kind, rev);
+  }
+  if (askSandbox) {
+    for (const rev of revisions.filter((r) => r.want >= "2025-06-18")) {
+      for (const kind of ["http", "stdio"]) await asked(kind, rev);
+    }
   }
   if (dataDir) {
     for (const rev of revisions.filter((r) => r.name === "auto" || r.name === "default")) await flow("embedded", rev);

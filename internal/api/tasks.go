@@ -43,14 +43,19 @@ type taskJSON struct {
 	Summary   string        `json:"summary,omitempty"`
 	Usage     tasks.Usage   `json:"usage"`
 	// CostUSD is left out when the server has no price table.
-	CostUSD   *sandbox.Cost   `json:"cost_usd,omitempty"`
-	Budget    *sandbox.Budget `json:"budget,omitempty"`
-	Retry     *tasks.Retry    `json:"retry,omitempty"`
-	Attempts  []tasks.Attempt `json:"attempts"`
-	Position  *int            `json:"queue_position,omitempty"`
-	CreatedAt time.Time       `json:"created_at"`
-	StartedAt time.Time       `json:"started_at,omitzero"`
-	EndedAt   time.Time       `json:"ended_at,omitzero"`
+	CostUSD  *sandbox.Cost   `json:"cost_usd,omitempty"`
+	Budget   *sandbox.Budget `json:"budget,omitempty"`
+	Retry    *tasks.Retry    `json:"retry,omitempty"`
+	Approval *tasks.Approval `json:"approval,omitempty"`
+	// Continue and KeepWorkspaceS: a follow-up turn and its kept
+	// workspace (tasks' continuation.go).
+	Continue       string          `json:"continue,omitempty"`
+	KeepWorkspaceS int64           `json:"keep_workspace_s,omitempty"`
+	Attempts       []tasks.Attempt `json:"attempts"`
+	Position       *int            `json:"queue_position,omitempty"`
+	CreatedAt      time.Time       `json:"created_at"`
+	StartedAt      time.Time       `json:"started_at,omitzero"`
+	EndedAt        time.Time       `json:"ended_at,omitzero"`
 }
 
 // taskRepoJSON is the repo a task started from: a tarball by its size.
@@ -66,6 +71,7 @@ func (s *server) taskToJSON(t tasks.Task) taskJSON {
 		Files: make([]string, 0, len(r.Files)), Allow: r.Allow, Secrets: r.Secrets, Model: r.Model, Limits: r.Limits,
 		TimeoutS: r.TimeoutS, Artifacts: r.Artifacts, SandboxID: t.SandboxID, Summary: t.Summary,
 		Usage: t.Usage, CostUSD: t.Usage.CostUSD, Budget: r.Budget, Retry: r.Retry, Attempts: t.Attempts,
+		Approval: r.Approval, Continue: r.Continue, KeepWorkspaceS: r.KeepWorkspaceS,
 		CreatedAt: t.CreatedAt, StartedAt: t.StartedAt, EndedAt: t.EndedAt,
 	}
 	for p := range r.Files {

@@ -12,6 +12,7 @@
 package approvals
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -132,7 +133,12 @@ type Store interface {
 }
 
 func toStore(a Approval) (store.Approval, error) {
-	req, err := json.Marshal(a.what())
+	// Kept as asked: a command's "a > b" stays readable in the store.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(a.what())
+	req := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if err != nil {
 		return store.Approval{}, err
 	}

@@ -209,7 +209,7 @@ class Context:
 
     def silent(self, kc, code, timeout=30):
         """Runs code quietly and waits for its reply."""
-        msg_id = kc.execute(code, silent=True, store_history=False, allow_stdin=False)
+        msg_id = kc.execute(code, silent=True, store_history=False, allow_stdin=False, stop_on_error=False)
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             try:
@@ -258,7 +258,11 @@ class Context:
                     self.silent(kc, env_code(self.language, env, True))
 
     def run(self, gen, kc, code, send, gone):
-        msg_id = kc.execute(code, store_history=True, allow_stdin=False, stop_on_error=True)
+        # Not stop_on_error: the kernel would then abort the requests that
+        # reach it just after an error (an abort is an idle with no output),
+        # the next call's code or the env this call set being unset. There
+        # is never a queue of ours to stop: one request runs at a time.
+        msg_id = kc.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
         interrupted = None
         while True:
             if gen != self.gen:

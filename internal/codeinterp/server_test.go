@@ -123,6 +123,13 @@ func TestServer(t *testing.T) {
 		t.Errorf("env after the call, and an error: %v", got)
 	}
 
+	// A call's env is unset after it even when its code failed, and the
+	// call right after an error runs (the kernel aborts nothing).
+	execute(t, base, map[string]any{"code": "raise ValueError('v')", "env_vars": map[string]string{"K2": "w"}})
+	if got := execute(t, base, map[string]any{"code": "print(os.environ.get('K2'))"}); len(got) < 2 || got[1]["text"] != "None\n" {
+		t.Errorf("env after a failed call: %v", got)
+	}
+
 	// A kernel that dies says so, and the next call gets a new one.
 	got = execute(t, base, map[string]any{"code": "import os\nos._exit(1)"})
 	if types := fmt.Sprint(got); !strings.Contains(types, "unexpected_end_of_execution") || !strings.Contains(types, "KernelDied") {

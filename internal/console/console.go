@@ -23,7 +23,7 @@ var dist embed.FS
 
 // routes are the app's own pages, first path segment: a reload or a link
 // to one of them gets index.html and the app routes it.
-var routes = map[string]bool{"signin": true, "sandboxes": true, "snapshots": true, "volumes": true, "templates": true, "secrets": true, "usage": true, "admin": true}
+var routes = map[string]bool{"signin": true, "sandboxes": true, "snapshots": true, "volumes": true, "templates": true, "secrets": true, "usage": true, "admin": true, "approvals": true}
 
 // others are the paths the rest of the server answers (the API with its
 // health check and Prometheus scrape, MCP, the E2B facade), each with

@@ -60,6 +60,7 @@ func TestHandler(t *testing.T) {
 		{"GET", "/sandboxes/sbx_1/terminal", "", true, 200, "<title>Airlock</title>"},
 		{"GET", "/signin", "", true, 200, "<title>Airlock</title>"},
 		{"HEAD", "/usage", "", true, 200, ""},
+		{"GET", "/approvals", "", true, 200, "<title>Airlock</title>"},
 		{"GET", "/app.js", "", true, 200, "console.log(1)"},
 		{"GET", "/fonts/a.woff2", "", true, 200, "font"},
 		// Not the console's: the API answers these with its JSON errors.

@@ -21,13 +21,14 @@ type runIn struct {
 }
 
 type runOut struct {
-	Pid      int    `json:"pid,omitempty" jsonschema:"the background process's pid (background only)"`
-	ExitCode *int   `json:"exit_code,omitempty" jsonschema:"the command's exit status (absent for background)"`
-	Signal   int    `json:"signal,omitempty" jsonschema:"the signal that killed it, if one did"`
-	Stdout   string `json:"stdout"`
-	Stderr   string `json:"stderr"`
-	TimedOut bool   `json:"timed_out" jsonschema:"true if timeout_s ran out and the command was killed"`
-	Note     string `json:"note,omitempty" jsonschema:"what was left out and how to read it"`
+	Pid       int           `json:"pid,omitempty" jsonschema:"the background process's pid (background only)"`
+	ExitCode  *int          `json:"exit_code,omitempty" jsonschema:"the command's exit status (absent for background)"`
+	Signal    int           `json:"signal,omitempty" jsonschema:"the signal that killed it, if one did"`
+	Stdout    string        `json:"stdout"`
+	Stderr    string        `json:"stderr"`
+	TimedOut  bool          `json:"timed_out" jsonschema:"true if timeout_s ran out and the command was killed"`
+	Note      string        `json:"note,omitempty" jsonschema:"what was left out and how to read it"`
+	Approvals []approvalOut `json:"approvals,omitempty" jsonschema:"approvals the sandbox asked for while the command ran (a held connection, say) and how each ended"`
 }
 
 type shellIn struct {
@@ -38,11 +39,12 @@ type shellIn struct {
 }
 
 type shellOut struct {
-	SessionID string `json:"session_id" jsonschema:"pass it to the next shell call to keep this shell's state"`
-	ExitCode  int    `json:"exit_code"`
-	Output    string `json:"output" jsonschema:"stdout and stderr as the terminal showed them"`
-	TimedOut  bool   `json:"timed_out"`
-	Note      string `json:"note,omitempty"`
+	SessionID string        `json:"session_id" jsonschema:"pass it to the next shell call to keep this shell's state"`
+	ExitCode  int           `json:"exit_code"`
+	Output    string        `json:"output" jsonschema:"stdout and stderr as the terminal showed them"`
+	TimedOut  bool          `json:"timed_out"`
+	Note      string        `json:"note,omitempty"`
+	Approvals []approvalOut `json:"approvals,omitempty" jsonschema:"approvals the sandbox asked for while the command ran, and how each ended"`
 }
 
 type procIn struct {
@@ -102,19 +104,39 @@ func (b *bridge) runCommand(ctx context.Context, req *mcpsdk.CallToolRequest, in
 		}
 		return nil, runOut{Pid: p.Pid, Note: fmt.Sprintf("started in the background; read its output with process_output {sandbox_id: %q, pid: %d}", in.SandboxID, p.Pid)}, nil
 	}
-	stdout, stderr := newCapture(outputCap), newCapture(outputCap)
-	var w1, w2 = stdout.write, stderr.write
-	if tok := req.Params.GetProgressToken(); tok != nil {
-		p := &progress{ctx: ctx, session: req.Session, token: tok, every: 250 * time.Millisecond}
-		w1, w2 = p.wrap(stdout.write), p.wrap(stderr.write)
+	if req.Params.RequestState != "" || askModeOf(req) == askInput {
+		return b.runRounds(ctx, req, c, in, er)
 	}
+	stdout, stderr := newCapture(outputCap), newCapture(outputCap)
+	w1, w2 := outputWriters(ctx, req, stdout, stderr)
+	s := startSentry(ctx, req, c, target{sandbox: in.SandboxID})
 	// Streamed, not capped by the API at 1 MiB: the capture keeps the head
 	// and tail, and cancelling ctx ends the request, which kills the
 	// command's whole process tree on the server.
 	res, err := c.ExecStream(ctx, in.SandboxID, er, writerFunc(w1), writerFunc(w2))
+	approvals, notes := s.finish(ctx)
 	if err != nil {
 		return nil, runOut{}, toolError(ctx, c, in.SandboxID, err)
 	}
+	out := runResult(stdout, stderr, res)
+	out.Approvals = approvals
+	out.Note = joinNotes(out.Note, notes)
+	return nil, out, nil
+}
+
+// outputWriters are where a command's output goes: the captures, and
+// progress notifications when the client asked for them.
+func outputWriters(ctx context.Context, req *mcpsdk.CallToolRequest, stdout, stderr *capture) (w1, w2 func([]byte) (int, error)) {
+	w1, w2 = stdout.write, stderr.write
+	if tok := req.Params.GetProgressToken(); tok != nil {
+		p := &progress{ctx: ctx, session: req.Session, token: tok, every: 250 * time.Millisecond}
+		w1, w2 = p.wrap(stdout.write), p.wrap(stderr.write)
+	}
+	return w1, w2
+}
+
+// runResult is run_command's answer for a command that ended as res did.
+func runResult(stdout, stderr *capture, res client.ExecResult) runOut {
 	code := res.ExitCode
 	out := runOut{ExitCode: &code, Signal: res.Signal, Stdout: stdout.String(), Stderr: stderr.String(), TimedOut: res.TimedOut}
 	var notes []string
@@ -132,7 +154,18 @@ func (b *bridge) runCommand(ctx context.Context, req *mcpsdk.CallToolRequest, in
 	if res.OOMKilled {
 		out.Note = strings.TrimSpace(out.Note + " The command ran out of memory and was killed; create a sandbox with more memory_mb.")
 	}
-	return nil, out, nil
+	return out
+}
+
+// joinNotes adds lines to a result's note.
+func joinNotes(note string, lines []string) string {
+	for _, l := range lines {
+		if note != "" && !strings.HasSuffix(note, ".") {
+			note += "."
+		}
+		note = strings.TrimSpace(note + " " + l)
+	}
+	return note
 }
 
 func (b *bridge) shell(ctx context.Context, req *mcpsdk.CallToolRequest, in shellIn) (*mcpsdk.CallToolResult, shellOut, error) {
@@ -148,7 +181,12 @@ func (b *bridge) shell(ctx context.Context, req *mcpsdk.CallToolRequest, in shel
 		}
 		sid = s.ID
 	}
+	// A session's command reports its end to its own request only, so a
+	// 2026-07-28 client, which can be asked only by ending the request,
+	// is not asked here: the result names the approvals it waited on.
+	s := startSentry(ctx, req, c, target{sandbox: in.SandboxID})
 	res, err := c.SessionExec(ctx, in.SandboxID, sid, in.Command, time.Duration(in.TimeoutS)*time.Second)
+	approvals, notes := s.finish(ctx)
 	if err != nil {
 		if errors.Is(err, client.ErrConflict) && ctx.Err() == nil {
 			if msg, gone := sandboxGone(ctx, c, in.SandboxID); gone {
@@ -166,6 +204,8 @@ func (b *bridge) shell(ctx context.Context, req *mcpsdk.CallToolRequest, in shel
 	if res.TimedOut {
 		out.Note = strings.TrimSpace(out.Note + " The command timed out and was interrupted; pass a larger timeout_s, or use run_command with background: true.")
 	}
+	out.Approvals = approvals
+	out.Note = joinNotes(out.Note, notes)
 	return nil, out, nil
 }
 

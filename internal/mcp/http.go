@@ -21,6 +21,12 @@ type HTTPOptions struct {
 	// address; HTTPClient carries those calls (nil: http.DefaultClient).
 	APIURL     string
 	HTTPClient *http.Client
+	// StateKey signs the requestState a 2026-07-28 call hands its client
+	// when it asks the user (an approval), so that the retry is trusted
+	// only as this server issued it. Give every replica the same key (a
+	// retry may reach another one); nil takes a key of this process's
+	// own, and a retry that reaches another process is refused.
+	StateKey []byte
 }
 
 // sessionTimeout ends an MCP session no request has used for this long
@@ -53,7 +59,7 @@ func NewHTTPHandler(opts HTTPOptions) http.Handler {
 		hc = http.DefaultClient
 	}
 	clientOf := func(key string) *client.Client { return client.New(opts.APIURL, key, client.WithHTTPClient(hc)) }
-	srv := NewServer(func(extra *mcpsdk.RequestExtra) (*client.Client, error) {
+	srv := newServer(func(extra *mcpsdk.RequestExtra) (*client.Client, error) {
 		if extra == nil || extra.TokenInfo == nil {
 			return nil, errors.New("no API key on this request")
 		}
@@ -62,7 +68,7 @@ func NewHTTPHandler(opts HTTPOptions) http.Handler {
 			return nil, errors.New("no API key on this request")
 		}
 		return clientOf(key), nil
-	})
+	}, opts.StateKey)
 	verify := func(ctx context.Context, key string, _ *http.Request) (*auth.TokenInfo, error) {
 		// The cheapest call every API key may make; a sandbox token is
 		// refused (403): MCP tools list and create sandboxes.

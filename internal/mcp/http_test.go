@@ -134,3 +134,62 @@ func TestHTTPStatelessKey(t *testing.T) {
 		t.Errorf("tools/list at 2026-07-28 with a wrong key: %s, want 401", resp.Status)
 	}
 }
+
+// TestHTTPAskReplicas: over HTTP the question reaches the client at every
+// revision; at 2026-07-28 the retry may reach another replica, which
+// trusts the requestState only if it shares the key that signed it.
+func TestHTTPAskReplicas(t *testing.T) {
+	fastPoll(t)
+	for _, c := range []struct {
+		name       string
+		version    string
+		keyA, keyB []byte
+		ok         bool
+	}{
+		{"2025-11-25", "2025-11-25", nil, nil, true},
+		{"2026-07-28 shared key", "2026-07-28", []byte("k"), []byte("k"), true},
+		{"2026-07-28 own keys", "2026-07-28", nil, nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newApprovalFake(t)
+			a := NewHTTPHandler(HTTPOptions{APIURL: f.URL, StateKey: c.keyA})
+			b := NewHTTPHandler(HTTPOptions{APIURL: f.URL, StateKey: c.keyB})
+			var mu sync.Mutex
+			n := 0
+			// Every POST of a 2026-07-28 client stands alone: send them
+			// to the replicas in turn (a session stays on one).
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				n++
+				h := a
+				if c.version >= firstStateless && n%2 == 0 {
+					h = b
+				}
+				mu.Unlock()
+				h.ServeHTTP(w, r)
+			}))
+			t.Cleanup(srv.Close)
+			e := newElicited(accept(map[string]any{"decision": "allow"}))
+			cs, err := dialHTTP(srv.URL, f.AdminKey, c.version, e.options())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			id := newSandbox(t, cs)
+			res, err := cs.CallTool(context.Background(), &mcpsdk.CallToolParams{Name: "run_command",
+				Arguments: map[string]any{"sandbox_id": id, "command": "ask " + id + " a.test"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !c.ok {
+				if !res.IsError || !strings.Contains(resultText(res), "not issued by this server") {
+					t.Errorf("a retry at a replica with another key: %s", resultText(res))
+				}
+				return
+			}
+			if out := decoded[runOut](t, res); res.IsError || out.Stdout != "allowed\n" || len(out.Approvals) != 1 || out.Approvals[0].State != "allowed" {
+				t.Errorf("run_command: %s", resultText(res))
+			}
+		})
+	}
+}

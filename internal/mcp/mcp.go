@@ -12,10 +12,13 @@
 // model what to do next, never as a protocol error.
 //
 // It speaks every protocol revision go-sdk does, 2026-07-28 (stateless,
-// SEP-2575) and the initialize-handshake ones before it, and makes no
-// request of its own to the client (elicitation, sampling, roots): a
-// 2026-07-28 client has no channel for one but a tool's input_required
-// result. Over HTTP the two eras are served side by side (http.go).
+// SEP-2575) and the initialize-handshake ones before it; over HTTP the two
+// eras are served side by side (http.go). Its one question to a client's
+// user is an approval a sandbox waits on while a call runs (ask.go): up to
+// 2025-11-25 as an elicitation request during the call, from 2026-07-28 as
+// the call's input_required result (SEP-2322), whose requestState it signs
+// and checks, never trusting what the client hands back. It asks for
+// nothing else (no sampling, no roots).
 package mcp
 
 import (
@@ -41,17 +44,24 @@ func Fixed(c *client.Client) ClientFunc {
 }
 
 // NewServer returns an MCP server with Airlock's tools and resources, each
-// call made with the client cf returns for it.
-func NewServer(cf ClientFunc) *mcpsdk.Server {
+// call made with the client cf returns for it. The requestState it hands a
+// 2026-07-28 client is signed with a key of this process's own: a retry
+// must come back to it (as over stdio).
+func NewServer(cf ClientFunc) *mcpsdk.Server { return newServer(cf, nil) }
+
+// newServer is NewServer signing requestState with a key derived from
+// stateKey (nil: a random one).
+func newServer(cf ClientFunc, stateKey []byte) *mcpsdk.Server {
 	s := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "airlock", Title: "Airlock sandboxes", Version: Version},
 		&mcpsdk.ServerOptions{Instructions: instructions})
-	b := &bridge{client: cf}
+	b := &bridge{client: cf, state: newSealer(stateKey)}
 	b.addSandboxTools(s)
 	b.addLifecycleTools(s)
 	b.addExecTools(s)
 	b.addFileTools(s)
 	b.addLogTools(s)
 	b.addTaskTools(s)
+	b.addApprovalTools(s)
 	b.addResources(s)
 	return s
 }
@@ -63,11 +73,16 @@ write_file/read_file/list_files/delete_file, and destroy it with
 sandbox_destroy when done. Sandboxes expire after their timeout (default
 300 s); extend one with sandbox_extend. Relative paths are under /home/user.
 task_run runs a whole task (an agent harness, or any command) in a sandbox of
-its own and returns its outcome and workspace diff.`
+its own and returns its outcome and workspace diff.
+A sandbox whose network policy asks may hold a connection until a person
+allows it: a call held so asks the person at your MCP client, if the client
+can be asked, and its result lists the approvals it waited on. approval_list
+and approval_decide are for an operator deciding as a person told them to.`
 
 // bridge holds what every tool handler needs.
 type bridge struct {
 	client ClientFunc
+	state  sealer // signs the requestState of input_required results
 }
 
 // apiClient is the client for a tool call or resource read.

@@ -23,15 +23,17 @@ type taskIn struct {
 }
 
 type taskOut struct {
-	TaskID    string   `json:"task_id"`
-	SandboxID string   `json:"sandbox_id,omitempty" jsonschema:"the sandbox it ran in (destroyed; its audit log is kept)"`
-	State     string   `json:"state" jsonschema:"succeeded, failed, timed_out or cancelled"`
-	Reason    string   `json:"reason,omitempty"`
-	ExitCode  *int     `json:"exit_code,omitempty"`
-	Summary   string   `json:"summary,omitempty" jsonschema:"the harness's final answer"`
-	Events    []string `json:"events" jsonschema:"the task's events, one line each (the last ones if there were many)"`
-	Diff      string   `json:"diff" jsonschema:"unified diff of the workspace against its start (cut at 64 KiB)"`
-	Artifacts []string `json:"artifacts,omitempty" jsonschema:"kept files, readable over the API"`
+	TaskID    string        `json:"task_id"`
+	SandboxID string        `json:"sandbox_id,omitempty" jsonschema:"the sandbox it ran in (destroyed; its audit log is kept)"`
+	State     string        `json:"state" jsonschema:"succeeded, failed, timed_out or cancelled"`
+	Reason    string        `json:"reason,omitempty"`
+	ExitCode  *int          `json:"exit_code,omitempty"`
+	Summary   string        `json:"summary,omitempty" jsonschema:"the harness's final answer"`
+	Events    []string      `json:"events" jsonschema:"the task's events, one line each (the last ones if there were many)"`
+	Diff      string        `json:"diff" jsonschema:"unified diff of the workspace against its start (cut at 64 KiB)"`
+	Artifacts []string      `json:"artifacts,omitempty" jsonschema:"kept files, readable over the API"`
+	Note      string        `json:"note,omitempty"`
+	Approvals []approvalOut `json:"approvals,omitempty" jsonschema:"approvals the task's sandbox asked for (a harness's tool call, a connection) and how each ended"`
 }
 
 // Bounds of what task_run hands a model.
@@ -51,39 +53,115 @@ func (b *bridge) taskRun(ctx context.Context, req *mcpsdk.CallToolRequest, in ta
 	if err != nil {
 		return nil, taskOut{}, err
 	}
-	t, err := c.CreateTask(ctx, client.TaskRequest{Harness: in.Harness, Prompt: in.Prompt, Command: in.Command, Files: in.Files,
-		Allow: in.Allow, Secrets: in.Secrets, TimeoutS: in.TimeoutS, Artifacts: in.Artifacts})
+	if req.Params.RequestState != "" || askModeOf(req) == askInput {
+		return b.taskRounds(ctx, req, c, in)
+	}
+	t, err := c.CreateTask(ctx, taskRequest(in))
 	if err != nil {
 		return nil, taskOut{}, toolError(ctx, c, "", err)
 	}
+	s := startSentry(ctx, req, c, target{task: t.ID})
 	var lines []string
-	_, err = c.FollowTask(ctx, t.ID, 0, func(e client.TaskEvent) error {
+	_, err = c.FollowTask(ctx, t.ID, 0, collectLines(&lines))
+	approvals, notes := s.finish(ctx)
+	if ctx.Err() != nil {
+		return nil, taskOut{}, cancelTask(ctx, c, t.ID)
+	}
+	if err != nil {
+		return nil, taskOut{}, toolError(ctx, c, "", err)
+	}
+	out, err := taskOutcome(ctx, c, t.ID, lines)
+	if err != nil {
+		return nil, taskOut{}, err
+	}
+	out.Approvals = approvals
+	out.Note = joinNotes(out.Note, notes)
+	return nil, out, nil
+}
+
+// taskRounds is task_run for a client asked with input_required: the
+// task goes on running on the server between rounds, and each round follows its
+// events from the start.
+func (b *bridge) taskRounds(ctx context.Context, req *mcpsdk.CallToolRequest, c *client.Client, in taskIn) (*mcpsdk.CallToolResult, taskOut, error) {
+	st, notes, err := b.resume(ctx, req, c, "task_run", digest(in))
+	if err != nil {
+		return nil, taskOut{}, err
+	}
+	if st.Task == "" {
+		t, err := c.CreateTask(ctx, taskRequest(in))
+		if err != nil {
+			return nil, taskOut{}, toolError(ctx, c, "", err)
+		}
+		st.Task = t.ID
+	}
+	w := watchFor(ctx, c, target{task: st.Task}, &st, &notes)
+	var lines []string
+	opened, err := waitOrAsk(ctx, w, func(fctx context.Context) error {
+		lines = nil
+		_, err := c.FollowTask(fctx, st.Task, 0, collectLines(&lines))
+		return err
+	})
+	if len(opened) > 0 {
+		res, err := b.askRound(st, w, opened)
+		return res, taskOut{}, err
+	}
+	if ctx.Err() != nil {
+		return nil, taskOut{}, cancelTask(ctx, c, st.Task)
+	}
+	if err != nil {
+		return nil, taskOut{}, toolError(ctx, c, "", err)
+	}
+	out, err := taskOutcome(ctx, c, st.Task, lines)
+	if err != nil {
+		return nil, taskOut{}, err
+	}
+	approvals, more := w.ended(ctx)
+	out.Approvals = approvals
+	out.Note = joinNotes(out.Note, append(notes, more...))
+	return nil, out, nil
+}
+
+func taskRequest(in taskIn) client.TaskRequest {
+	return client.TaskRequest{Harness: in.Harness, Prompt: in.Prompt, Command: in.Command, Files: in.Files,
+		Allow: in.Allow, Secrets: in.Secrets, TimeoutS: in.TimeoutS, Artifacts: in.Artifacts}
+}
+
+// collectLines keeps the last maxTaskEvents events as lines.
+func collectLines(lines *[]string) func(client.TaskEvent) error {
+	return func(e client.TaskEvent) error {
 		if l := eventLine(e); l != "" {
-			lines = append(lines, l)
-			if len(lines) > maxTaskEvents {
-				lines = lines[1:]
+			*lines = append(*lines, l)
+			if len(*lines) > maxTaskEvents {
+				*lines = (*lines)[1:]
 			}
 		}
 		return nil
-	})
-	if ctx.Err() != nil {
-		// The call was cancelled: the task must not run on unwatched.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-		c.CancelTask(cctx, t.ID)
-		cancel()
-		return nil, taskOut{}, fmt.Errorf("cancelled: task %s cancelled", t.ID)
 	}
+}
+
+// cancelTask cancels task id for a call that was cancelled: the task must
+// not run on unwatched.
+func cancelTask(ctx context.Context, c *client.Client, id string) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	c.CancelTask(cctx, id)
+	cancel()
+	return fmt.Errorf("cancelled: task %s cancelled", id)
+}
+
+// taskOutcome is task_run's answer for the finished task id.
+func taskOutcome(ctx context.Context, c *client.Client, id string, lines []string) (taskOut, error) {
+	t, err := c.GetTask(ctx, id)
 	if err != nil {
-		return nil, taskOut{}, toolError(ctx, c, "", err)
-	}
-	if t, err = c.GetTask(ctx, t.ID); err != nil {
-		return nil, taskOut{}, toolError(ctx, c, "", err)
+		return taskOut{}, toolError(ctx, c, "", err)
 	}
 	out := taskOut{TaskID: t.ID, SandboxID: t.SandboxID, State: t.State, Reason: t.Reason, ExitCode: t.ExitCode,
 		Summary: t.Summary, Events: lines}
+	if out.Events == nil {
+		out.Events = []string{}
+	}
 	arts, err := c.TaskArtifacts(ctx, t.ID)
 	if err != nil {
-		return nil, taskOut{}, toolError(ctx, c, "", err)
+		return taskOut{}, toolError(ctx, c, "", err)
 	}
 	if arts.Diff != nil {
 		out.Diff = arts.Diff.Text
@@ -94,7 +172,7 @@ func (b *bridge) taskRun(ctx context.Context, req *mcpsdk.CallToolRequest, in ta
 	for _, a := range arts.Artifacts {
 		out.Artifacts = append(out.Artifacts, a.Path)
 	}
-	return nil, out, nil
+	return out, nil
 }
 
 // eventLine is one event as a line a model reads easily ("" to leave it

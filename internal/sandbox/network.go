@@ -108,14 +108,23 @@ func (s *Service) attach(ctx context.Context, rec store.Sandbox, sb runtime.Sand
 	return nil
 }
 
-var errNoListener = fmt.Errorf("%w: network: this runtime cannot give sandboxes a proxy", ErrInvalid)
+var errNoListener = fmt.Errorf("%w: this runtime cannot listen inside a sandbox (its proxy, its approvals channel)", ErrInvalid)
 
 // listenIn listens on 127.0.0.1:port inside the sandbox, and again each
 // time that listener fails unclosed (a node's connection that broke),
 // finding the sandbox anew each time.
 func (s *Service) listenIn(ctx context.Context, id string, sb runtime.Sandbox, port int) (net.Listener, error) {
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	ln, err := sb.(runtime.Listener).Listen(ctx, "tcp", addr)
+	return s.relisten(ctx, id, sb, "tcp", fmt.Sprintf("127.0.0.1:%d", port))
+}
+
+// relisten listens on address in sb, and again each time that listener
+// fails unclosed, finding the sandbox id anew each time.
+func (s *Service) relisten(ctx context.Context, id string, sb runtime.Sandbox, network, address string) (net.Listener, error) {
+	l, ok := sb.(runtime.Listener)
+	if !ok {
+		return nil, errNoListener
+	}
+	ln, err := l.Listen(ctx, network, address)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +137,7 @@ func (s *Service) listenIn(ctx context.Context, id string, sb runtime.Sandbox, p
 		if !ok {
 			return nil, errNoListener
 		}
-		return l.Listen(ctx, "tcp", addr)
+		return l.Listen(ctx, network, address)
 	}), nil
 }
 
@@ -251,4 +260,17 @@ func (s *Service) execEnv(id string, env map[string]string) map[string]string {
 	out := maps.Clone(ns.env)
 	maps.Copy(out, env)
 	return out
+}
+
+// ListenIn listens on address inside the caller's sandbox id (its network
+// namespace: an abstract unix socket there is reachable only from inside
+// it), and again whenever that listener fails unclosed (a node's
+// connection that broke): a host process serves what the sandbox's
+// processes connect to there (a task's approvals channel).
+func (s *Service) ListenIn(ctx context.Context, c Caller, id, network, address string) (net.Listener, error) {
+	_, sb, err := s.live(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.relisten(ctx, id, sb, network, address)
 }

@@ -19,6 +19,9 @@ const (
 	EventUsage      = "usage"
 	EventFinished   = "task.finished"
 	EventRaw        = "raw"
+	// EventApproval: the harness asked a person (status pending), and
+	// the answer (allowed, denied, timed_out).
+	EventApproval = "approval"
 )
 
 // harnessTypes are the types a harness may report itself; task.started
@@ -48,13 +51,14 @@ type Event struct {
 	// ExitCode is the command's (command) or the harness's (task.finished).
 	ExitCode     *int   `json:"exit_code,omitempty"`
 	Path         string `json:"path,omitempty"` // file_change
-	Kind         string `json:"kind,omitempty"` // file_change: added, modified, deleted
+	Kind         string `json:"kind,omitempty"` // file_change: added, modified, deleted; approval: command or harness
 	InputTokens  int64  `json:"input_tokens,omitempty"`
 	OutputTokens int64  `json:"output_tokens,omitempty"`
-	Status       string `json:"status,omitempty"`  // task.finished: the task's final state
-	Summary      string `json:"summary,omitempty"` // task.finished
-	Reason       string `json:"reason,omitempty"`  // task.finished: why it failed, if not the harness
-	Harness      string `json:"harness,omitempty"` // task.started
+	Status       string `json:"status,omitempty"`   // task.finished: the task's final state; approval: its state
+	Summary      string `json:"summary,omitempty"`  // task.finished
+	Reason       string `json:"reason,omitempty"`   // task.finished: why it failed, if not the harness
+	Harness      string `json:"harness,omitempty"`  // task.started
+	Approval     string `json:"approval,omitempty"` // approval: its id
 	// Source says who counted a usage event: "proxy" (Call: one model
 	// call, as the egress proxy read it) or "harness" (the tokens it
 	// reported).

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/airlockhq/airlock/internal/askchan"
 )
 
 // claudeArgv is Claude Code's non-interactive command line: with -p and
@@ -12,9 +14,19 @@ import (
 // harness runs as the sandbox's user. It reads ANTHROPIC_API_KEY and
 // ANTHROPIC_BASE_URL, and trusts the egress proxy's CA from either
 // SSL_CERT_FILE or NODE_EXTRA_CA_CERTS.
+//
+// With approval set, claude asks permission as it does by default, and
+// asks Airlock's MCP tool instead of a person at a terminal: airlock-approve
+// --mcp, which it starts itself from the MCP config (claude names the
+// tool mcp__airlock__approve). Calls the task does not gate are allowed
+// at once.
 func claudeArgv(r Request) []string {
-	argv := []string{"claude", "-p", "--output-format", "stream-json", "--verbose",
-		"--dangerously-skip-permissions"}
+	argv := []string{"claude", "-p", "--output-format", "stream-json", "--verbose"}
+	if r.Approval != nil {
+		argv = append(argv, "--mcp-config", claudeMCPConfig, "--permission-prompt-tool", "mcp__airlock__"+askchan.MCPTool)
+	} else {
+		argv = append(argv, "--dangerously-skip-permissions")
+	}
 	if r.Continue != "" {
 		// A follow-up turn: the conversation the earlier task left in
 		// ~/.claude for this workspace (kept with it).
@@ -25,6 +37,9 @@ func claudeArgv(r Request) []string {
 	}
 	return argv
 }
+
+// claudeMCPConfig starts airlock-approve as claude's MCP server "airlock".
+var claudeMCPConfig = `{"mcpServers":{"airlock":{"type":"stdio","command":"` + approveBin + `","args":["--mcp","--harness","claude"]}}}`
 
 // claudeEnv is the fixed environment Claude Code runs with. Without it,
 // a -p run also sends event logs, feature-flag and metrics-setting

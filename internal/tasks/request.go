@@ -57,6 +57,9 @@ type Request struct {
 	// writable layer: the harness's session too) as a snapshot for that
 	// many seconds after the task ends, for a follow-up turn.
 	KeepWorkspaceS int64 `json:"keep_workspace_s,omitempty"`
+	// Approval makes the harness's tool calls of the categories it names
+	// wait for a person (approval.go).
+	Approval *Approval `json:"approval,omitempty"`
 }
 
 // Retry bounds how often a task is tried again.
@@ -199,6 +202,14 @@ func (r *Request) validate(has func(template string) bool) error {
 	}
 	if r.KeepWorkspaceS < 0 || r.KeepWorkspaceS > MaxKeepWorkspaceS {
 		return invalid("keep_workspace_s %d: want 0..%d", r.KeepWorkspaceS, MaxKeepWorkspaceS)
+	}
+	if r.Approval != nil {
+		if err := r.Approval.validate(); err != nil {
+			return err
+		}
+		if r.Harness != HarnessClaude {
+			return invalid("approval: harness %q does not ask permission through Airlock (claude does; the generic harness asks with airlock-approve without it)", r.Harness)
+		}
 	}
 	if r.Continue != "" && r.Repo != nil {
 		return invalid("continue starts from the earlier task's workspace: leave repo out")

@@ -106,7 +106,16 @@ func (r *taskRun) startHarness(ctx context.Context) (progress, error) {
 	if _, err := r.s.m.WriteFile(ctx, r.c, sbID, promptFile, strings.NewReader(r.req.Prompt), 0o600); err != nil {
 		return progress{}, fmt.Errorf("write the prompt: %w", err)
 	}
-	argv := append([]string{"sh", "-c", `exec "$@" < "$0"`, promptFile}, r.h.Argv(r.req)...)
+	script := `exec "$@" < "$0"`
+	installed, err := r.installApprove(ctx, sbID)
+	if err != nil {
+		return progress{}, err
+	}
+	if installed {
+		// airlock-approve on the PATH the sandbox has, whatever it is.
+		script = `export PATH="` + approveDir + `:$PATH"; ` + script
+	}
+	argv := append([]string{"sh", "-c", script, promptFile}, r.h.Argv(r.req)...)
 	info, err := r.s.m.StartBackground(ctx, r.c, sbID, sandbox.ExecRequest{Cmd: argv, Cwd: Workspace,
 		Env: r.h.env(r.req, r.rec.ID), TimeoutS: r.req.TimeoutS, Tag: harnessTag})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"io/fs"
+	"net"
 
 	"github.com/airlockhq/airlock/internal/pricing"
 	"github.com/airlockhq/airlock/internal/runtime"
@@ -45,6 +46,9 @@ type Sandboxes interface {
 	// workspace (continuation.go).
 	CreateSnapshot(ctx context.Context, c sandbox.Caller, id, name string) (sandbox.Snapshot, error)
 	DeleteSnapshot(ctx context.Context, c sandbox.Caller, name string) error
+
+	// ListenIn listens inside the sandbox (its approvals channel).
+	ListenIn(ctx context.Context, c sandbox.Caller, id, network, address string) (net.Listener, error)
 
 	// RecordTask adds task.started or task.finished to the sandbox's
 	// audit log (and so its tenant's event stream).

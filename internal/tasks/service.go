@@ -24,6 +24,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/airlockhq/airlock/internal/approvals"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/secrets"
 	"github.com/airlockhq/airlock/internal/store"
@@ -45,6 +46,9 @@ type Options struct {
 	Now    func() time.Time
 	// Tracer exports each ended task as a trace (trace.go); nil: none.
 	Tracer trace.Tracer
+	// Approvals opens the approvals a task's sandbox asks for
+	// (approval.go); nil: its questions are refused.
+	Approvals *approvals.Service
 }
 
 // Task is a task as the API shows it.

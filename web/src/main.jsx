@@ -13,6 +13,9 @@ import { Templates } from './pages/templates.jsx';
 import { Secrets } from './pages/secrets.jsx';
 import { Usage } from './pages/usage.jsx';
 import { Admin } from './pages/admin.jsx';
+import { Approvals } from './pages/approvals.jsx';
+import { usePending } from './pending.js';
+import { badgeText } from './approvals.js';
 // The terminal's and the player's styles load with the app's; their code
 // loads when a sandbox's Terminal or Replay tab first opens (sandbox.jsx).
 import '@xterm/xterm/css/xterm.css';
@@ -95,6 +98,7 @@ function App() {
           </Link>
           <ul class="nav-links">
             <NavItem href="/sandboxes" path={path} icon="box">Sandboxes</NavItem>
+            <ApprovalsNavItem path={path} />
             <NavItem href="/snapshots" path={path} icon="camera">Snapshots</NavItem>
             <NavItem href="/volumes" path={path} icon="disk">Volumes</NavItem>
             {session.admin && (
@@ -128,15 +132,35 @@ function App() {
   );
 }
 
-function NavItem({ href, path, icon, children }) {
+function NavItem({ href, path, icon, children, badge, label }) {
   const current = path === href || path.startsWith(href + '/');
   return (
     <li>
-      <Link href={href} class={current ? 'current' : ''} aria-current={current ? 'page' : undefined}>
+      <Link href={href} class={current ? 'current' : ''} aria-current={current ? 'page' : undefined} aria-label={label}>
         <Icon name={icon} />
         {children}
+        {badge}
       </Link>
     </li>
+  );
+}
+
+// ApprovalsNavItem carries the header's badge: how many approvals wait
+// for a decision, on every page, while any does (pending.js keeps it
+// live). The link's name says the count in words.
+function ApprovalsNavItem({ path }) {
+  const { list } = usePending();
+  const n = list ? list.length : 0;
+  return (
+    <NavItem
+      href="/approvals"
+      path={path}
+      icon="bell"
+      label={n ? `Approvals, ${n} pending` : undefined}
+      badge={n > 0 && <span class="nav-badge" aria-hidden="true">{badgeText(n)}</span>}
+    >
+      Approvals
+    </NavItem>
   );
 }
 
@@ -179,6 +203,7 @@ function known(path) {
     case 'secrets':
     case 'usage':
     case 'admin':
+    case 'approvals':
       return p.length === 1;
   }
   return false;
@@ -219,13 +244,15 @@ function Page({ path, session }) {
       return <Usage session={session} />;
     case 'admin':
       return <Admin session={session} />;
+    case 'approvals':
+      return <Approvals session={session} />;
   }
   return null;
 }
 
 function pageTitle(path) {
   const p = path.split('/').filter(Boolean);
-  const names = { sandboxes: 'Sandboxes', snapshots: 'Snapshots', volumes: 'Volumes', templates: 'Templates', secrets: 'Secrets', usage: 'Usage', admin: 'Keys & tenants', signin: 'Sign in' };
+  const names = { sandboxes: 'Sandboxes', snapshots: 'Snapshots', volumes: 'Volumes', templates: 'Templates', secrets: 'Secrets', usage: 'Usage', approvals: 'Approvals', admin: 'Keys & tenants', signin: 'Sign in' };
   if (!known(path)) return 'Nothing here';
   if (p[0] === 'sandboxes' && p[1]) return decodeURIComponent(p[1]);
   return names[p[0]] || '';

@@ -897,6 +897,19 @@ class TaskRetry:
 
 
 @dataclass(kw_only=True, slots=True)
+class TaskApproval:
+    """Which of the harness's tool calls wait for a person's decision (an
+    approval of kind harness). Claude Code only; the generic harness asks
+    with airlock-approve without it.
+    """
+    #: "all" (every call the harness asks permission for), or categories
+    tools: Literal["all"] | list[Literal["shell", "write", "network"]]
+    #: how long one call waits for a decision (0: 600); past it, the call is
+    #: denied
+    timeout_s: int | None = None
+
+
+@dataclass(kw_only=True, slots=True)
 class TaskRequest:
     """The schema TaskRequest of the Airlock API."""
     harness: Literal["generic", "codex", "claude", "opencode", "qwen", "gemini", "cline", "pi"]
@@ -922,6 +935,13 @@ class TaskRequest:
     artifacts: list[str] | None = None
     budget: Budget | None = None
     retry: TaskRetry | None = None
+    #: the id of an ended task that kept its workspace (keep_workspace_s): this
+    #: task is its follow-up turn, in the same harness, from that workspace
+    continue_: str | None = field(default=None, metadata={"json": "continue"})
+    #: keep the final workspace this many seconds after the task ends, for a
+    #: follow-up turn
+    keep_workspace_s: int | None = None
+    approval: TaskApproval | None = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -1006,6 +1026,10 @@ class Task:
     cost_usd: Cost | None = None
     budget: Budget | None = None
     retry: TaskRetry | None = None
+    approval: TaskApproval | None = None
+    #: the task this one continues
+    continue_: str | None = field(default=None, metadata={"json": "continue"})
+    keep_workspace_s: int | None = None
     #: its tries, oldest first; empty until it starts
     attempts: list[TaskAttempt]
     #: queued tasks of the tenant ahead of this one
@@ -1062,7 +1086,7 @@ class ModelCall:
 class TaskEvent:
     """a normalized task event; only the fields of its type are set"""
     seq: int
-    type: Literal["task.started", "message", "tool_call", "tool_result", "command", "file_change", "usage", "task.finished", "raw", "budget", "attempt"]
+    type: Literal["task.started", "message", "tool_call", "tool_result", "command", "file_change", "usage", "task.finished", "raw", "budget", "attempt", "approval"]
     time: datetime
     sandbox_id: str | None = None
     role: str | None = None
@@ -1088,6 +1112,9 @@ class TaskEvent:
     summary: str | None = None
     reason: str | None = None
     harness: str | None = None
+    #: approval: the approval's id (its status: pending, then allowed, denied
+    #: or timed_out)
+    approval: str | None = None
     line: str | None = None
     stream: str | None = None
     truncated: bool | None = None
@@ -1561,6 +1588,9 @@ class ApprovalDecision:
 MoveParams = TypedDict("MoveParams", {"from": Required[str], "to": Required[str]}, total=False)
 
 
+TaskRequestParams = TypedDict("TaskRequestParams", {"harness": Required[Literal["generic", "codex", "claude", "opencode", "qwen", "gemini", "cline", "pi"]], "prompt": str, "files": dict[str, str], "repo": TaskRepo | TaskRepoParams, "command": list[str], "env": dict[str, str], "allow": list[str], "secrets": list[str], "model": TaskModel | TaskModelParams, "limits": TaskLimits | TaskLimitsParams, "timeout_s": int, "artifacts": list[str], "budget": Budget | BudgetParams, "retry": TaskRetry | TaskRetryParams, "continue": str, "keep_workspace_s": int, "approval": TaskApproval | TaskApprovalParams}, total=False)
+
+
 class ApprovalDecisionParams(TypedDict, total=False):
     """Keyword arguments of ApprovalDecision (the request's JSON fields)."""
     decision: Required[Literal["allow", "deny"]]
@@ -1734,6 +1764,12 @@ class SnapshotRequestParams(TypedDict, total=False):
     name: str
 
 
+class TaskApprovalParams(TypedDict, total=False):
+    """Keyword arguments of TaskApproval (the request's JSON fields)."""
+    tools: Required[Literal["all"] | list[Literal["shell", "write", "network"]]]
+    timeout_s: int
+
+
 class TaskLimitsParams(TypedDict, total=False):
     """Keyword arguments of TaskLimits (the request's JSON fields)."""
     cpus: float
@@ -1753,24 +1789,6 @@ class TaskRepoParams(TypedDict, total=False):
     """Keyword arguments of TaskRepo (the request's JSON fields)."""
     tarball: bytes
     git: dict[str, Any]
-
-
-class TaskRequestParams(TypedDict, total=False):
-    """Keyword arguments of TaskRequest (the request's JSON fields)."""
-    harness: Required[Literal["generic", "codex", "claude", "opencode", "qwen", "gemini", "cline", "pi"]]
-    prompt: str
-    files: dict[str, str]
-    repo: TaskRepo | TaskRepoParams
-    command: list[str]
-    env: dict[str, str]
-    allow: list[str]
-    secrets: list[str]
-    model: TaskModel | TaskModelParams
-    limits: TaskLimits | TaskLimitsParams
-    timeout_s: int
-    artifacts: list[str]
-    budget: Budget | BudgetParams
-    retry: TaskRetry | TaskRetryParams
 
 
 class TaskRetryParams(TypedDict, total=False):
@@ -1930,6 +1948,7 @@ SCHEMAS: dict[str, Any] = {
     "ApprovalList": ApprovalList,
     "Approval": Approval,
     "ApprovalDecision": ApprovalDecision,
+    "TaskApproval": TaskApproval,
 }
 
 
@@ -2033,6 +2052,8 @@ __all__ = [
     "SnapshotRequest",
     "SnapshotRequestParams",
     "Task",
+    "TaskApproval",
+    "TaskApprovalParams",
     "TaskArtifact",
     "TaskArtifactList",
     "TaskArtifactListDiff",

@@ -127,3 +127,28 @@ class AsyncClientTest(AsyncLiveTest):
         await events.aclose()
         self.assertEqual((await self.al.sandbox_metrics(sb.id)).exec_count, 1)
         self.assertGreaterEqual(len((await self.al.usage()).tenants), 1)
+
+    async def test_approval_waited_and_denied(self):
+        # Asked about and denied only: the proxy refuses without a lookup.
+        sb = await self.sandbox(network={"mode": "allowlist", "allow": [], "ask": True, "ask_timeout_s": 60})
+        curl = await self.al.start_process(sb.id, "curl -s -i --max-time 60 http://denied.test/")
+        a = None
+        for _ in range(300):
+            a = next((x for x in await self.al.list_approvals(state="pending") if x.sandbox_id == sb.id), None)
+            if a:
+                break
+            await asyncio.sleep(0.1)
+        self.assertIsNotNone(a, "no pending approval")
+        self.assertEqual((await self.al.get_approval(a.id)).egress.host, "denied.test")
+        waiter = asyncio.create_task(self.al.wait_approval(a.id, poll=0.2))
+        await asyncio.sleep(0.5)
+        self.assertFalse(waiter.done(), "wait_approval returned while the approval was pending")
+        decided = await self.al.decide_approval(a.id, "deny", remember="once")
+        self.assertIn(decided.decided_by, [k.id for k in await self.al.list_keys()])
+        waited = await asyncio.wait_for(waiter, 30)
+        self.assertEqual((waited.state, waited.decided_by), ("denied", decided.decided_by))
+        with self.assertRaises(airlock.Conflict):
+            await self.al.decide_approval(a.id, "deny")
+        out = self.al.process_output(sb.id, curl.pid, follow=True)
+        text = b"".join([p.data async for p in out]).decode()
+        self.assertIn("HTTP/1.1 403", text)

@@ -1,5 +1,6 @@
 // Airlock is the SDK's entry point: one server, one credential.
 import { Admin } from "./admin.js";
+import { Approvals } from "./approvals.js";
 import { AirlockError } from "./errors.js";
 import { openEvents, type EventStream, type EventsOptions } from "./events.js";
 import { Sandbox, Sandboxes, fetchWith } from "./sandbox.js";
@@ -63,6 +64,8 @@ export class Airlock {
   readonly snapshots: Snapshots;
   readonly volumes: Volumes;
   readonly webhooks: Webhooks;
+  /** Questions put to a person about a sandbox's action (API keys only). */
+  readonly approvals: Approvals;
   /** Tenants, keys, nodes and the server's facts (admin keys). */
   readonly admin: Admin;
   private readonly t: Transport;
@@ -80,6 +83,7 @@ export class Airlock {
     this.snapshots = new Snapshots(this.t);
     this.volumes = new Volumes(this.t);
     this.webhooks = new Webhooks(this.t);
+    this.approvals = new Approvals(this.t);
     this.admin = new Admin(this.t);
   }
 

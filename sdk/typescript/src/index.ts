@@ -18,6 +18,7 @@ export { Secrets } from "./secrets.js";
 export { Templates, type ImportOptions } from "./templates.js";
 export { Snapshots, Volumes } from "./storage.js";
 export { Webhooks } from "./webhooks.js";
+export { Approvals, type ApprovalListQuery } from "./approvals.js";
 export { Admin } from "./admin.js";
 export type { Body, ByteStream, CallOptions } from "./transport.js";
 export {

@@ -960,6 +960,10 @@ export interface Task {
   cost_usd?: Cost;
   budget?: Budget;
   retry?: TaskRetry;
+  approval?: TaskApproval;
+  /** the task this one continues */
+  continue?: string;
+  keep_workspace_s?: number;
   /** its tries, oldest first; empty until it starts */
   attempts: TaskAttempt[];
   /** queued tasks of the tenant ahead of this one */
@@ -970,6 +974,14 @@ export interface Task {
   started_at?: string;
   /** Format: date-time. */
   ended_at?: string;
+}
+
+/** Which of the harness's tool calls wait for a person's decision (an approval of kind harness). Claude Code only; the generic harness asks with airlock-approve without it. */
+export interface TaskApproval {
+  /** "all" (every call the harness asks permission for), or categories */
+  tools: "all" | (("shell" | "write" | "network")[]);
+  /** how long one call waits for a decision (0: 600); past it, the call is denied */
+  timeout_s?: number;
 }
 
 export interface TaskArtifact {
@@ -1006,7 +1018,7 @@ export interface TaskAttempt {
 /** a normalized task event; only the fields of its type are set */
 export interface TaskEvent {
   seq: number;
-  type: "task.started" | "message" | "tool_call" | "tool_result" | "command" | "file_change" | "usage" | "task.finished" | "raw" | "budget" | "attempt";
+  type: "task.started" | "message" | "tool_call" | "tool_result" | "command" | "file_change" | "usage" | "task.finished" | "raw" | "budget" | "attempt" | "approval";
   /** Format: date-time. */
   time: string;
   sandbox_id?: string;
@@ -1032,6 +1044,8 @@ export interface TaskEvent {
   summary?: string;
   reason?: string;
   harness?: string;
+  /** approval: the approval's id (its status: pending, then allowed, denied or timed_out) */
+  approval?: string;
   line?: string;
   stream?: string;
   truncated?: boolean;
@@ -1093,6 +1107,11 @@ export interface TaskRequest {
   artifacts?: string[];
   budget?: Budget;
   retry?: TaskRetry;
+  /** the id of an ended task that kept its workspace (keep_workspace_s): this task is its follow-up turn, in the same harness, from that workspace */
+  continue?: string;
+  /** keep the final workspace this many seconds after the task ends, for a follow-up turn */
+  keep_workspace_s?: number;
+  approval?: TaskApproval;
 }
 
 /** tries the task again, in a new sandbox, after an infrastructure failure (its sandbox could not be created or prepared, or was lost); a harness that fails, a timeout, a cancel and a spent budget are not retried */

@@ -101,6 +101,9 @@ const covered: Record<OperationId, string | { leftOut: string }> = {
   drainNode: "admin.drainNode",
   undrainNode: "admin.drainNode",
   deleteNode: "admin.deleteNode",
+  listApprovals: "approvals.list",
+  getApproval: "approvals.get",
+  decideApproval: "approvals.decide",
 };
 
 test("every operation of the document has an SDK method", () => {

@@ -147,6 +147,17 @@ export function usePoll(load, ms, deps = []) {
   return refresh;
 }
 
+// useNow is the time, re-read every ms milliseconds while mounted: for
+// countdowns that move between polls.
+export function useNow(ms = 1000) {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), ms);
+    return () => clearInterval(t);
+  }, [ms]);
+  return now;
+}
+
 const paths = {
   box: 'M21 8 12 3 3 8v8l9 5 9-5V8ZM3 8l9 5 9-5M12 13v8',
   key: 'M15 7a4 4 0 1 1-3.9 4.9L3 20v-3h3v-3h3l2.1-2.1A4 4 0 0 1 15 7Zm1.5 2.5h.01',
@@ -172,6 +183,7 @@ const paths = {
   fork: 'M6 3v4a4 4 0 0 0 4 4h4a4 4 0 0 0 4-4V3M12 11v10',
   disk: 'M4 6c0-1.7 3.6-3 8-3s8 1.3 8 3-3.6 3-8 3-8-1.3-8-3Zm0 0v12c0 1.7 3.6 3 8 3s8-1.3 8-3V6M4 12c0 1.7 3.6 3 8 3s8-1.3 8-3',
   layers: 'M12 3 2 8l10 5 10-5ZM2 13l10 5 10-5M2 17.5l10 5 10-5',
+  bell: 'M12 3a5 5 0 0 0-5 5v4l-2 4h14l-2-4V8a5 5 0 0 0-5-5ZM10 19a2 2 0 0 0 4 0',
 };
 
 export function Icon({ name, size = 16 }) {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .admin import AsyncAdmin
+from .approvals import AsyncApprovals
 from .audit import AsyncAudit
 from .exec import AsyncExec
 from .files import AsyncFiles
@@ -11,7 +12,9 @@ from .sessions import AsyncSessions
 from .tasks import AsyncTasks
 
 
-class AsyncClient(AsyncSandboxes, AsyncExec, AsyncFiles, AsyncSessions, AsyncTasks, AsyncAudit, AsyncAdmin):
+class AsyncClient(
+    AsyncSandboxes, AsyncExec, AsyncFiles, AsyncSessions, AsyncTasks, AsyncApprovals, AsyncAudit, AsyncAdmin,
+):
     """The Airlock API (asyncio).
 
         async with airlock.AsyncClient() as al:

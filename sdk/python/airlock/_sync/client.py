@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from .admin import Admin
+from .approvals import Approvals
 from .audit import Audit
 from .exec import Exec
 from .files import Files
@@ -12,7 +13,9 @@ from .sessions import Sessions
 from .tasks import Tasks
 
 
-class Client(Sandboxes, Exec, Files, Sessions, Tasks, Audit, Admin):
+class Client(
+    Sandboxes, Exec, Files, Sessions, Tasks, Approvals, Audit, Admin,
+):
     """The Airlock API (blocking).
 
         with airlock.Client() as al:
