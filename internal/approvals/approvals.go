@@ -6,9 +6,8 @@
 // agent cannot approve itself.
 //
 // Waiters live in the process that opened the approval: a decision taken
-// through another replica is stored, but wakes no waiter here (the
-// waiter times out). One process per store (airlock serve) is the case
-// this package serves; waking across replicas is for later.
+// here wakes its waiter at once, one taken through another replica on the
+// same store within a second (the waiter looks in the store).
 package approvals
 
 import (
@@ -193,4 +192,7 @@ type Options struct {
 	// hold for the sandbox's later connections: called before the
 	// decision is stored, and an error leaves the approval pending.
 	Remember func(ctx context.Context, a Approval, keyID string) error
+	// PollEvery is how often a waiter looks in the store for a decision
+	// another process took (default 1 s).
+	PollEvery time.Duration
 }

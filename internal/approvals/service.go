@@ -36,6 +36,9 @@ func New(opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.PollEvery <= 0 {
+		opts.PollEvery = time.Second
+	}
 	return &Service{opts: opts, log: opts.Logger, waiters: map[string]chan Approval{}}
 }
 
@@ -120,10 +123,22 @@ func (s *Service) Open(ctx context.Context, q Request) (*Waiter, error) {
 // returns it so; a decision that came in the meantime wins.
 func (w *Waiter) Wait(ctx context.Context) (Approval, error) {
 	defer w.s.forget(w.a.ID)
-	select {
-	case a := <-w.ch:
-		return a, nil
-	case <-ctx.Done():
+	// A decision taken in this process wakes the waiter at once; one
+	// taken through another replica (one store, several processes) is
+	// found in the store, looked at every PollEvery.
+	tick := time.NewTicker(w.s.opts.PollEvery)
+	defer tick.Stop()
+	for done := false; !done; {
+		select {
+		case a := <-w.ch:
+			return a, nil
+		case <-tick.C:
+			if a, err := w.s.get(ctx, w.a.TenantID, w.a.ID); err == nil && a.State != Pending {
+				return a, nil
+			}
+		case <-ctx.Done():
+			done = true
+		}
 	}
 	reason := "no decision by the deadline"
 	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -227,3 +227,37 @@ func TestAskEgressDenied(t *testing.T) {
 		t.Errorf("answer %+v, %v", r.ans, r.err)
 	}
 }
+
+// TestDecidedElsewhere: a decision taken through another replica (another
+// Service on the same store) reaches the waiter of the one that opened
+// the approval, by the store.
+func TestDecidedElsewhere(t *testing.T) {
+	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "a.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	a := New(Options{Store: st, PollEvery: 20 * time.Millisecond})
+	b := New(Options{Store: st, PollEvery: 20 * time.Millisecond})
+	w, err := a.Open(ctx, Request{TenantID: "ten_a", SandboxID: "sb_1", Deadline: time.Now().Add(time.Minute),
+		Command: &Command{Text: "deploy"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan Approval, 1)
+	go func() {
+		ap, _ := w.Wait(ctx)
+		got <- ap
+	}()
+	if _, err := b.Decide(ctx, key, w.Approval().ID, Decision{Reason: "not today"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ap := <-got:
+		if ap.State != Denied || ap.Reason != "not today" || ap.Command == nil || ap.Command.Text != "deploy" {
+			t.Errorf("waiter got %+v", ap)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a decision through another replica did not reach the waiter")
+	}
+}

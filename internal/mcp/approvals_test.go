@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -439,5 +440,40 @@ func TestAskTask(t *testing.T) {
 				t.Errorf("asked %q", q.Message)
 			}
 		})
+	}
+}
+
+// TestAskForm: the question's form offers what the server can remember:
+// the host for a connection, the same request for a task's command or
+// tool call, nothing for a plain sandbox's command; the answer is read
+// back with the same words.
+func TestAskForm(t *testing.T) {
+	remember := func(a client.Approval) []string {
+		p := askParams(a).RequestedSchema.(map[string]any)["properties"].(map[string]any)
+		r, ok := p["remember"].(map[string]any)
+		if !ok {
+			return nil
+		}
+		return r["enum"].([]string)
+	}
+	for _, tc := range []struct {
+		a    client.Approval
+		want []string
+	}{
+		{client.Approval{Kind: "egress", Egress: &client.ApprovalEgress{Host: "h", Port: 80}}, []string{"once", "sandbox"}},
+		{client.Approval{Kind: "harness", Task: "tsk_1", Harness: &client.ApprovalHarness{Harness: "claude", Tool: "Bash"}}, []string{"once", "task"}},
+		{client.Approval{Kind: "command", Task: "tsk_1", Command: &client.ApprovalCommand{Text: "deploy"}}, []string{"once", "task"}},
+		{client.Approval{Kind: "command", Command: &client.ApprovalCommand{Text: "deploy"}}, nil},
+	} {
+		if got := remember(tc.a); !slices.Equal(got, tc.want) {
+			t.Errorf("%s (task %q): remember %v, want %v", tc.a.Kind, tc.a.Task, got, tc.want)
+		}
+	}
+	d, err := decisionOf(map[string]any{"decision": "allow", "remember": "task"})
+	if err != nil || d.Remember != "task" {
+		t.Errorf("remember task: %+v, %v", d, err)
+	}
+	if _, err := decisionOf(map[string]any{"decision": "allow", "remember": "forever"}); err == nil {
+		t.Error("remember forever was taken")
 	}
 }

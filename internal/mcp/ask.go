@@ -170,7 +170,8 @@ func (w *watch) ended(ctx context.Context) ([]approvalOut, []string) {
 }
 
 // askParams is the question about a put to the client's user: a form
-// with the decision, for egress how long to remember it, and a reason.
+// with the decision, for egress (or a task's request) how long to
+// remember it, and a reason.
 func askParams(a client.Approval) *mcpsdk.ElicitParams {
 	who := "Sandbox " + a.SandboxID
 	if a.Task != "" {
@@ -184,9 +185,15 @@ func askParams(a client.Approval) *mcpsdk.ElicitParams {
 		"reason": map[string]any{"type": "string", "title": "Reason", "maxLength": maxReason,
 			"description": "optional; kept in the sandbox's audit log"},
 	}
-	if a.Kind == "egress" {
+	switch {
+	case a.Kind == "egress":
 		props["remember"] = map[string]any{"type": "string", "title": "Remember", "enum": []string{"once", "sandbox"}, "default": "once",
 			"description": "once: this connection only; sandbox: the same host and port for the rest of the sandbox's life"}
+	case a.Task != "":
+		// A task's command or tool call: remembered, the same question is
+		// answered the same way for the rest of the task.
+		props["remember"] = map[string]any{"type": "string", "title": "Remember", "enum": []string{"once", "task"}, "default": "once",
+			"description": "once: this time only; task: the same request (or tool) the same way for the rest of the task"}
 	}
 	return &mcpsdk.ElicitParams{Mode: "form", Message: msg,
 		RequestedSchema: map[string]any{"type": "object", "properties": props, "required": []string{"decision"}}}
@@ -249,8 +256,8 @@ func decisionOf(content map[string]any) (client.ApprovalDecision, error) {
 	if d.Remember, err = str("remember"); err != nil {
 		return d, err
 	}
-	if d.Remember != "" && d.Remember != "once" && d.Remember != "sandbox" {
-		return d, fmt.Errorf("remember %q: want once or sandbox", d.Remember)
+	if d.Remember != "" && d.Remember != "once" && d.Remember != "sandbox" && d.Remember != "task" {
+		return d, fmt.Errorf("remember %q: want once, sandbox or task", d.Remember)
 	}
 	if d.Reason, err = str("reason"); err != nil {
 		return d, err

@@ -479,4 +479,10 @@ func (s *Service) pruneAudit(ctx context.Context) {
 	if n > 0 {
 		s.log.Info("pruned audit logs past retention", "logs", n)
 	}
+	// The approvals go with the logs that record them.
+	if n, err = s.st.PruneApprovals(ctx, now.Add(-s.opts.AuditRetention)); err != nil {
+		s.log.Error("prune approvals", "err", err)
+	} else if n > 0 {
+		s.log.Info("pruned approvals past retention", "approvals", n)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // CreateApproval: see Store.
@@ -58,4 +59,14 @@ func (s *SQLite) DecideApproval(ctx context.Context, a Approval) error {
 		return fmt.Errorf("decide approval %s: %w", a.ID, err)
 	}
 	return nil
+}
+
+// PruneApprovals: see Store.
+func (s *SQLite) PruneApprovals(ctx context.Context, before time.Time) (int, error) {
+	n, err := s.exec(ctx, `DELETE FROM approvals WHERE (state <> ? AND decided_at < ?) OR (state = ? AND deadline < ?)`,
+		ApprovalPending, ToNanos(before), ApprovalPending, ToNanos(before))
+	if err != nil {
+		return 0, fmt.Errorf("prune approvals: %w", err)
+	}
+	return int(n), nil
 }

@@ -382,11 +382,14 @@ type Store interface {
 	// unless state is "", oldest first; DecideApproval moves a pending one
 	// to a.State with its decided_at, decided_by, reason and remember:
 	// ErrConflict if it is no longer pending, ErrNotFound if the tenant
-	// has none with that id.
+	// has none with that id. PruneApprovals deletes those decided before
+	// before and those still pending whose deadline passed before it (a
+	// daemon that died with them held), and says how many.
 	CreateApproval(ctx context.Context, a Approval) error
 	GetApproval(ctx context.Context, tenantID, id string) (Approval, error)
 	ListApprovals(ctx context.Context, tenantID, state string) ([]Approval, error)
 	DecideApproval(ctx context.Context, a Approval) error
+	PruneApprovals(ctx context.Context, before time.Time) (int, error)
 
 	Close() error
 }

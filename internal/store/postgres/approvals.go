@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -57,4 +58,14 @@ func (s *Store) DecideApproval(ctx context.Context, a store.Approval) error {
 		return fmt.Errorf("decide approval %s: %w", a.ID, err)
 	}
 	return nil
+}
+
+// PruneApprovals: see store.Store.
+func (s *Store) PruneApprovals(ctx context.Context, before time.Time) (int, error) {
+	n, err := s.exec(ctx, `DELETE FROM approvals WHERE (state <> $1 AND decided_at < $2) OR (state = $1 AND deadline < $2)`,
+		store.ApprovalPending, store.ToNanos(before))
+	if err != nil {
+		return 0, fmt.Errorf("prune approvals: %w", err)
+	}
+	return int(n), nil
 }

@@ -77,4 +77,22 @@ func testApprovals(t *testing.T, h *harness) {
 	if d := cmp.Diff([]string{"apr_1", "apr_0"}, ids("a", "")); d != "" {
 		t.Errorf("all of a's (-want +got):\n%s", d)
 	}
+
+	// Pruning: apr_1 was decided at t0+2s; apr_0 (a's) and apr_2 (b's)
+	// are pending until t0+1m.
+	if n, err := s.PruneApprovals(ctx, t0.Add(time.Second)); err != nil || n != 0 {
+		t.Errorf("prune before any decision or deadline: %d, %v", n, err)
+	}
+	if n, err := s.PruneApprovals(ctx, t0.Add(3*time.Second)); err != nil || n != 1 {
+		t.Errorf("prune past apr_1's decision: %d, %v; want 1", n, err)
+	}
+	if d := cmp.Diff([]string{"apr_0"}, ids("a", "")); d != "" {
+		t.Errorf("a's after pruning the decided one (-want +got):\n%s", d)
+	}
+	if n, err := s.PruneApprovals(ctx, t0.Add(2*time.Minute)); err != nil || n != 2 {
+		t.Errorf("prune past the pending ones' deadline: %d, %v; want 2", n, err)
+	}
+	if len(ids("a", ""))+len(ids("b", "")) != 0 {
+		t.Error("approvals left after pruning them all")
+	}
 }
