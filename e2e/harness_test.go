@@ -238,6 +238,11 @@ func TestHarnesses(t *testing.T) {
 	for _, allow := range []bool{true, false} {
 		t.Run(fmt.Sprintf("claude-approval/allow=%v", allow), func(t *testing.T) { claudeApproval(t, e, allow) })
 	}
+	// Codex asking through its PreToolUse hook, airlock-approve --hook
+	// codex: the same.
+	for _, allow := range []bool{true, false} {
+		t.Run(fmt.Sprintf("codex-approval/allow=%v", allow), func(t *testing.T) { codexApproval(t, e, allow) })
+	}
 
 	// Claude Code cut in the middle: its tool (the mock's command) runs
 	// while the daemon is killed or stopped, then the CLI sends the tool's
@@ -306,16 +311,34 @@ func TestHarnesses(t *testing.T) {
 // runs and its file is an artifact; denied, it does not run, claude gets
 // the denial as its tool's answer, and the task still finishes.
 func claudeApproval(t *testing.T, e *harnessEnv, allow bool) {
+	harnessApproval(t, e, tasks.HarnessClaude, client.TaskModel{BaseURL: "https://" + fakenet.AllowedName, Name: "claude-sonnet-4-5"}, allow)
+}
+
+// codexApproval is claudeApproval for Codex, whose PreToolUse hook names
+// every shell command's call Bash too. Airlock's own hook-trust warning
+// is no error of the task.
+func codexApproval(t *testing.T, e *harnessEnv, allow bool) {
+	evs := harnessApproval(t, e, tasks.HarnessCodex, client.TaskModel{BaseURL: "https://" + fakenet.AllowedName + "/v1"}, allow)
+	for _, ev := range evs {
+		if ev.Type == "message" && ev.Role == "error" {
+			t.Errorf("an error event: %s", ev.Text)
+		}
+	}
+}
+
+// harnessApproval runs the harness's task with approval: tools shell
+// against the mock, decides its approval (allow or deny) and checks the
+// outcome; it returns the task's events.
+func harnessApproval(t *testing.T, e *harnessEnv, harness string, model client.TaskModel, allow bool) []client.TaskEvent {
 	c := e.s.admin()
-	h, _ := tasks.Lookup(tasks.HarnessClaude)
-	e.needHarness(t, tasks.HarnessClaude)
+	h, _ := tasks.Lookup(harness)
+	e.needHarness(t, harness)
 	if _, err := c.CreateSecret(ctx, client.SecretRequest{Name: h.KeyEnv, Value: "sk-REAL-" + randHex(16), Hosts: []string{fakenet.AllowedName}}); err != nil && !errors.Is(err, client.ErrConflict) {
 		t.Fatal(err)
 	}
 	task := must[client.Task](t)(c.CreateTask(ctx, client.TaskRequest{
-		Harness: tasks.HarnessClaude, Prompt: "make answer.txt say fixed, if a person lets you",
-		Model:   &client.TaskModel{BaseURL: "https://" + fakenet.AllowedName, Name: "claude-sonnet-4-5"},
-		Secrets: []string{h.KeyEnv}, Artifacts: []string{"answer.txt"}, TimeoutS: 300,
+		Harness: harness, Prompt: "make answer.txt say fixed, if a person lets you",
+		Model: &model, Secrets: []string{h.KeyEnv}, Artifacts: []string{"answer.txt"}, TimeoutS: 300,
 		Approval: &client.TaskApproval{Tools: []string{"shell"}},
 	}))
 	if task.Approval == nil || len(task.Approval.Tools) != 1 || task.Approval.TimeoutS != tasks.DefaultApprovalTimeoutS {
@@ -337,7 +360,7 @@ func claudeApproval(t *testing.T, e *harnessEnv, allow bool) {
 		t.Fatal("no approval opened for the task's Bash call")
 	}
 	var input struct{ Command string }
-	if ap.Kind != "harness" || ap.Harness == nil || ap.Harness.Harness != "claude" || ap.Harness.Tool != "Bash" ||
+	if ap.Kind != "harness" || ap.Harness == nil || ap.Harness.Harness != harness || ap.Harness.Tool != "Bash" ||
 		ap.Harness.Category != "shell" || json.Unmarshal(ap.Harness.Input, &input) != nil ||
 		!strings.HasPrefix(input.Command, "echo fixed > answer.txt") {
 		t.Errorf("approval %+v, harness %+v", ap, ap.Harness)
@@ -379,6 +402,7 @@ func claudeApproval(t *testing.T, e *harnessEnv, allow bool) {
 	if !decided {
 		t.Error("no approval.decided in the task sandbox's audit log")
 	}
+	return evs
 }
 
 // eventLines is a task's events as JSON lines, for a failure's message.

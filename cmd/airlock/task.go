@@ -35,8 +35,8 @@ streams its events, and writes its artifacts and workspace.diff to --out
 A DURATION (--timeout) is ` + durationSyntax + `.
 --budget-usd and --budget-tokens cap what its model calls may spend (once
 spent, further calls are refused and the task fails); --retry N tries it
-again in a new sandbox after an infrastructure failure. --approve (claude)
-makes its shell, write or network tool calls, or all, wait for a person
+again in a new sandbox after an infrastructure failure. --approve (claude,
+codex) makes its shell, write or network tool calls, or all, wait for a person
 (airlock approvals ls, allow ID, deny ID); in any task, airlock-approve
 "what I want to do" asks one. get and ls show the
 tokens its model calls used, counted at the egress proxy, and its cost.
@@ -84,7 +84,7 @@ func taskRun(args []string) error {
 	model := f.String("model", "", "the model the harness asks for (default: the harness's own)")
 	baseURL := f.String("base-url", "", "the model API's base URL, for a provider other than the harness's (its host must be allowed or a bound secret's)")
 	spend := addSpendFlags(f)
-	approve := f.String("approve", "", "claude: tool calls that wait for a person (airlock approvals ls/allow/deny): `TOOLS` shell,write,network or all")
+	approve := f.String("approve", "", "claude and codex: tool calls that wait for a person (airlock approvals ls/allow/deny): `TOOLS` shell,write,network or all")
 	f.Usage = func() {
 		fmt.Fprintln(f.Output(), taskUsage)
 		f.PrintDefaults()

@@ -16,16 +16,23 @@ const Command = "airlock-approve"
 
 const usage = `usage: airlock-approve "what I want to do"
        airlock-approve --mcp [--harness NAME]
+       airlock-approve --hook codex [--wait SECONDS]
 
 Asks a person, through Airlock's approvals, and waits for the decision:
 exits 0 when allowed, 1 when denied or not decided in time, 2 when it
 could not ask. With --mcp it serves the same question as an MCP tool,
 "approve", on stdin and stdout (Claude Code's --permission-prompt-tool).
+With --hook codex it is Codex's PreToolUse hook: it reads the tool call
+on stdin and prints nothing to allow it, or a deny decision saying why;
+--wait bounds the wait for a decision (then it denies).
 `
 
 // Main runs airlock-approve with its arguments (without the program's
 // name) and returns its exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "--hook" {
+		return hookMain(args[1:], stdin, stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "--mcp" {
 		harness := "claude"
 		switch {

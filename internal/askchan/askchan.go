@@ -3,8 +3,9 @@
 // only from inside that sandbox, with no address on any network), on which
 // the daemon answers each question with an approval's decision; and the
 // programs that ask through it from inside: airlock-approve, a command
-// that blocks until a person decides, and its MCP server, which Claude
-// Code calls as its --permission-prompt-tool.
+// that blocks until a person decides; its MCP server, which Claude Code
+// calls as its --permission-prompt-tool; and its hook mode, Codex's
+// PreToolUse hook.
 //
 // The programs run in the sandbox, so the package is part of the sandbox
 // init program (cmd/airlock-init is also airlock-approve): it imports the

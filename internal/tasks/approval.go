@@ -19,7 +19,8 @@ import (
 // Approval says which of the harness's tool calls wait for a person's
 // decision (an approval of kind harness): Tools of ToolCategories, or
 // every call the harness asks permission for (All). Claude Code asks
-// through Airlock's MCP tool (--permission-prompt-tool); the generic
+// through Airlock's MCP tool (--permission-prompt-tool), Codex through
+// its PreToolUse hook (airlock-approve --hook codex); the generic
 // harness asks itself with airlock-approve, which every task's sandbox
 // has whether or not Approval is set.
 type Approval struct {
@@ -115,10 +116,25 @@ var claudeCategories = map[string]string{
 	"WebFetch": ToolNetwork, "WebSearch": ToolNetwork,
 }
 
+// codexCategories are Codex's tools by category, as its PreToolUse hook
+// names them: every shell command (exec_command, the older shell tools)
+// as "Bash", file edits as apply_patch. The rest are the model-facing
+// names of its shell tools, should a hook report one. Its web search runs
+// on the model's side, where no hook sees it: none of its tools is of
+// category network.
+var codexCategories = map[string]string{
+	"Bash": ToolShell, "exec_command": ToolShell, "write_stdin": ToolShell,
+	"shell": ToolShell, "shell_command": ToolShell, "local_shell": ToolShell,
+	"apply_patch": ToolWrite,
+}
+
 // category is what a harness's tool does.
 func category(harness, tool string) string {
-	if harness == HarnessClaude {
+	switch harness {
+	case HarnessClaude:
 		return claudeCategories[tool]
+	case HarnessCodex:
+		return codexCategories[tool]
 	}
 	return ""
 }

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 )
 
@@ -22,6 +23,9 @@ const codexAPI = "https://api.openai.com/v1"
 // the egress proxy replaces). It also turns off the plugin catalog sync
 // (api.github.com, github.com by git, chatgpt.com) and analytics
 // (ab.chatgpt.com): traffic the task does not need, carrying data out.
+//
+// With approval set, every tool call first runs airlock-approve as
+// codex's PreToolUse hook (codexHook).
 func codexArgv(r Request) []string {
 	base := codexAPI
 	if r.Model != nil && r.Model.BaseURL != "" {
@@ -34,6 +38,9 @@ func codexArgv(r Request) []string {
 		argv = append(argv, "resume", "--last")
 	}
 	argv = append(argv, "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox")
+	if r.Approval != nil {
+		argv = append(argv, "--dangerously-bypass-hook-trust", "-c", "hooks.PreToolUse="+codexHook(r.Approval))
+	}
 	for _, kv := range []string{
 		"model_provider=" + tomlString("airlock"),
 		"model_providers.airlock.name=" + tomlString("Airlock"),
@@ -50,6 +57,33 @@ func codexArgv(r Request) []string {
 		argv = append(argv, "--model", r.Model.Name)
 	}
 	return append(argv, "-")
+}
+
+// codexHook is the PreToolUse hook, a TOML inline array for -c, that
+// asks Airlock about every tool call (the daemon allows at once what the
+// task does not gate). Codex's own approval prompts stay off: they wait
+// for a person at a terminal. A hook that denies blocks the call before
+// it runs, and codex gives the model the reason as the call's result.
+//
+// Codex 0.169 runs a hook only once a person has trusted its definition
+// at its /hooks screen; a headless run has --dangerously-bypass-hook-trust
+// instead, meant for automation that vets its hooks: Airlock wrote this
+// one. Codex lets the call run when its hook fails (a missing command, an
+// exit without a decision, its timeout passed), so airlock-approve gives
+// up on the question itself before codex's timeout (a denial), and the
+// shell turns its failing to run at all into a denial too.
+func codexHook(a *Approval) string {
+	wait := a.TimeoutS
+	if wait <= 0 {
+		wait = DefaultApprovalTimeoutS
+	}
+	// The approval expires at wait, counted from when it opens; the hook
+	// gives up a little later (a daemon restart asks again), codex later
+	// still.
+	wait += 30
+	cmd := approveBin + " --hook codex --wait " + strconv.FormatInt(wait, 10) +
+		` || { echo "airlock-approve failed, so Airlock denies the call" >&2; exit 2; }`
+	return `[{hooks=[{type="command",command=` + tomlString(cmd) + `,timeout=` + strconv.FormatInt(wait+30, 10) + `}]}]`
 }
 
 // tomlString quotes s as a TOML basic string, the value syntax of codex's
@@ -171,10 +205,18 @@ func (p *codexParser) item(it codexItem) []Event {
 	case "web_search":
 		return []Event{{Type: EventToolCall, ID: it.ID, Name: "web_search", Input: jsonInput("query", it.Query)}}
 	case "error":
+		if strings.HasPrefix(it.Message, codexHookTrustWarning) {
+			return nil
+		}
 		return []Event{{Type: EventMessage, Role: "error", Text: it.Message}}
 	}
 	return nil
 }
+
+// codexHookTrustWarning starts the error item codex reports (twice) when
+// it runs with --dangerously-bypass-hook-trust: Airlock's own choice
+// (codexHook), not the task's error.
+const codexHookTrustWarning = "`--dangerously-bypass-hook-trust` is enabled."
 
 // changeKind maps a harness's name of a file change onto added, modified
 // or deleted.

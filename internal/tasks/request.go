@@ -207,8 +207,8 @@ func (r *Request) validate(has func(template string) bool) error {
 		if err := r.Approval.validate(); err != nil {
 			return err
 		}
-		if r.Harness != HarnessClaude {
-			return invalid("approval: harness %q does not ask permission through Airlock (claude does; the generic harness asks with airlock-approve without it)", r.Harness)
+		if r.Harness != HarnessClaude && r.Harness != HarnessCodex {
+			return invalid("approval: harness %q does not ask permission through Airlock (claude and codex do; the generic harness asks with airlock-approve without it)", r.Harness)
 		}
 	}
 	if r.Continue != "" && r.Repo != nil {

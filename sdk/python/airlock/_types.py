@@ -899,8 +899,9 @@ class TaskRetry:
 @dataclass(kw_only=True, slots=True)
 class TaskApproval:
     """Which of the harness's tool calls wait for a person's decision (an
-    approval of kind harness). Claude Code only; the generic harness asks
-    with airlock-approve without it.
+    approval of kind harness). Claude Code (its permission prompts, through
+    Airlock's MCP tool) and Codex (a PreToolUse hook) only; the generic
+    harness asks with airlock-approve without it.
     """
     #: "all" (every call the harness asks permission for), or categories
     tools: Literal["all"] | list[Literal["shell", "write", "network"]]

@@ -976,7 +976,7 @@ export interface Task {
   ended_at?: string;
 }
 
-/** Which of the harness's tool calls wait for a person's decision (an approval of kind harness). Claude Code only; the generic harness asks with airlock-approve without it. */
+/** Which of the harness's tool calls wait for a person's decision (an approval of kind harness). Claude Code (its permission prompts, through Airlock's MCP tool) and Codex (a PreToolUse hook) only; the generic harness asks with airlock-approve without it. */
 export interface TaskApproval {
   /** "all" (every call the harness asks permission for), or categories */
   tools: "all" | (("shell" | "write" | "network")[]);
