@@ -227,7 +227,10 @@ class TypeGen:
         out = [HEADER.format(title=info.get("title", ""), version=info.get("version", ""))]
         out += self.classes
         out += aliases
-        out += sorted(self.params)
+        # The functional TypedDicts (a field named like a keyword: "from",
+        # "continue") are evaluated at import, so they come after the
+        # classes they name (whose annotations are strings).
+        out += sorted(self.params, key=lambda src: (not src.startswith("class "), src))
         names = sorted(set(self.dataclass_names) | {n + "Params" for n in self.params_done})
         out.append("SCHEMAS: dict[str, Any] = {\n" +
                    "".join(f'    "{n}": {n},\n' for n in self.schemas) + "}")

@@ -1586,12 +1586,6 @@ class ApprovalDecision:
     reason: str | None = None
 
 
-MoveParams = TypedDict("MoveParams", {"from": Required[str], "to": Required[str]}, total=False)
-
-
-TaskRequestParams = TypedDict("TaskRequestParams", {"harness": Required[Literal["generic", "codex", "claude", "opencode", "qwen", "gemini", "cline", "pi"]], "prompt": str, "files": dict[str, str], "repo": TaskRepo | TaskRepoParams, "command": list[str], "env": dict[str, str], "allow": list[str], "secrets": list[str], "model": TaskModel | TaskModelParams, "limits": TaskLimits | TaskLimitsParams, "timeout_s": int, "artifacts": list[str], "budget": Budget | BudgetParams, "retry": TaskRetry | TaskRetryParams, "continue": str, "keep_workspace_s": int, "approval": TaskApproval | TaskApprovalParams}, total=False)
-
-
 class ApprovalDecisionParams(TypedDict, total=False):
     """Keyword arguments of ApprovalDecision (the request's JSON fields)."""
     decision: Required[Literal["allow", "deny"]]
@@ -1844,6 +1838,12 @@ class WebhookRequestParams(TypedDict, total=False):
     url: Required[str]
     events: Required[list[Literal["sandbox.created", "sandbox.expired", "sandbox.destroyed", "sandbox.failed", "exec.exited", "session.ended", "task.started", "task.finished", "*"]]]
     secret: str
+
+
+MoveParams = TypedDict("MoveParams", {"from": Required[str], "to": Required[str]}, total=False)
+
+
+TaskRequestParams = TypedDict("TaskRequestParams", {"harness": Required[Literal["generic", "codex", "claude", "opencode", "qwen", "gemini", "cline", "pi"]], "prompt": str, "files": dict[str, str], "repo": TaskRepo | TaskRepoParams, "command": list[str], "env": dict[str, str], "allow": list[str], "secrets": list[str], "model": TaskModel | TaskModelParams, "limits": TaskLimits | TaskLimitsParams, "timeout_s": int, "artifacts": list[str], "budget": Budget | BudgetParams, "retry": TaskRetry | TaskRetryParams, "continue": str, "keep_workspace_s": int, "approval": TaskApproval | TaskApprovalParams}, total=False)
 
 
 SCHEMAS: dict[str, Any] = {
