@@ -44,7 +44,10 @@ try {
   step("a file in /tmp and a background process before the pause");
   await sbx.files.write("/tmp/kept.txt", "before the pause");
   await sbx.commands.run("echo $$ > /tmp/pid; exec sleep 600", { background: true, timeoutMs: 0 });
-  const startOf = async (s) => (await s.commands.run("cut -d' ' -f22 /proc/$(cat /tmp/pid)/stat")).stdout.trim();
+  // Until the background shell has written /tmp/pid, there is no start
+  // time to read (and /proc//stat would be /proc/stat): the run fails.
+  const startOf = async (s) =>
+    (await s.commands.run(`p=$(cat /tmp/pid 2>/dev/null); [ -n "$p" ] && cut -d' ' -f22 "/proc/$p/stat"`)).stdout.trim();
   let started = "";
   for (let i = 0; i < 50 && !started; i++) {
     started = await startOf(sbx).catch(() => "");
