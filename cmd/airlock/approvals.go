@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/airlockhq/airlock/client"
 )
@@ -50,13 +51,7 @@ func approvalsLs(args []string) error {
 		return err
 	}
 	if *asJSON {
-		enc := jsonEncoder(os.Stdout)
-		for _, a := range list {
-			if err := enc.Encode(a); err != nil {
-				return err
-			}
-		}
-		return nil
+		return printJSONLines(list)
 	}
 	tw := table("ID\tSANDBOX\tKIND\tASKS\tSTATE\tREQUESTED\tDEADLINE")
 	for _, a := range list {
@@ -66,12 +61,18 @@ func approvalsLs(args []string) error {
 	return tw.Flush()
 }
 
-// asks says what an approval asks, in a table cell.
+// asks says what an approval asks, in a table cell: the connection, the
+// command's text or the harness's tool (cut to a cell's width).
 func asks(a client.Approval) string {
-	if a.Egress == nil {
-		return "-"
+	switch {
+	case a.Egress != nil:
+		return a.Egress.Protocol + " " + net.JoinHostPort(a.Egress.Host, strconv.Itoa(a.Egress.Port))
+	case a.Command != nil:
+		return shorten(strings.Join(strings.Fields(a.Command.Text), " "), 48)
+	case a.Harness != nil:
+		return a.Harness.Harness + " " + a.Harness.Tool
 	}
-	return a.Egress.Protocol + " " + net.JoinHostPort(a.Egress.Host, strconv.Itoa(a.Egress.Port))
+	return "-"
 }
 
 func approvalsDecide(decision string, args []string) error {

@@ -182,13 +182,7 @@ func webhooksDeliveries(args []string) error {
 		return err
 	}
 	if *asJSON {
-		enc := jsonEncoder(os.Stdout)
-		for _, d := range list {
-			if err := enc.Encode(d); err != nil {
-				return err
-			}
-		}
-		return nil
+		return printJSONLines(list)
 	}
 	tw := table("DELIVERY\tEVENT\tTYPE\tSTATE\tATTEMPTS\tLAST")
 	for _, d := range list {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"os"
 )
 
 // jsonEncoder writes JSON for a terminal or a program, never for an HTML
@@ -14,6 +15,17 @@ func jsonEncoder(w io.Writer) *json.Encoder {
 	enc := json.NewEncoder(unescapeWriter{w})
 	enc.SetEscapeHTML(false)
 	return enc
+}
+
+// printJSONLines writes each of list to stdout as a line of JSON.
+func printJSONLines[T any](list []T) error {
+	enc := jsonEncoder(os.Stdout)
+	for _, v := range list {
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // marshalJSON is json.Marshal as jsonEncoder writes it, without the

@@ -10,14 +10,9 @@
 // the inbox catches up; Allow and remember (at 420 px) lets it and every
 // later one through. Prints APPROVAL, CURL and SEEN lines, and "ok" last
 // when every step held.
-import { launch, newContext, Shots, apiClient, must, navLink, topNav } from './browser.mjs';
+import { env, drive, newContext, Shots, apiClient, must, navLink, topNav } from './browser.mjs';
 import { columnsAligned, fits } from './layout.mjs';
 
-const env = (name) => {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set`);
-  return v;
-};
 const base = env('AIRLOCK_URL');
 const key = env('AIRLOCK_KEY');
 const keyID = env('AIRLOCK_KEY_ID');
@@ -29,9 +24,8 @@ const asked = `http ${host}:80`;
 const LIVE_MS = 2000; // issue 26: the inbox shows a pending approval within 2 s
 
 const problems = [];
-const browser = await launch(env('AIRLOCK_CHROMIUM'));
 let page;
-try {
+await drive(shots, problems, () => page, async (browser) => {
   const list = (await newContext(browser, 'list', 'light', problems)).page;
   const inbox = (await newContext(browser, 'inbox', 'light', problems)).page;
   page = inbox;
@@ -48,16 +42,7 @@ try {
   await denyFromBadge(list, inbox, seen);
   await decidedMeanwhile(inbox, seen);
   await rememberNarrow(inbox, seen);
-  must(problems.length === 0, `problems:\n${problems.join('\n')}`);
-  console.log('ok');
-} catch (err) {
-  console.log(`FAILED at ${page?.url()}: ${err.stack || err}`);
-  for (const p of problems) console.log(p);
-  if (page) await page.screenshot({ path: `${shots.dir}/failure.png` }).catch(() => {});
-  process.exitCode = 1;
-} finally {
-  await browser.close();
-}
+});
 
 async function signIn(p) {
   await p.goto(base + '/');

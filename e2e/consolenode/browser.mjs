@@ -24,6 +24,35 @@ function loopback(url) {
   return host === '127.0.0.1' || host === 'localhost' || host === '[::1]';
 }
 
+// env reads a variable the Go test sets; one missing is the test's bug.
+export function env(name) {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set`);
+  return v;
+}
+
+// drive launches the browser ($AIRLOCK_CHROMIUM) and runs steps with it.
+// It prints "ok" once every step held and no page reported a problem;
+// else "FAILED at" the URL of page() with why, the problems, and a
+// screenshot of that page, and sets the exit code. The browser is closed
+// either way.
+export async function drive(shots, problems, page, steps) {
+  const browser = await launch(env('AIRLOCK_CHROMIUM'));
+  try {
+    await steps(browser);
+    must(problems.length === 0, `problems:\n${problems.join('\n')}`);
+    console.log('ok');
+  } catch (err) {
+    const p = page();
+    console.log(`FAILED at ${p?.url()}: ${err.stack || err}`);
+    for (const x of problems) console.log(x);
+    if (p) await p.screenshot({ path: `${shots.dir}/failure.png` }).catch(() => {});
+    process.exitCode = 1;
+  } finally {
+    await browser.close();
+  }
+}
+
 // newContext opens a browser context with the guard, the page's errors
 // collected in problems, and a page with short default waits.
 export async function newContext(browser, name, colorScheme, problems) {

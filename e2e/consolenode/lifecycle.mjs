@@ -7,14 +7,9 @@
 // it, fork 2, delete the snapshot; the paused page and the Snapshots page
 // fit 420 px. Prints FROM_SNAPSHOT, FORKS and SCREENSHOT lines, and "ok"
 // last when every step held.
-import { launch, newContext, Shots, waitForLine, apiClient, must, tab, navLink, topNav, viewport } from './browser.mjs';
+import { env, drive, newContext, Shots, waitForLine, apiClient, must, tab, navLink, topNav, viewport } from './browser.mjs';
 import { columnsAligned, fits } from './layout.mjs';
 
-const env = (name) => {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set`);
-  return v;
-};
 const base = env('AIRLOCK_URL');
 const key = env('AIRLOCK_KEY');
 const id = env('AIRLOCK_SANDBOX'); // running, made by the Go test
@@ -24,9 +19,8 @@ const api = apiClient(base, key);
 const sandbox = async (sid) => JSON.parse(await api('GET', `/v1/sandboxes/${encodeURIComponent(sid)}`));
 
 const problems = [];
-const browser = await launch(env('AIRLOCK_CHROMIUM'));
 let page;
-try {
+await drive(shots, problems, () => page, async (browser) => {
   ({ page } = await newContext(browser, 'lifecycle', 'light', problems));
   await signIn(page);
   await listPauseResume(page);
@@ -38,16 +32,7 @@ try {
   const forks = await fork(page);
   console.log(`FORKS ${forks.join(',')}`);
   await deleteSnapshot(page);
-  must(problems.length === 0, `problems:\n${problems.join('\n')}`);
-  console.log('ok');
-} catch (err) {
-  console.log(`FAILED at ${page?.url()}: ${err.stack || err}`);
-  for (const p of problems) console.log(p);
-  if (page) await page.screenshot({ path: `${shots.dir}/failure.png` }).catch(() => {});
-  process.exitCode = 1;
-} finally {
-  await browser.close();
-}
+});
 
 async function signIn(page) {
   await page.goto(base + '/');

@@ -7,17 +7,12 @@
 // environment and checks the server's side afterwards). Prints SANDBOX, COOKIE_A (after
 // sign-out), COOKIE_B and SCREENSHOT lines, and "ok" last when every step
 // held.
-import { launch, newContext, Shots, waitForLine, apiClient, must, tab, navLink, topNav } from './browser.mjs';
+import { env, drive, newContext, Shots, waitForLine, apiClient, must, tab, navLink, topNav } from './browser.mjs';
 import { columnsAligned } from './layout.mjs';
 import { failedUpstream } from './netfail.mjs';
 import { narrow } from './narrow.mjs';
 import { notFound, notFoundSignedOut } from './notfound.mjs';
 
-const env = (name) => {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set`);
-  return v;
-};
 const base = env('AIRLOCK_URL');
 const keyA = env('AIRLOCK_KEY');
 const keyB = env('AIRLOCK_KEY_B');
@@ -32,9 +27,8 @@ const shots = new Shots(env('AIRLOCK_SCREENSHOTS'));
 const api = apiClient(base, keyA);
 
 const problems = [];
-const browser = await launch(env('AIRLOCK_CHROMIUM'));
 let page;
-try {
+await drive(shots, problems, () => page, async (browser) => {
   const a = await newContext(browser, 'tenant A', 'light', problems);
   page = a.page;
   await refusesWrongKey(page);
@@ -67,16 +61,7 @@ try {
   page = a.page;
   await signOut(page, a.context);
   await notFoundSignedOut(page, base, shots);
-  must(problems.length === 0, `problems:\n${problems.join('\n')}`);
-  console.log('ok');
-} catch (err) {
-  console.log(`FAILED at ${page?.url()}: ${err.stack || err}`);
-  for (const p of problems) console.log(p);
-  if (page) await page.screenshot({ path: `${shots.dir}/failure.png` }).catch(() => {});
-  process.exitCode = 1;
-} finally {
-  await browser.close();
-}
+});
 
 // refusesWrongKey: the sign-in page says so when a key is not accepted.
 async function refusesWrongKey(page) {

@@ -9,14 +9,9 @@
 // then the template listed; an import from a registry the server may not
 // reach shows the server's error. Volumes and Templates fit 420 px.
 // Prints SANDBOX and SCREENSHOT lines, and "ok" last when every step held.
-import { launch, newContext, Shots, apiClient, must, navLink, topNav, viewport } from './browser.mjs';
+import { env, drive, newContext, Shots, apiClient, must, navLink, topNav, viewport } from './browser.mjs';
 import { columnsAligned, fits } from './layout.mjs';
 
-const env = (name) => {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set`);
-  return v;
-};
 const base = env('AIRLOCK_URL');
 const key = env('AIRLOCK_KEY');
 const volume = env('AIRLOCK_VOLUME');
@@ -27,9 +22,8 @@ const api = apiClient(base, key);
 const mountPath = '/mnt/console-data';
 
 const problems = [];
-const browser = await launch(env('AIRLOCK_CHROMIUM'));
 let page;
-try {
+await drive(shots, problems, () => page, async (browser) => {
   ({ page } = await newContext(browser, 'volumes', 'light', problems));
   await signIn(page);
   await createVolume(page);
@@ -39,16 +33,7 @@ try {
   await importTarball(page);
   await importRefused(page);
   await narrowPages(page);
-  must(problems.length === 0, `problems:\n${problems.join('\n')}`);
-  console.log('ok');
-} catch (err) {
-  console.log(`FAILED at ${page?.url()}: ${err.stack || err}`);
-  for (const p of problems) console.log(p);
-  if (page) await page.screenshot({ path: `${shots.dir}/failure.png` }).catch(() => {});
-  process.exitCode = 1;
-} finally {
-  await browser.close();
-}
+});
 
 async function signIn(page) {
   await page.goto(base + '/');

@@ -75,13 +75,13 @@ func (s *server) decideApproval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Decision != "allow" && req.Decision != "deny" {
-		s.fail(w, r, invalidf(`field "decision": want "allow" or "deny", not %q`, clipText(req.Decision)))
+		s.fail(w, r, invalidf(`field "decision": want "allow" or "deny", not %.40q`, req.Decision))
 		return
 	}
 	switch req.Remember {
 	case "", approvals.RememberOnce, approvals.RememberSandbox, approvals.RememberTask:
 	default:
-		s.fail(w, r, invalidf(`field "remember": want "once", "sandbox" or "task", not %q`, clipText(req.Remember)))
+		s.fail(w, r, invalidf(`field "remember": want "once", "sandbox" or "task", not %.40q`, req.Remember))
 		return
 	}
 	if len(req.Reason) > maxReason {
@@ -95,12 +95,4 @@ func (s *server) decideApproval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, a)
-}
-
-// clipText shortens what a client sent for an error message.
-func clipText(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "..."
-	}
-	return s
 }

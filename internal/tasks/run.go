@@ -125,25 +125,23 @@ func (r *taskRun) runIn(ctx context.Context) ending {
 	if err != nil {
 		return r.cut(ctx, err, "resume the task")
 	}
-	// The sandbox asks its questions (airlock-approve) while the harness
-	// runs: the channel opens before the harness starts.
-	stop := func() {}
-	defer func() { stop() }()
 	if p.Phase == "" {
 		if err := r.setUp(ctx); err != nil {
 			return r.cut(ctx, err, "prepare the workspace")
 		}
-		stop = r.openChannel(ctx)
+	}
+	if p.Phase == "" || p.Phase == phaseHarness {
+		// The sandbox asks its questions (airlock-approve) while the
+		// harness runs: the channel opens before the harness starts.
+		defer r.openChannel(ctx)()
+	}
+	if p.Phase == "" {
 		if p, err = r.startHarness(ctx); err != nil {
 			return r.cut(ctx, err, "start the harness")
 		}
-	} else if p.Phase == phaseHarness {
-		stop = r.openChannel(ctx)
 	}
 	if p.Phase == phaseHarness {
 		res, parser, err := r.follow(ctx, p)
-		stop()
-		stop = func() {}
 		if err != nil || context.Cause(ctx) != nil {
 			return r.cut(ctx, err, "run the harness")
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/url"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // The suite's services: gotest starts a throwaway PostgreSQL and
@@ -68,26 +70,11 @@ func NewDatabase(t testing.TB) string {
 	b := make([]byte, 6)
 	rand.Read(b)
 	name := "t_" + hex.EncodeToString(b)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connect to PostgreSQL: %v", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	if err := PostgresExec(base, "CREATE DATABASE "+name); err != nil {
 		t.Fatalf("create database: %v", err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Logf("drop database %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+		if err := DropDatabase(base, name); err != nil {
 			t.Logf("drop database %s: %v", name, err)
 		}
 	})
@@ -97,6 +84,33 @@ func NewDatabase(t testing.TB) string {
 	}
 	u.Path = "/" + name
 	return u.String()
+}
+
+// DropDatabase drops database name of the server at base. A plain DROP
+// first: it ends an autovacuum worker on the database itself, where DROP
+// ... WITH (FORCE) refuses a role without pg_signal_backend (SQLSTATE
+// 42501: the worker is no role's); FORCE only when sessions are still
+// connected (55006), as a test that failed may leave them.
+func DropDatabase(base, name string) error {
+	err := PostgresExec(base, "DROP DATABASE IF EXISTS "+name)
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "55006" {
+		err = PostgresExec(base, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	}
+	return err
+}
+
+// PostgresExec runs one statement on the server at base, on a connection
+// of its own (CREATE and DROP DATABASE run outside a transaction).
+func PostgresExec(base, sql string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
 }
 
 // Kubeconfig returns the path of a kubeconfig for the suite's

@@ -9,8 +9,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/store/postgres"
 	"github.com/airlockhq/airlock/internal/testenv"
@@ -30,18 +28,7 @@ func openPostgres(name string) (store.Store, func() error, error) {
 	b := make([]byte, 6)
 	rand.Read(b)
 	db := "p_" + name + "_" + hex.EncodeToString(b)
-	admin := func(sql string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, sql)
-		return err
-	}
-	if err := admin("CREATE DATABASE " + db); err != nil {
+	if err := testenv.PostgresExec(base, "CREATE DATABASE "+db); err != nil {
 		return nil, nil, err
 	}
 	u, err := url.Parse(base)
@@ -53,8 +40,8 @@ func openPostgres(name string) (store.Store, func() error, error) {
 	defer cancel()
 	st, err := postgres.Open(ctx, u.String())
 	if err != nil {
-		admin("DROP DATABASE " + db)
+		testenv.DropDatabase(base, db)
 		return nil, nil, err
 	}
-	return st, func() error { return admin("DROP DATABASE IF EXISTS " + db + " WITH (FORCE)") }, nil
+	return st, func() error { return testenv.DropDatabase(base, db) }, nil
 }
