@@ -24,7 +24,13 @@ func TestE2BNode(t *testing.T) {
 	if v, err := exec.Command(node, "-p", "process.versions.node").Output(); err != nil || !nodeAtLeast(strings.TrimSpace(string(v)), 20, 18, 1) {
 		linuxtest.Lacking(t, "the E2B SDK test", fmt.Sprintf("the e2b SDK needs node >= 20.18.1, found %q (%v)", strings.TrimSpace(string(v)), err))
 	}
-	s := startServer(t, "")
+	e2bNodeSuite(t, node, dir, startServer(t, ""))
+}
+
+// e2bNodeSuite runs e2e/e2bnode/run.mjs against the server s and checks
+// what it did in Airlock's own API and audit log.
+func e2bNodeSuite(t *testing.T, node, dir string, s *server) {
+	t.Helper()
 	admin := s.admin()
 	for _, name := range []string{"e2b-node", "e2b-other"} {
 		must[client.Tenant](t)(admin.CreateTenant(ctx, client.TenantRequest{Name: name}))

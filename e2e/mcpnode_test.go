@@ -22,7 +22,13 @@ import (
 func TestMCPNode(t *testing.T) {
 	node, dir := nodeProject(t, "mcpnode", "@modelcontextprotocol/sdk", "the TypeScript SDK test")
 	n := fakenet.Start(t)
-	s := startServer(t, "", "--egress-dns", n.DNS)
+	mcpNodeSuite(t, node, dir, startServer(t, "", "--egress-dns", n.DNS))
+}
+
+// mcpNodeSuite runs e2e/mcpnode/run.mjs against the server s, whose
+// egress resolves through a fake internet.
+func mcpNodeSuite(t *testing.T, node, dir string, s *server) {
+	t.Helper()
 	must[client.Tenant](t)(s.admin().CreateTenant(ctx, client.TenantRequest{Name: "mcp-node"}))
 	key := must[client.NewKey](t)(s.admin().CreateKey(ctx, "mcp-node", "node")).Key
 	ask := askingSandbox(t, client.New(s.url, key))

@@ -134,19 +134,27 @@ func (w *countWriter) Write(p []byte) (int, error) {
 // rssKB reads a memory field (VmRSS, VmHWM) of a process in KiB.
 func rssKB(t *testing.T, pid int, field string) int64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	kb, err := statusKB(pid, field)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return kb
+}
+
+// statusKB reads a memory field (VmRSS, VmHWM) of a process in KiB.
+func statusKB(pid int, field string) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			var kb int64
-			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
-			return kb
+			_, err := fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+			return kb, err
 		}
 	}
-	t.Fatalf("no %s in /proc/%d/status", field, pid)
-	return 0
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // TestSessionOverHTTP: a session's state persists between calls through

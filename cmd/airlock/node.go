@@ -134,7 +134,7 @@ func nodeCmd(args []string) error {
 	srv := nodeServer(id, rt, *dataDir, *maxSandboxes)
 	fmt.Printf("airlock: node %s serving the node API on https://%s for %s (data in %s)\n", id.Name, ln.Addr(), id.ControlPlane, *dataDir)
 	if left := time.Until(id.CertExpiresAt()); left < 30*24*time.Hour {
-		fmt.Fprintf(os.Stderr, "airlock: warning: the node's certificate ends in %s: join again with a new token before then\n", left.Round(time.Hour))
+		fmt.Fprintf(os.Stderr, "airlock: warning: the node's certificate ends in %s: the control plane renews it at its next heartbeat; if it cannot reach this node before then, join again with a new token\n", left.Round(time.Hour))
 	}
 	err = serveUntil(ctx, srv, func() error { return srv.ServeTLS(ln, "", "") }, "airlock: node shutting down", 2*time.Second)
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -189,6 +189,9 @@ func nodeServer(id *nodes.Identity, rt *linux.Runtime, dataDir string, maxSandbo
 	status := nodeStatus(id.Name, rt, dataDir, maxSandboxes)
 	mux := http.NewServeMux()
 	mux.Handle(nodes.StatusPath, nodes.StatusHandler(status))
+	renew := id.RenewHandler()
+	mux.Handle(nodes.RenewPath, renew)
+	mux.Handle(nodes.CertificatePath, renew)
 	mux.Handle("/node/v1/", noderpc.NewServer(rt))
 	// Each sandbox holds a few streams for good (the egress proxy's two
 	// listeners, followers, held stdins): far more than HTTP/2's usual

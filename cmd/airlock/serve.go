@@ -319,7 +319,7 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 	if tune.store != nil {
 		managerDir = ""
 	}
-	if d.mgr, err = sandbox.NewManager(ctx, st, rt, sandbox.Options{HostCPUs: goruntime.NumCPU(), HostMemoryMB: hostMemoryMB(), Egress: d.askThrough(eg), Secrets: box,
+	if d.mgr, err = sandbox.NewManager(ctx, st, rt, sandbox.Options{HostCPUs: goruntime.NumCPU(), HostMemoryMB: hostMemoryMB(), Largest: d.largest(), Egress: d.askThrough(eg), Secrets: box,
 		AuditRetention: tune.auditRetention, AuditOutputCap: tune.auditOutputCap, Metrics: d.metrics, OnAudit: d.events.Publish,
 		Tracer: d.tracing.Tracer, DataDir: managerDir, MinFreeDiskPercent: tune.minFreeDiskPercent(), NodeLost: d.nodes.Lost,
 		Prices: tune.prices, OnModelCall: d.modelCall}); err != nil {
@@ -362,6 +362,25 @@ func (d *daemon) placement(dataDir string) *placement.Runtime {
 		}
 	}
 	return placement.New(o)
+}
+
+// largest is the size of the biggest host a sandbox may be placed on: this
+// one's and the nodes'. Without a local node it is the nodes' alone, and
+// unknown (placement decides) until one has reported.
+func (d *daemon) largest() func() (int, int64, bool) {
+	local, localMem := goruntime.NumCPU(), hostMemoryMB()
+	return func() (int, int64, bool) {
+		var cpus int
+		var mem int64
+		var ok bool
+		if d.nodes != nil {
+			cpus, mem, ok = d.nodes.Largest()
+		}
+		if d.rt == nil {
+			return cpus, mem, ok
+		}
+		return max(cpus, local), max(mem, localMem), true
+	}
 }
 
 // nodeGone fails the sandboxes of a node lost past its grace period, or

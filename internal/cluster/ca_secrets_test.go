@@ -153,13 +153,13 @@ func TestClusterMutualTLS(t *testing.T) {
 	}
 	// A node's certificate as a client.
 	nodeClient := good.Clone()
-	nodeClient.Certificates = []tls.Certificate{other.TLSCertificate()}
+	nodeClient.GetClientCertificate, nodeClient.Certificates = nil, []tls.Certificate{other.TLSCertificate()}
 	if err := call(nodeClient); err == nil {
 		t.Error("a node answered another node's certificate")
 	}
 	// A control-plane certificate minted with the node CA's key.
 	forged := good.Clone()
-	forged.Certificates = []tls.Certificate{mint(t, nodeCAs.NodeCert, nodeCAs.NodeKey, "control-plane.airlock")}
+	forged.GetClientCertificate, forged.Certificates = nil, []tls.Certificate{mint(t, nodeCAs.NodeCert, nodeCAs.NodeKey, "control-plane.airlock")}
 	if err := call(forged); err == nil {
 		t.Error("a node answered a control-plane certificate from the node CA")
 	}

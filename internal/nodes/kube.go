@@ -126,5 +126,5 @@ func newDiscovered(opts Options) (*CA, *controlPlane, error) {
 	if opts.ClusterCAs == nil {
 		return nil, nil, errors.New("nodes: Options.Discovery needs Options.ClusterCAs")
 	}
-	return opts.ClusterCAs.controlPlane(opts.Now())
+	return opts.ClusterCAs.controlPlane(opts.Now)
 }

@@ -71,7 +71,7 @@ func loadCAPEM(certPEM, keyPEM []byte) (*CA, error) {
 // controlPlane makes the control plane's client identity from the
 // control-plane CA; it takes any certificate from the node CA for a
 // node's name (no serial is pinned: a node issues its own at each start).
-func (c *ClusterCAs) controlPlane(now time.Time) (*CA, *controlPlane, error) {
+func (c *ClusterCAs) controlPlane(now func() time.Time) (*CA, *controlPlane, error) {
 	cpCA, err := loadCAPEM(c.ControlPlaneCert, c.ControlPlaneKey)
 	if err != nil {
 		return nil, nil, fmt.Errorf("control-plane CA: %w", err)
@@ -80,18 +80,19 @@ func (c *ClusterCAs) controlPlane(now time.Time) (*CA, *controlPlane, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("node CA: %w", err)
 	}
-	cert, err := cpCA.controlPlaneCert(now)
+	cp, err := newControlPlane(cpCA, nodeCA, now)
 	if err != nil {
-		return nil, nil, fmt.Errorf("control plane certificate: %w", err)
+		return nil, nil, err
 	}
-	return nodeCA, &controlPlane{cert: cert, ca: nodeCA, clients: map[string]*nodeClient{}, anyCert: true}, nil
+	cp.anyCert = true
+	return nodeCA, cp, nil
 }
 
 // ClientTLS is the control plane's TLS configuration for calling the
 // node name: its client certificate, made now, and the node CA for that
 // node's name only.
 func (c *ClusterCAs) ClientTLS(name string, now time.Time) (*tls.Config, error) {
-	_, cp, err := c.controlPlane(now)
+	_, cp, err := c.controlPlane(func() time.Time { return now })
 	if err != nil {
 		return nil, err
 	}
@@ -130,4 +131,4 @@ func ClusterIdentity(cas NodeCAs, name, addr string, now time.Time) (*Identity, 
 }
 
 // TLSCertificate is the node's certificate and key.
-func (id *Identity) TLSCertificate() tls.Certificate { return id.cert }
+func (id *Identity) TLSCertificate() tls.Certificate { return *id.current() }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -27,8 +28,12 @@ type Identity struct {
 	Addr         string    `json:"addr"`
 	JoinedAt     time.Time `json:"joined_at"`
 
-	cert tls.Certificate
-	pool *x509.CertPool
+	pool    *x509.CertPool
+	dataDir string // where it is kept; "" for one made at each start
+
+	mu      sync.Mutex
+	cert    tls.Certificate
+	pending []byte // the key of a renewal asked for, in PEM
 }
 
 // Files of an identity, under IdentityDir.
@@ -60,9 +65,10 @@ func LoadIdentity(dataDir string) (*Identity, error) {
 	if err := json.Unmarshal(b, &id); err != nil {
 		return nil, fmt.Errorf("node identity %s: %w", filepath.Join(dir, identityFile), err)
 	}
-	if id.cert, err = tls.LoadX509KeyPair(filepath.Join(dir, certFile), filepath.Join(dir, keyFile)); err != nil {
+	if id.cert, err = loadKeyPair(dir); err != nil {
 		return nil, fmt.Errorf("node identity: %w", err)
 	}
+	id.dataDir = dataDir
 	caPEM, err := os.ReadFile(filepath.Join(dir, caFile))
 	if err != nil {
 		return nil, fmt.Errorf("node identity: %w", err)
@@ -76,8 +82,139 @@ func LoadIdentity(dataDir string) (*Identity, error) {
 	return &id, nil
 }
 
+// loadKeyPair reads the node's key and certificate. A renewed pair is
+// kept in the key's file alone, written in one rename, so that a node
+// stopped midway never pairs a new certificate with an old key.
+func loadKeyPair(dir string) (tls.Certificate, error) {
+	keyPEM, err := os.ReadFile(filepath.Join(dir, keyFile))
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	if bytes.Contains(keyPEM, []byte("-----BEGIN "+certPEMType+"-----")) {
+		return tls.X509KeyPair(keyPEM, keyPEM)
+	}
+	certPEM, err := os.ReadFile(filepath.Join(dir, certFile))
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(certPEM, keyPEM)
+}
+
 // CertExpiresAt is when the node's certificate ends.
-func (id *Identity) CertExpiresAt() time.Time { return id.cert.Leaf.NotAfter }
+func (id *Identity) CertExpiresAt() time.Time {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	return id.cert.Leaf.NotAfter
+}
+
+// current is the certificate the node serves now.
+func (id *Identity) current() *tls.Certificate {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	c := id.cert
+	return &c
+}
+
+// Routes of the node API that renew the node's certificate: the control
+// plane asks for a request (the node makes a new key, which never leaves
+// it), signs it, and hands the certificate back.
+const (
+	RenewPath       = "/node/v1/certificate/request"
+	CertificatePath = "/node/v1/certificate"
+)
+
+// RenewReply is a node's certificate request, in PEM.
+type RenewReply struct {
+	CSR string `json:"csr"`
+}
+
+// CertificateRequest gives a node its renewed certificate, in PEM.
+type CertificateRequest struct {
+	Certificate string `json:"certificate"`
+}
+
+// CertificateReply is the certificate a node serves from now on.
+type CertificateReply struct {
+	Serial    string    `json:"serial"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// RenewHandler serves the renewal routes (the mux before the node API
+// takes only the control plane's calls). A node whose certificate is
+// made at each start (in a cluster) refuses them.
+func (id *Identity) RenewHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+RenewPath, func(w http.ResponseWriter, r *http.Request) {
+		if id.dataDir == "" {
+			http.Error(w, "this node's certificate is made at each start: restart it to renew", http.StatusConflict)
+			return
+		}
+		keyPEM, csrPEM, err := NewKeyAndCSR(id.Name)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		id.mu.Lock()
+		id.pending = keyPEM
+		id.mu.Unlock()
+		writeJSON(w, RenewReply{CSR: string(csrPEM)})
+	})
+	mux.HandleFunc("PUT "+CertificatePath, func(w http.ResponseWriter, r *http.Request) {
+		var req CertificateRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
+			http.Error(w, "body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		leaf, err := id.install([]byte(req.Certificate))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		writeJSON(w, CertificateReply{Serial: serialHex(leaf), ExpiresAt: leaf.NotAfter})
+	})
+	return mux
+}
+
+// install checks a renewed certificate (for the pending key and this
+// node's name, from its CA, later to end than the one it has), keeps it
+// and serves it from now on.
+func (id *Identity) install(certPEM []byte) (*x509.Certificate, error) {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	if id.pending == nil {
+		return nil, errors.New("no certificate request is pending: ask for one first")
+	}
+	cert, err := tls.X509KeyPair(certPEM, id.pending)
+	if err != nil {
+		return nil, fmt.Errorf("certificate: %w", err)
+	}
+	// Checked as of its own start: the control plane's clock, which
+	// checks it on every call, is the one that counts, not this host's.
+	if _, err := cert.Leaf.Verify(x509.VerifyOptions{Roots: id.pool, DNSName: id.Name + nodeDomain, CurrentTime: cert.Leaf.NotBefore,
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		return nil, fmt.Errorf("certificate: %w", err)
+	}
+	if !cert.Leaf.NotAfter.After(id.cert.Leaf.NotAfter) {
+		return nil, errors.New("certificate: it ends no later than the one the node has")
+	}
+	pair := append(append([]byte(nil), id.pending...), certPEM...)
+	dir := IdentityDir(id.dataDir)
+	if err := writeFileAtomic(filepath.Join(dir, keyFile), pair, 0o600); err != nil {
+		return nil, fmt.Errorf("node identity: %w", err)
+	}
+	// The certificate's own file, for people and tools; the pair above
+	// is what a start reads.
+	if err := writeFileAtomic(filepath.Join(dir, certFile), certPEM, 0o644); err != nil {
+		return nil, fmt.Errorf("node identity: %w", err)
+	}
+	id.cert, id.pending = cert, nil
+	return cert.Leaf, nil
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
 
 // JoinOptions is what `airlock node --join` is given.
 type JoinOptions struct {
@@ -149,6 +286,7 @@ func Join(ctx context.Context, o JoinOptions) (*Identity, error) {
 	if err := id.save(o.DataDir, keyPEM, []byte(rep.Certificate), []byte(rep.CA)); err != nil {
 		return nil, err
 	}
+	id.dataDir = o.DataDir
 	return id, nil
 }
 
@@ -231,8 +369,7 @@ func StatusHandler(status func(context.Context) (Status, error)) http.Handler {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(st)
+		writeJSON(w, st)
 	})
 	return mux
 }

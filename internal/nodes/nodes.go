@@ -15,6 +15,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -61,8 +62,9 @@ type Node struct {
 	// LastHeartbeat is when the node last answered; nil before its first.
 	LastHeartbeat *time.Time `json:"last_heartbeat"`
 	JoinedAt      time.Time  `json:"joined_at"`
-	// CertExpiresAt is when the node's certificate ends: it joins again
-	// (with a new token) before then.
+	// CertExpiresAt is when the node's certificate ends. The control
+	// plane renews it once a third of its life is left; a node it could
+	// not reach until then joins again, with a new token.
 	CertExpiresAt time.Time `json:"certificate_expires_at"`
 	// LastError says why the latest heartbeat failed, if it did.
 	LastError string `json:"last_error,omitempty"`
@@ -163,6 +165,9 @@ type Store interface {
 	// UpdateNodeStatus records a heartbeat's answer.
 	UpdateNodeStatus(ctx context.Context, name string, s Status, at time.Time) error
 	SetNodeDrained(ctx context.Context, name string, drained bool) error
+	// SetNodeCert records the node's renewed certificate: the one the
+	// control plane takes from it from now on.
+	SetNodeCert(ctx context.Context, name, serial string, expiresAt time.Time) error
 	DeleteNode(ctx context.Context, name string) error
 }
 
@@ -216,6 +221,9 @@ type Service struct {
 	wasLost map[string]bool // lost at the latest round
 	gone    map[string]bool // lost past the grace period (OnGone called)
 	seen    map[string]bool // answered since this service started
+	// renewing: a renewal of the node's certificate is under way (zero),
+	// or the last one failed then.
+	renewing map[string]time.Time
 
 	started time.Time
 	stop    chan struct{}
@@ -253,12 +261,12 @@ func New(ctx context.Context, st Store, box Sealer, opts Options) (*Service, err
 		if ca, err = loadOrMakeCA(ctx, st, box, opts.Now()); err != nil {
 			return nil, err
 		}
-		if cp, err = newControlPlane(ca, opts.Now()); err != nil {
-			return nil, fmt.Errorf("control plane certificate: %w", err)
+		if cp, err = newControlPlane(ca, ca, opts.Now); err != nil {
+			return nil, err
 		}
 	}
 	s := &Service{st: st, reg: reg, ca: ca, opts: opts, cp: cp, lastErr: map[string]string{}, known: map[string]Node{}, clients: map[string]nodeRuntime{},
-		wasLost: map[string]bool{}, gone: map[string]bool{}, seen: map[string]bool{},
+		wasLost: map[string]bool{}, gone: map[string]bool{}, seen: map[string]bool{}, renewing: map[string]time.Time{},
 		started: opts.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	go s.watch()
 	return s, nil
@@ -558,13 +566,16 @@ func (s *Service) beat() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, err := s.cp.status(ctx, n)
+			st, leaf, err := s.cp.status(ctx, n)
 			if err == nil && (st.Name != n.Name || st.Protocol != Protocol) {
 				err = fmt.Errorf("node answered as %q with protocol %d, want %q and %d", st.Name, st.Protocol, n.Name, Protocol)
 			}
 			now := s.opts.Now()
 			if err == nil {
 				err = s.reg.UpdateNodeStatus(ctx, n.Name, st, now)
+			}
+			if err == nil && n.leaseFor == 0 && leaf != nil {
+				s.certSeen(ctx, &n, leaf, now)
 			}
 			s.mu.Lock()
 			defer s.mu.Unlock()
@@ -634,6 +645,82 @@ func (s *Service) beat() {
 	}
 }
 
+// certSeen records the certificate a joined node answered with, when it
+// is a renewal the record lacks (the control plane stopped between
+// handing it over and recording it), and renews the node's certificate
+// once a third of its life is left.
+func (s *Service) certSeen(ctx context.Context, n *Node, leaf *x509.Certificate, now time.Time) {
+	if serial := serialHex(leaf); serial != n.CertSerial && leaf.NotAfter.After(n.CertExpiresAt) {
+		// The TLS check took it: the newest certificate for the name. (A
+		// connection made before a renewal still shows the one before.)
+		if err := s.st.SetNodeCert(ctx, n.Name, serial, leaf.NotAfter); err != nil {
+			s.opts.Logger.Warn("node certificate: record the renewed one", "node", n.Name, "err", err)
+			return
+		}
+		n.CertSerial, n.CertExpiresAt = serial, leaf.NotAfter
+	}
+	if n.CertExpiresAt.Sub(now) > nodeLifetime/3 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if last, ok := s.renewing[n.Name]; ok && (last.IsZero() || now.Sub(last) < renewRetry) {
+		return // under way, or failed a moment ago
+	}
+	s.renewing[n.Name] = time.Time{}
+	go func() {
+		err := s.renewCert(*n)
+		s.mu.Lock()
+		if err != nil {
+			s.renewing[n.Name] = s.opts.Now()
+		} else {
+			delete(s.renewing, n.Name)
+		}
+		s.mu.Unlock()
+		if err != nil {
+			s.opts.Logger.Warn("node certificate: renew", "node", n.Name, "expires", n.CertExpiresAt, "err", err)
+		}
+	}()
+}
+
+// renewRetry is how long after a failed renewal of a node's certificate
+// the next is tried.
+const renewRetry = 10 * time.Minute
+
+// renewCert has node n make a new key and request, signs it, hands the
+// certificate over and records it. A node that got the certificate but
+// whose record was not updated is recorded at its next heartbeat.
+func (s *Service) renewCert(n Node) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var req RenewReply
+	if _, err := s.cp.call(ctx, n, http.MethodPost, RenewPath, struct{}{}, &req); err != nil {
+		return err
+	}
+	certPEM, cert, err := s.ca.signNode([]byte(req.CSR), n.Name, s.opts.Now())
+	if err != nil {
+		return err
+	}
+	var got CertificateReply
+	if _, err := s.cp.call(ctx, n, http.MethodPut, CertificatePath, CertificateRequest{Certificate: string(certPEM)}, &got); err != nil {
+		return err
+	}
+	if got.Serial != serialHex(cert) {
+		return fmt.Errorf("the node serves certificate %s, not the renewed %s", got.Serial, serialHex(cert))
+	}
+	if err := s.st.SetNodeCert(ctx, n.Name, serialHex(cert), cert.NotAfter); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if k, ok := s.known[n.Name]; ok {
+		k.CertSerial, k.CertExpiresAt = serialHex(cert), cert.NotAfter
+		s.known[n.Name] = k
+	}
+	s.mu.Unlock()
+	s.opts.Logger.Info("node certificate renewed", "node", n.Name, "expires", cert.NotAfter)
+	return nil
+}
+
 // Lost says whether the named node is lost, and since when, for the
 // sandboxes there.
 func (s *Service) Lost(name string) (string, bool) {
@@ -668,6 +755,20 @@ func (s *Service) Placeable(ctx context.Context) ([]Node, error) {
 		}
 	}
 	return out, nil
+}
+
+// Largest is the most CPUs and the most memory any node has reported, as
+// of the latest heartbeats, lost and draining nodes included: what one
+// sandbox may ask for at most. ok is false while no node has reported.
+func (s *Service) Largest() (cpus int, memoryMB int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range s.known {
+		if n.Capacity.CPUs > 0 {
+			cpus, memoryMB, ok = max(cpus, n.Capacity.CPUs), max(memoryMB, n.Capacity.MemoryMB), true
+		}
+	}
+	return cpus, memoryMB, ok
 }
 
 // Names returns every joined node's name.

@@ -15,6 +15,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,7 +148,11 @@ func serve(t *testing.T, id *nodes.Identity, addr string, conf *tls.Config) *nod
 	status := func(context.Context) (nodes.Status, error) {
 		return nodes.Status{Name: id.Name, Version: "test", Protocol: nodes.Protocol, Capacity: nodes.Capacity{CPUs: 2, MemoryMB: 1024, DiskMB: 2048, Sandboxes: 10}, Use: nodes.Use{Sandboxes: 1}}, nil
 	}
-	n.srv = &http.Server{Handler: nodes.StatusHandler(status), TLSConfig: conf, ErrorLog: log.New(lockedWriter{n.mu, n.tlsErrs}, "", 0)}
+	mux := http.NewServeMux()
+	mux.Handle(nodes.StatusPath, nodes.StatusHandler(status))
+	mux.Handle(nodes.RenewPath, id.RenewHandler())
+	mux.Handle(nodes.CertificatePath, id.RenewHandler())
+	n.srv = &http.Server{Handler: mux, TLSConfig: conf, ErrorLog: log.New(lockedWriter{n.mu, n.tlsErrs}, "", 0)}
 	go n.srv.ServeTLS(ln, "", "")
 	t.Cleanup(func() { n.srv.Close() })
 	return n
@@ -365,7 +370,7 @@ func TestMutualTLS(t *testing.T) {
 	good.srv.Close()
 	fakeCert := issue(t, strangerCA, strangerKey, "n1.node.airlock", x509.ExtKeyUsageServerAuth)
 	conf := id.ServerTLS()
-	conf.Certificates = []tls.Certificate{fakeCert}
+	conf.GetCertificate, conf.Certificates = nil, []tls.Certificate{fakeCert}
 	serve(t, id, addr, conf)
 	if n := waitState(t, cp, "n1", nodes.StateLost); !strings.Contains(n.LastError, "certificate") {
 		t.Errorf("heartbeat to an impostor: %q, want a certificate error", n.LastError)
@@ -408,3 +413,94 @@ func issue(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, name str
 }
 
 func readFile(path string) ([]byte, error) { return os.ReadFile(path) }
+
+// TestCertificateRenewal: once a third of a node's certificate's life is
+// left, the control plane has the node make a new key, signs its request
+// and records the renewed certificate, which the node keeps and serves
+// from then on, after a restart too; the control plane's own client
+// certificate is made again as its end nears. Certificates the node is
+// handed that are not for its pending key, or end no later than its own,
+// are refused.
+func TestCertificateRenewal(t *testing.T) {
+	cp := newControlPlane(t)
+	tok := cp.token(t, 0)
+	id, dir, addr, err := join(t, cp, "n1", tok.Token, tok.CAHash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The node checks time by the test's clock, as the control plane
+	// does, so that both can live 250 days on.
+	conf := id.ServerTLS()
+	conf.Time = cp.clock.now
+	srv := serve(t, id, addr, conf)
+	before := waitState(t, cp, "n1", nodes.StateReady)
+
+	cp.clock.add(250 * 24 * time.Hour)
+	var after nodes.Node
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if after, err = cp.svc.Get(context.Background(), "n1"); err == nil && after.CertSerial != before.CertSerial {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the certificate was not renewed: %+v, %v; node: %s", after, err, srv.errors())
+		}
+	}
+	if got := after.CertExpiresAt.Sub(before.CertExpiresAt); got < 249*24*time.Hour {
+		t.Errorf("renewed certificate ends %s after the first, want about 250 days", got)
+	}
+	if !id.CertExpiresAt().Equal(after.CertExpiresAt) {
+		t.Errorf("the node serves a certificate ending %s, the control plane recorded %s", id.CertExpiresAt(), after.CertExpiresAt)
+	}
+
+	// Restarted from its data dir, the node has the renewed pair, and a
+	// new connection (with the control plane's client certificate made
+	// again: the first ended 220 days ago by the test's clock) takes it.
+	srv.srv.Close()
+	again, err := nodes.LoadIdentity(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.CertExpiresAt().Equal(after.CertExpiresAt) {
+		t.Errorf("restarted node's certificate ends %s, want %s", again.CertExpiresAt(), after.CertExpiresAt)
+	}
+	conf = again.ServerTLS()
+	conf.Time = cp.clock.now
+	srv = serve(t, again, addr, conf)
+	cp.clock.add(time.Hour) // the heartbeats before the restart are an hour old
+	waitState(t, cp, "n1", nodes.StateReady)
+	if n, _ := cp.svc.Get(context.Background(), "n1"); n.CertSerial != after.CertSerial {
+		t.Errorf("after the restart the control plane takes %s, want the renewed %s", n.CertSerial, after.CertSerial)
+	}
+
+	// What the node refuses: a certificate with no request pending, or
+	// its own (ending no later than itself).
+	put := func(certPEM string) int {
+		h := again.RenewHandler()
+		body, _ := json.Marshal(nodes.CertificateRequest{Certificate: certPEM})
+		req := httptest.NewRequest(http.MethodPut, nodes.CertificatePath, bytes.NewReader(body))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	own, err := readFile(filepath.Join(dir, "node", "cert.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := put(string(own)); code != http.StatusBadRequest {
+		t.Errorf("a certificate with no request pending: %d, want 400", code)
+	}
+	rec := httptest.NewRecorder()
+	again.RenewHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, nodes.RenewPath, nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("certificate request: %d %s", rec.Code, rec.Body)
+	}
+	if code := put(string(own)); code != http.StatusBadRequest {
+		t.Errorf("its own certificate, not for the pending key: %d, want 400", code)
+	}
+	if code := put("not a certificate"); code != http.StatusBadRequest {
+		t.Errorf("garbage: %d, want 400", code)
+	}
+	if !again.CertExpiresAt().Equal(after.CertExpiresAt) {
+		t.Errorf("a refused certificate changed the node's: ends %s", again.CertExpiresAt())
+	}
+}

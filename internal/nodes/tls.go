@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/tls"
@@ -31,8 +32,9 @@ func marshalKey(k crypto.Signer) ([]byte, error) {
 // HTTP client per node, which takes from the node only the certificate
 // it was given at join (by serial) for that node's name.
 type controlPlane struct {
-	cert tls.Certificate
-	ca   *CA
+	signer *CA // makes its client certificate
+	ca     *CA // the nodes' certificates come from it
+	now    func() time.Time
 	// anyCert: take any certificate from the CA for the node's name, not
 	// only the one issued at join (in a cluster, where a node issues its
 	// own at each start).
@@ -40,6 +42,7 @@ type controlPlane struct {
 
 	mu      sync.Mutex
 	clients map[string]*nodeClient
+	cert    tls.Certificate // the current client certificate
 }
 
 type nodeClient struct {
@@ -47,12 +50,30 @@ type nodeClient struct {
 	c            *http.Client
 }
 
-func newControlPlane(ca *CA, now time.Time) (*controlPlane, error) {
-	cert, err := ca.controlPlaneCert(now)
+func newControlPlane(signer, ca *CA, now func() time.Time) (*controlPlane, error) {
+	cp := &controlPlane{signer: signer, ca: ca, now: now, clients: map[string]*nodeClient{}}
+	if _, err := cp.clientCert(); err != nil {
+		return nil, fmt.Errorf("control plane certificate: %w", err)
+	}
+	return cp, nil
+}
+
+// clientCert is the control plane's client certificate, made again once
+// a third of its life is left: a control plane that runs for months
+// keeps calling its nodes. Connections made with the one before keep it.
+func (cp *controlPlane) clientCert() (*tls.Certificate, error) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	now := cp.now()
+	if cp.cert.Leaf != nil && cp.cert.Leaf.NotAfter.Sub(now) > cpLifetime/3 {
+		return &cp.cert, nil
+	}
+	cert, err := cp.signer.controlPlaneCert(now)
 	if err != nil {
 		return nil, err
 	}
-	return &controlPlane{cert: cert, ca: ca, clients: map[string]*nodeClient{}}, nil
+	cp.cert = cert
+	return &cp.cert, nil
 }
 
 // client returns the HTTP client for n, made again when its certificate
@@ -84,18 +105,25 @@ func (cp *controlPlane) client(n Node) *http.Client {
 
 // tlsConfig is the client side of the mutual TLS with node n.
 func (cp *controlPlane) tlsConfig(n Node) *tls.Config {
-	serial := n.CertSerial
+	serial, expires := n.CertSerial, n.CertExpiresAt
 	conf := &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{cp.cert},
-		RootCAs:      cp.ca.pool(),
-		ServerName:   n.Name + nodeDomain,
-		// The chain and name are checked as usual first; then the serial:
-		// a removed node that joined again, or a certificate issued for
-		// the name before, is not this node.
+		MinVersion:           tls.VersionTLS13,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cp.clientCert() },
+		RootCAs:              cp.ca.pool(),
+		ServerName:           n.Name + nodeDomain,
+		Time:                 cp.now,
+		// The chain and name are checked as usual first; then that it is
+		// the newest certificate issued for the name: the one given at
+		// join, or one the node was given since (renewed, later to end,
+		// and held only by the node that made its key). A removed node
+		// that joined again, or a certificate issued for the name before,
+		// is not this node.
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 || serialHex(cs.PeerCertificates[0]) != serial {
-				return errors.New("the node's certificate is not the one issued to it at join")
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("the node presented no certificate")
+			}
+			if leaf := cs.PeerCertificates[0]; serialHex(leaf) != serial && !leaf.NotAfter.After(expires) {
+				return errors.New("the node's certificate is not the one issued to it at join, nor a renewal of it")
 			}
 			return nil
 		},
@@ -125,26 +153,50 @@ func (cp *controlPlane) close() {
 	}
 }
 
-// status asks node n for its status.
-func (cp *controlPlane) status(ctx context.Context, n Node) (Status, error) {
+// status asks node n for its status, and returns the certificate it
+// answered with.
+func (cp *controlPlane) status(ctx context.Context, n Node) (Status, *x509.Certificate, error) {
 	var st Status
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+n.Addr+StatusPath, nil)
+	leaf, err := cp.call(ctx, n, http.MethodGet, StatusPath, nil, &st)
+	return st, leaf, err
+}
+
+// call makes one JSON call to node n's API: in (nil: no body), the
+// answer decoded into out. It returns the certificate the node answered
+// with.
+func (cp *controlPlane) call(ctx context.Context, n Node, method, path string, in, out any) (*x509.Certificate, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "https://"+n.Addr+path, body)
 	if err != nil {
-		return st, err
+		return nil, err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := cp.client(n).Do(req)
 	if err != nil {
-		return st, err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return st, fmt.Errorf("node answered %s: %s", resp.Status, b)
+		return nil, fmt.Errorf("node answered %s: %s", resp.Status, bytes.TrimSpace(b))
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&st); err != nil {
-		return st, fmt.Errorf("node status: %w", err)
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(out); err != nil {
+		return nil, fmt.Errorf("node %s %s: %w", method, path, err)
 	}
-	return st, nil
+	var leaf *x509.Certificate
+	if resp.TLS != nil && len(resp.TLS.PeerCertificates) > 0 {
+		leaf = resp.TLS.PeerCertificates[0]
+	}
+	return leaf, nil
 }
 
 // ServerTLS is the node API's TLS configuration: the node's certificate,
@@ -152,11 +204,11 @@ func (cp *controlPlane) status(ctx context.Context, n Node) (Status, error) {
 // no connection.
 func (id *Identity) ServerTLS() *tls.Config {
 	return &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{id.cert},
-		ClientCAs:    id.pool,
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		NextProtos:   []string{"h2", "http/1.1"},
+		MinVersion:     tls.VersionTLS13,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return id.current(), nil },
+		ClientCAs:      id.pool,
+		ClientAuth:     tls.RequireAndVerifyClientCert,
+		NextProtos:     []string{"h2", "http/1.1"},
 		// The chain (to this CA only, for client authentication) is
 		// verified first; a node's own certificate, also from the CA, is
 		// refused here: it is a server certificate for another name.

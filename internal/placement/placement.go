@@ -201,17 +201,27 @@ func (r *Runtime) candidates(ctx context.Context, lim runtime.Limits) ([]candida
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []candidate
-	full := 0
+	full, small := 0, 0
 	for _, o := range offers {
 		pending := r.pendingLocked(o.name)
 		taken := o.use.Sandboxes + pending
-		if o.cap.Sandboxes <= 0 || taken >= o.cap.Sandboxes || o.use.MemoryMB+lim.MemoryMB > o.cap.MemoryMB {
+		switch {
+		case lim.CPUs > float64(o.cap.CPUs) || lim.MemoryMB > o.cap.MemoryMB:
+			// Never, however empty: a node with fewer CPUs than asked
+			// for would run the sandbox at a fraction of its limit.
+			small++
+			continue
+		case o.cap.Sandboxes <= 0 || taken >= o.cap.Sandboxes || o.use.MemoryMB+lim.MemoryMB > o.cap.MemoryMB:
 			full++
 			continue
 		}
 		out = append(out, candidate{name: o.name, load: float64(taken) / float64(o.cap.Sandboxes)})
 	}
-	return out, fmt.Sprintf("%d ready, %d of them full", len(offers), full), nil
+	why := fmt.Sprintf("%d ready, %d of them full", len(offers), full)
+	if small > 0 {
+		why += fmt.Sprintf(", %d too small", small)
+	}
+	return out, why, nil
 }
 
 // pendingWindow is how long a placement counts against its node before

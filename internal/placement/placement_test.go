@@ -233,3 +233,28 @@ func TestCacheForgets(t *testing.T) {
 		t.Errorf("cache holds %d entries after a sweep, want c7 and new", n)
 	}
 }
+
+// TestTooSmall: a node with fewer CPUs or less memory than a sandbox asks
+// for is never chosen, however empty; when no node is big enough, the
+// reason says so.
+func TestTooSmall(t *testing.T) {
+	ctx := context.Background()
+	reg := newRegistry(map[string]int{"small": 0, "big": 80})
+	reg.info["big"] = nodes.Node{Name: "big", Capacity: nodes.Capacity{CPUs: 8, MemoryMB: 16384, Sandboxes: 100}, Use: nodes.Use{Sandboxes: 80, MemoryMB: 100}}
+	p := New(Options{Nodes: reg})
+	for i := range 10 {
+		if _, err := p.Create(ctx, runtime.Spec{ID: fmt.Sprintf("cpu%d", i), Limits: runtime.Limits{CPUs: 4}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Create(ctx, runtime.Spec{ID: fmt.Sprintf("mem%d", i), Limits: runtime.Limits{MemoryMB: 8192}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s, b := reg.nodes["small"].count(), reg.nodes["big"].count(); s != 0 || b != 20 {
+		t.Errorf("placements small=%d big=%d: want all 20 on big", s, b)
+	}
+	_, err := p.Create(ctx, runtime.Spec{ID: "huge", Limits: runtime.Limits{CPUs: 16}})
+	if !errors.Is(err, runtime.ErrUnavailable) || !strings.Contains(err.Error(), "2 too small") {
+		t.Errorf("16 cpus: %v, want unavailable naming 2 nodes too small", err)
+	}
+}

@@ -300,11 +300,19 @@ func (s *Service) limits(req CreateRequest) (runtime.Limits, error) {
 	if err := lim.Validate(); err != nil {
 		return runtime.Limits{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	if lim.CPUs > float64(s.opts.HostCPUs) {
-		return runtime.Limits{}, fmt.Errorf("%w: %g cpus requested, the host has %d", ErrLimitExceeded, lim.CPUs, s.opts.HostCPUs)
+	cpus, mem, host := s.opts.HostCPUs, s.opts.HostMemoryMB, "the host has"
+	if s.opts.Largest != nil {
+		var ok bool
+		if cpus, mem, ok = s.opts.Largest(); !ok {
+			return lim, nil
+		}
+		host = "the largest node has"
 	}
-	if s.opts.HostMemoryMB > 0 && lim.MemoryMB > s.opts.HostMemoryMB {
-		return runtime.Limits{}, fmt.Errorf("%w: %d MiB memory requested, the host has %d MiB", ErrLimitExceeded, lim.MemoryMB, s.opts.HostMemoryMB)
+	if cpus > 0 && lim.CPUs > float64(cpus) {
+		return runtime.Limits{}, fmt.Errorf("%w: %g cpus requested, %s %d", ErrLimitExceeded, lim.CPUs, host, cpus)
+	}
+	if mem > 0 && lim.MemoryMB > mem {
+		return runtime.Limits{}, fmt.Errorf("%w: %d MiB memory requested, %s %d MiB", ErrLimitExceeded, lim.MemoryMB, host, mem)
 	}
 	return lim, nil
 }

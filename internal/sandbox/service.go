@@ -35,6 +35,11 @@ type Options struct {
 	// HostMemoryMB 0 leaves the memory check to the runtime.
 	HostCPUs     int
 	HostMemoryMB int64
+	// Largest, when set, is the most CPUs and memory one of the nodes
+	// sandboxes are placed on has; it replaces HostCPUs and HostMemoryMB
+	// for a control plane whose sandboxes run on other hosts. ok false
+	// (no node has told its size yet) leaves the check to placement.
+	Largest func() (cpus int, memoryMB int64, ok bool)
 	// Logger receives what the background work (reaper, reconcile) cannot
 	// return to a caller. Default slog.Default().
 	Logger *slog.Logger

@@ -298,3 +298,32 @@ func FuzzResolvePath(f *testing.F) {
 		}
 	})
 }
+
+// TestLimitsAgainstTheLargestNode: with sandboxes placed on other hosts,
+// what one sandbox may ask for is bounded by the largest node, not by the
+// control plane's own host; before any node has told its size, placement
+// decides.
+func TestLimitsAgainstTheLargestNode(t *testing.T) {
+	cpus, mem, known := 8, int64(16384), true
+	svc, st := stubService(t, newStub(), sandbox.Options{HostCPUs: 2, HostMemoryMB: 4096,
+		Largest: func() (int, int64, bool) { return cpus, mem, known }})
+	c := addTenant(t, st, "a", 0, 0)
+	ctx := context.Background()
+	sb, err := svc.Create(ctx, c, sandbox.CreateRequest{CPUs: 6, MemoryMB: 12288})
+	if err != nil {
+		t.Fatalf("6 cpus, 12 GiB on an 8-cpu, 16 GiB node: %v", err)
+	}
+	svc.Delete(ctx, c, sb.ID)
+	for _, req := range []sandbox.CreateRequest{{CPUs: 9}, {MemoryMB: 16385}} {
+		_, err := svc.Create(ctx, c, req)
+		if !errors.Is(err, sandbox.ErrLimitExceeded) || !strings.Contains(err.Error(), "the largest node has") {
+			t.Errorf("%+v: %v, want limit exceeded naming the largest node", req, err)
+		}
+	}
+	known = false
+	sb, err = svc.Create(ctx, c, sandbox.CreateRequest{CPUs: 9})
+	if err != nil {
+		t.Fatalf("9 cpus before any node reported: %v (placement decides)", err)
+	}
+	svc.Delete(ctx, c, sb.ID)
+}

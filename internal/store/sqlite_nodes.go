@@ -178,6 +178,12 @@ func (s *SQLite) SetNodeDrained(ctx context.Context, name string, drained bool) 
 	return nodeChanged(name, n, err)
 }
 
+// SetNodeCert records the node's renewed certificate.
+func (s *SQLite) SetNodeCert(ctx context.Context, name, serial string, expiresAt time.Time) error {
+	n, err := s.exec(ctx, `UPDATE nodes SET cert_serial = ?, cert_expires_at = ? WHERE name = ?`, serial, ToNanos(expiresAt), name)
+	return nodeChanged(name, n, err)
+}
+
 // DeleteNode removes the node.
 func (s *SQLite) DeleteNode(ctx context.Context, name string) error {
 	n, err := s.exec(ctx, `DELETE FROM nodes WHERE name = ?`, name)

@@ -137,6 +137,12 @@ func (s *Store) SetNodeDrained(ctx context.Context, name string, drained bool) e
 	return nodeChanged(name, n, err)
 }
 
+// SetNodeCert records the node's renewed certificate.
+func (s *Store) SetNodeCert(ctx context.Context, name, serial string, expiresAt time.Time) error {
+	n, err := s.exec(ctx, `UPDATE nodes SET cert_serial = $1, cert_expires_at = $2 WHERE name = $3`, serial, store.ToNanos(expiresAt), name)
+	return nodeChanged(name, n, err)
+}
+
 // DeleteNode removes the node.
 func (s *Store) DeleteNode(ctx context.Context, name string) error {
 	n, err := s.exec(ctx, `DELETE FROM nodes WHERE name = $1`, name)

@@ -72,11 +72,14 @@ func testNodes(t *testing.T, h *harness) {
 	beat := t0.Add(2 * time.Minute)
 	must(t, ns.UpdateNodeStatus(ctx, n.Name, st, beat))
 	must(t, ns.SetNodeDrained(ctx, n.Name, true))
+	renewed := t0.Add(400 * 24 * time.Hour)
+	must(t, ns.SetNodeCert(ctx, n.Name, "renewed-serial", renewed))
 	n.Version, n.Capacity, n.Use, n.LastHeartbeat, n.Drained = st.Version, st.Capacity, st.Use, &beat, true
+	n.CertSerial, n.CertExpiresAt = "renewed-serial", renewed
 	gotN, err = ns.GetNode(ctx, n.Name)
 	must(t, err)
 	if d := cmp.Diff(n, gotN, nodeOpts); d != "" {
-		t.Errorf("after a heartbeat and a drain (-want +got):\n%s", d)
+		t.Errorf("after a heartbeat, a drain and a renewed certificate (-want +got):\n%s", d)
 	}
 
 	tok2 := nodes.JoinToken{ID: "jt_2", Hash: []byte("h2"), CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
@@ -92,6 +95,7 @@ func testNodes(t *testing.T, h *harness) {
 	for name, err := range map[string]error{
 		"UpdateNodeStatus": ns.UpdateNodeStatus(ctx, "nope", st, beat),
 		"SetNodeDrained":   ns.SetNodeDrained(ctx, "nope", false),
+		"SetNodeCert":      ns.SetNodeCert(ctx, "nope", "s", t0),
 		"DeleteNode":       ns.DeleteNode(ctx, "nope"),
 	} {
 		if !errors.Is(err, errdefs.ErrNotFound) {
