@@ -35,6 +35,9 @@ type Template struct {
 	User    string   `json:"user,omitempty"`
 	// Start is what every sandbox made from the template runs.
 	Start *TemplateStart `json:"start,omitempty"`
+	// Nodes hold the template, on a server with nodes ("local" is its
+	// own host); a sandbox placed elsewhere gets a copy first.
+	Nodes []string `json:"nodes,omitempty"`
 }
 
 // TemplateStart is a template's start command: a service run in the

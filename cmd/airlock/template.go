@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -164,13 +166,23 @@ func templateLs(args []string) error {
 	if err != nil {
 		return err
 	}
-	tw := table("NAME\tFROM\tSIZE\tCREATED\tDESCRIPTION")
+	// A server with nodes says which hold each template.
+	withNodes := slices.ContainsFunc(ts, func(t client.Template) bool { return len(t.Nodes) > 0 })
+	head := "NAME\tFROM\tSIZE\tCREATED\tDESCRIPTION"
+	if withNodes {
+		head = "NAME\tFROM\tSIZE\tCREATED\tNODES\tDESCRIPTION"
+	}
+	tw := table(head)
 	for _, t := range ts {
 		size, created := "-", "-"
 		if t.Name != "base" {
 			size, created = bytesCell(t.SizeBytes), timeCell(t.CreatedAt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.From, size, created, t.Description)
+		cells := []string{t.Name, t.From, size, created}
+		if withNodes {
+			cells = append(cells, cmp.Or(strings.Join(t.Nodes, ","), "-"))
+		}
+		fmt.Fprintln(tw, strings.Join(append(cells, t.Description), "\t"))
 	}
 	return tw.Flush()
 }

@@ -6,8 +6,8 @@
 //       and "PID <pid>", and leaves both running;
 //   node restart.mjs URL API_KEY connect SANDBOX PID
 //       after the server restarted: connects to the sandbox and the
-//       command, which ends with 3 after printing n1..n60, and kills the
-//       sandbox.
+//       command, lets it go on (it waits for /tmp/go), sees it end with 3
+//       after printing n1..n60, and kills the sandbox.
 //
 // It prints "ok" last; it exits 1 on the first failure.
 import "./guard.mjs";
@@ -26,7 +26,9 @@ const { Sandbox, CommandExitError } = await import("e2b");
 
 if (phase === "start") {
   const sbx = await Sandbox.create();
-  const h = await sbx.commands.run("for i in $(seq 1 60); do echo n$i; sleep 0.1; done; exit 3", { background: true });
+  // It waits for /tmp/go (written after the connect), so that a slow
+  // restart cannot outlast it.
+  const h = await sbx.commands.run("while [ ! -e /tmp/go ]; do sleep 0.1; done; for i in $(seq 1 60); do echo n$i; done; exit 3", { background: true });
   await h.disconnect();
   console.log(`SANDBOX ${sbx.sandboxId}`);
   console.log(`PID ${h.pid}`);
@@ -41,6 +43,7 @@ assert.ok(procs.some((p) => p.pid === pid), `pid ${pid} not listed after the res
 let seen = "";
 const h = await sbx.commands.connect(pid, { onStdout: (d) => (seen += d), timeoutMs: 0 });
 assert.equal(h.pid, pid);
+await sbx.files.write("/tmp/go", "");
 await assert.rejects(h.wait(), (err) => err instanceof CommandExitError && err.exitCode === 3);
 assert.match(seen, /n60\n$/, `the output after connect: ${JSON.stringify(seen)}`);
 await sbx.kill();

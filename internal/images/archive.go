@@ -47,7 +47,8 @@ func (a tarArchive) names() (map[string]bool, error) {
 			return out, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", a.path, err)
+			// Not a tar (or a cut one): no image archive.
+			return nil, fmt.Errorf("read %s: %w: %v", a.path, ErrNotImage, err)
 		}
 		out[memberName(hdr.Name)] = true
 	}

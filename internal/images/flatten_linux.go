@@ -76,6 +76,18 @@ func makeMountPoints(root int) error {
 	return nil
 }
 
+// MakeMountPoints makes the mount points of the root filesystem at dir,
+// as Import does: a tree that came from elsewhere (a template another
+// node sent) is held to what Import made.
+func MakeMountPoints(dir string) error {
+	root, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", dir, err)
+	}
+	defer unix.Close(root)
+	return makeMountPoints(root)
+}
+
 func makeMountPoint(root int, m mountPoint) error {
 	dir, base := splitPath(m.path)
 	// The parents come earlier in mountPoints, so are real directories.

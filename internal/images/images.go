@@ -19,6 +19,7 @@ import (
 	"runtime"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/airlockhq/airlock/internal/errdefs"
 )
@@ -194,4 +195,13 @@ type image struct {
 	digest string
 	config *v1.ConfigFile
 	layers []layerBlob
+	raw    *rawImage // a registry's: what Save writes
+}
+
+// rawImage is an image's manifest and config as the registry sent them.
+type rawImage struct {
+	manifest     []byte
+	mediaType    types.MediaType
+	config       []byte
+	configDigest v1.Hash
 }

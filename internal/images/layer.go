@@ -51,18 +51,11 @@ type applyFunc func(hdr *tar.Header, r io.Reader) error
 // readLayer streams layer l (number n of of) through verification and
 // decompression into apply.
 func readLayer(ctx context.Context, l layerBlob, n, of int, limit *budget, progress func(Progress), apply applyFunc) error {
-	rc, size, err := l.open()
+	br, report, err := openLayer(ctx, l, n, of, progress)
 	if err != nil {
-		return fmt.Errorf("open: %w", err)
+		return err
 	}
-	defer rc.Close()
-	br := &blobReader{ctx: ctx, r: rc, h: sha256.New(), want: l.digest, size: size}
-	report := func(done bool) {
-		if progress != nil {
-			progress(Progress{Layer: n, Layers: of, Bytes: br.n, Total: size, Digest: l.id(), Done: done})
-		}
-	}
-	br.report = func() { report(false) }
+	defer br.close()
 
 	err = unpack(ctx, br, l.diffID, limit, apply)
 	if err == nil {
@@ -79,6 +72,24 @@ func readLayer(ctx context.Context, l layerBlob, n, of int, limit *budget, progr
 	}
 	report(true)
 	return nil
+}
+
+// openLayer opens layer l (number n of of) for reading through a
+// blobReader that checks its digest and reports progress; report(true)
+// says it is done. The caller closes it.
+func openLayer(ctx context.Context, l layerBlob, n, of int, progress func(Progress)) (*blobReader, func(done bool), error) {
+	rc, size, err := l.open()
+	if err != nil {
+		return nil, nil, fmt.Errorf("open: %w", err)
+	}
+	br := &blobReader{ctx: ctx, r: rc, h: sha256.New(), want: l.digest, size: size, close: rc.Close}
+	report := func(done bool) {
+		if progress != nil {
+			progress(Progress{Layer: n, Layers: of, Bytes: br.n, Total: size, Digest: l.id(), Done: done})
+		}
+	}
+	br.report = func() { report(false) }
+	return br, report, nil
 }
 
 // unpack decompresses r, hands each tar entry to apply and checks the
@@ -159,6 +170,7 @@ type blobReader struct {
 	n, reported int64
 	report      func()
 	err         error // sticky
+	close       func() error
 }
 
 func (b *blobReader) Read(p []byte) (int, error) {

@@ -109,7 +109,16 @@ func fromRemote(ctx context.Context, ref string, img v1.Image) (*image, error) {
 			return rc, size, nil
 		}
 	}
-	return &image{digest: digest.String(), config: cfg, layers: layers}, nil
+	raw, err := img.RawManifest()
+	if err != nil {
+		return nil, err
+	}
+	mt, err := img.MediaType()
+	if err != nil {
+		return nil, err
+	}
+	return &image{digest: digest.String(), config: cfg, layers: layers,
+		raw: &rawImage{manifest: raw, mediaType: mt, config: rawCfg, configDigest: m.Config.Digest}}, nil
 }
 
 // parseConfig verifies a config blob against the descriptor that names it

@@ -49,9 +49,12 @@
 // found before the first frame is sent as a plain HTTP error instead.
 //
 // Request bodies with one stream only (WriteFile, Input, a connection's
-// bytes) are that stream, unframed: the body's end is its end, and a
-// client that fails mid-way resets the HTTP/2 stream, which the node sees
-// as a read error, never as a short file.
+// bytes, the tar of a snapshot, volume or template being imported, an
+// image archive) are that stream, unframed: the body's end is its end,
+// and a client that fails mid-way resets the HTTP/2 stream, which the
+// node sees as a read error, never as a short file. An export's tar
+// (GET .../tar?offset=N) is the stream from byte N on, unframed, so a
+// transfer cut off resumes where the receiver's spool ends.
 //
 // Why this shape: HTTP/2 gives the multiplexing, flow control and mutual
 // TLS; one frame format on top is enough to put several streams and a

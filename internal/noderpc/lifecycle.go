@@ -137,7 +137,7 @@ type importReply struct {
 var _ runtime.VolumeMover = (*Runtime)(nil)
 
 func (c *Runtime) ExportSnapshot(ctx context.Context, name string, offset int64, w io.Writer) error {
-	return c.exportTar(ctx, "snapshot", name, offset, w)
+	return c.exportTar(ctx, "snapshot", name, offset, w, "")
 }
 
 func (c *Runtime) ImportSnapshot(ctx context.Context, name, template string, r io.Reader) (int64, bool, error) {
@@ -145,20 +145,24 @@ func (c *Runtime) ImportSnapshot(ctx context.Context, name, template string, r i
 }
 
 func (c *Runtime) ExportVolume(ctx context.Context, name string, offset int64, w io.Writer) error {
-	return c.exportTar(ctx, "volume", name, offset, w)
+	return c.exportTar(ctx, "volume", name, offset, w, "")
 }
 
 func (c *Runtime) ImportVolume(ctx context.Context, name string, sizeMB int64, r io.Reader) (int64, bool, error) {
 	return c.importTar(ctx, "volume", name, "size_mb="+strconv.FormatInt(sizeMB, 10), r)
 }
 
-// exportTar copies the node's tar of a snapshot or volume (kind) to w.
-func (c *Runtime) exportTar(ctx context.Context, kind, name string, offset int64, w io.Writer) error {
+// exportTar copies the node's tar of a snapshot, volume or template
+// (kind) to w; query, when not empty, says more.
+func (c *Runtime) exportTar(ctx context.Context, kind, name string, offset int64, w io.Writer, query string) error {
 	seg, err := segment(kind, name)
 	if err != nil {
 		return err
 	}
-	resp, err := c.do(ctx, http.MethodGet, "/"+kind+"s/"+seg+"/tar?offset="+strconv.FormatInt(offset, 10), nil)
+	if query != "" {
+		query = "&" + query
+	}
+	resp, err := c.do(ctx, http.MethodGet, "/"+kind+"s/"+seg+"/tar?offset="+strconv.FormatInt(offset, 10)+query, nil)
 	if err != nil {
 		return err
 	}
@@ -169,7 +173,8 @@ func (c *Runtime) exportTar(ctx context.Context, kind, name string, offset int64
 	return nil
 }
 
-// importTar sends r to the node's import of a snapshot or volume.
+// importTar sends r to the node's import of a snapshot, volume or
+// template.
 func (c *Runtime) importTar(ctx context.Context, kind, name, query string, r io.Reader) (int64, bool, error) {
 	seg, err := segment(kind, name)
 	if err != nil {

@@ -155,6 +155,7 @@ func (s *server) templateRoutes() {
 		}
 		return nil, t.DeleteTemplate(r.Context(), r.PathValue("name"))
 	})
+	s.templateMoveRoutes()
 }
 
 func (s *server) fileRoutes() {

@@ -1,8 +1,10 @@
 // Package placement is the runtime a control plane gives its sandbox
 // service: it places each new sandbox on a node (the control plane's own
 // host, "local", when it has one, or a node that joined) and sends every
-// later call to the node that runs it. It decides nothing else: quotas,
-// records and audit stay the service's.
+// later call to the node that runs it, and keeps templates where the
+// sandboxes made from them go: a template is copied to the node a
+// sandbox is placed on when that node lacks it (templates.go). It
+// decides nothing else: quotas, records and audit stay the service's.
 //
 // A create samples a few of the nodes with room for its limits, as E2B's
 // API does, rather than scanning all, tries the least loaded first and
@@ -66,6 +68,9 @@ type Runtime struct {
 	placed map[string]spot        // sandbox id -> where, a cache of its record
 	swept  time.Time              // when placed was last rid of old entries
 	recent map[string][]time.Time // node -> placements not yet in its heartbeat
+
+	tmplLocks keyed[sync.RWMutex] // template name -> its lock (templates.go)
+	copying   keyed[sync.Mutex]   // "node/template" -> the copy under way
 }
 
 var (
@@ -136,6 +141,24 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Sandbo
 	rand.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
 	k := min(sample, len(cands))
 	slices.SortStableFunc(cands[:k], func(a, b candidate) int { return cmp.Compare(a.load, b.load) })
+	// Where the template is, if one of those has room; else it is copied
+	// to the first that takes the sandbox. A snapshot's node has the
+	// template the snapshot was taken on (sandbox.createElsewhere copies
+	// it with a snapshot it streams).
+	copyTemplate := movable(spec.Template) && spec.Snapshot == ""
+	var cp copies
+	if copyTemplate {
+		if cp, err = r.copiesOf(ctx, spec.Template); err != nil {
+			return nil, err
+		}
+		cands = preferHolders(cands, cp)
+	}
+	return r.createOn(ctx, spec, cands, copyTemplate, cp)
+}
+
+// createOn creates the sandbox on the first of cands that takes it,
+// copying its template there first when copyTemplate is set.
+func (r *Runtime) createOn(ctx context.Context, spec runtime.Spec, cands []candidate, copyTemplate bool, cp copies) (runtime.Sandbox, error) {
 	var refusals []string
 	notFound := 0
 	for _, c := range cands {
@@ -143,6 +166,13 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Sandbo
 		if err != nil {
 			refusals = append(refusals, err.Error())
 			continue
+		}
+		if copyTemplate {
+			if err := r.ensure(ctx, c.name, cp); err != nil {
+				r.o.Logger.Warn("placement: could not copy a template to a node", "node", c.name, "template", spec.Template, "err", err)
+				refusals = append(refusals, fmt.Sprintf("node %s: %v", c.name, err))
+				continue
+			}
 		}
 		r.note(spec.ID, c.name)
 		sb, err := rt.Create(ctx, spec)
@@ -394,97 +424,4 @@ func (r *Runtime) Protections() []runtime.Protection {
 		return r.o.Local.Protections()
 	}
 	return nil
-}
-
-// templaters is every node's Templater that answers: local first.
-func (r *Runtime) templaters(ctx context.Context) []runtime.Templater {
-	var out []runtime.Templater
-	if t, ok := r.o.Local.(runtime.Templater); ok && r.o.Local != nil {
-		out = append(out, t)
-	}
-	if r.o.Nodes == nil {
-		return out
-	}
-	names, _ := r.o.Nodes.Names(ctx)
-	for _, name := range names {
-		if rt, err := r.o.Nodes.Runtime(ctx, name); err == nil {
-			if t, ok := rt.(runtime.Templater); ok {
-				out = append(out, t)
-			}
-		}
-	}
-	return out
-}
-
-// Templates lists the templates of every node that answers, each name
-// once.
-func (r *Runtime) Templates(ctx context.Context) ([]runtime.TemplateInfo, error) {
-	seen := map[string]bool{}
-	var out []runtime.TemplateInfo
-	var firstErr error
-	for _, t := range r.templaters(ctx) {
-		list, err := t.Templates(ctx)
-		if err != nil {
-			firstErr = cmp.Or(firstErr, err)
-			continue
-		}
-		for _, ti := range list {
-			if !seen[ti.Name] {
-				seen[ti.Name] = true
-				out = append(out, ti)
-			}
-		}
-	}
-	if out == nil && firstErr != nil {
-		return nil, firstErr
-	}
-	return out, nil
-}
-
-// Template is the named template from the first node that has it.
-func (r *Runtime) Template(ctx context.Context, name string) (runtime.TemplateInfo, error) {
-	err := fmt.Errorf("%w: template %s", runtime.ErrNotFound, name)
-	for _, t := range r.templaters(ctx) {
-		ti, terr := t.Template(ctx, name)
-		if terr == nil {
-			return ti, nil
-		}
-		if !errors.Is(terr, runtime.ErrNotFound) {
-			err = terr
-		}
-	}
-	return runtime.TemplateInfo{}, err
-}
-
-// CommitTemplate keeps the template on the node of the sandbox it was
-// built in.
-func (r *Runtime) CommitTemplate(ctx context.Context, sandboxID string, t runtime.TemplateInfo) (runtime.TemplateInfo, error) {
-	node, err := r.nodeOf(ctx, sandboxID)
-	if err != nil {
-		return runtime.TemplateInfo{}, err
-	}
-	rt, err := r.runtimeOf(ctx, node)
-	if err != nil {
-		return runtime.TemplateInfo{}, err
-	}
-	tp, ok := rt.(runtime.Templater)
-	if !ok {
-		return runtime.TemplateInfo{}, fmt.Errorf("%w: node %s keeps no templates", runtime.ErrUnsupported, node)
-	}
-	return tp.CommitTemplate(ctx, sandboxID, t)
-}
-
-// DeleteTemplate deletes the template from every node that has it.
-func (r *Runtime) DeleteTemplate(ctx context.Context, name string) error {
-	err := fmt.Errorf("%w: template %s", runtime.ErrNotFound, name)
-	for _, t := range r.templaters(ctx) {
-		derr := t.DeleteTemplate(ctx, name)
-		switch {
-		case derr == nil:
-			err = nil
-		case !errors.Is(derr, runtime.ErrNotFound):
-			return derr
-		}
-	}
-	return err
 }

@@ -226,6 +226,9 @@ type TemplateInfo struct {
 	// Start is run in every sandbox created from the template (nil:
 	// nothing is).
 	Start *TemplateStart `json:"start,omitempty"`
+	// Nodes are the nodes that hold the template, as a control plane
+	// with nodes lists it; a node's own runtime leaves it empty.
+	Nodes []string `json:"nodes,omitempty"`
 }
 
 // TemplateStart is a template's start command: a service that every
@@ -264,6 +267,15 @@ type ImageSource struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// MaxBytes bounds the image's unpacked size (0: no bound).
 	MaxBytes int64
+	// Archive, in place of Ref and File, is the bytes of an image
+	// archive (an OCI layout tar, or a docker save tarball) streamed from
+	// another host: a control plane hands a node what it pulled or was
+	// uploaded. Only a runtime reached over the node API reads it.
+	Archive io.Reader
+	// Origin, when set, is what the template's Image records instead of
+	// Ref or "file:" and File's name: the reference of an image pulled
+	// elsewhere into the archive.
+	Origin string
 }
 
 // ImageProgress is how far an import got: bytes of the current layer

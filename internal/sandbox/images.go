@@ -59,14 +59,10 @@ func (s *Service) ImportTemplate(ctx context.Context, c Caller, req ImportTempla
 	if (req.Image == "") == (req.File == "") {
 		return runtime.TemplateInfo{}, fmt.Errorf("%w: image: give a reference such as registry.example.com/repo:tag (or upload a tarball)", ErrInvalid)
 	}
+	// Placement imports on the local runtime, or on a node it picks.
 	imp, ok := s.rt.(runtime.ImageImporter)
-	if r, isRouter := s.rt.(runtime.NodeRouter); isRouter && !ok {
-		if rt, err := r.On(ctx, runtime.LocalNode); err == nil {
-			imp, ok = rt.(runtime.ImageImporter)
-		}
-	}
 	if !ok {
-		return runtime.TemplateInfo{}, fmt.Errorf("%w: this server has no local runtime to import images into", ErrUnavailable)
+		return runtime.TemplateInfo{}, fmt.Errorf("%w: this server's runtime cannot import images", ErrUnavailable)
 	}
 	src := runtime.ImageSource{Ref: req.Image, File: req.File, FileName: req.FileName, Insecure: req.Insecure, MaxBytes: maxImageBytes}
 	if req.Image != "" {

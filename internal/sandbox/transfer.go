@@ -2,10 +2,8 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime"
@@ -19,9 +17,6 @@ import (
 // drops the copy: the snapshot itself stays where it was taken. Volumes
 // no sandbox mounts move for good (volumes_move.go). The sandbox's
 // lifecycle says what each transfer cost.
-
-// maxTransferTries bounds how often a cut transfer is picked up again.
-const maxTransferTries = 5
 
 // createElsewhere makes spec's sandbox on another node than its
 // snapshot's, which refused it for want of room.
@@ -42,6 +37,12 @@ func (s *Service) createElsewhere(ctx context.Context, spec runtime.Spec, from o
 	if err != nil {
 		return nil, nil, err
 	}
+	if tc, ok := s.rt.(templateCopier); ok {
+		// The copy is made on the snapshot's template.
+		if err := tc.EnsureTemplate(ctx, target, template); err != nil {
+			return nil, nil, err
+		}
+	}
 	copyName, err := runtimeName("t-")
 	if err != nil {
 		return nil, nil, err
@@ -59,6 +60,12 @@ func (s *Service) createElsewhere(ctx context.Context, spec runtime.Spec, from o
 	return sb, tr, err
 }
 
+// templateCopier is a runtime that copies templates to the nodes that
+// need them (placement).
+type templateCopier interface {
+	EnsureTemplate(ctx context.Context, node, template string) error
+}
+
 func (s *Service) mover(ctx context.Context, node string) (runtime.SnapshotMover, error) {
 	rt, err := s.on(ctx, node)
 	if err != nil {
@@ -73,38 +80,7 @@ func (s *Service) mover(ctx context.Context, node string) (runtime.SnapshotMover
 
 // moveSnapshot streams snapshot name from src to dst as copyName.
 func moveSnapshot(ctx context.Context, src, dst runtime.SnapshotMover, name, copyName, template string) (int64, int, error) {
-	return moveStream(ctx,
+	return runtime.MoveStream(ctx,
 		func(off int64, w io.Writer) error { return src.ExportSnapshot(ctx, name, off, w) },
 		func(r io.Reader) (int64, bool, error) { return dst.ImportSnapshot(ctx, copyName, template, r) })
-}
-
-// moveStream hands what export writes to imp, picking a cut stream up
-// where imp's spool ends. It returns the stream's size and how often it
-// was resumed.
-func moveStream(ctx context.Context, export func(off int64, w io.Writer) error, imp func(io.Reader) (int64, bool, error)) (int64, int, error) {
-	var last error
-	for try := range maxTransferTries {
-		have, done, err := imp(strings.NewReader(""))
-		if err != nil {
-			return 0, try, err
-		}
-		if done {
-			return have, try, nil
-		}
-		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(export(have, pw)) }()
-		n, done, err := imp(pr)
-		pr.CloseWithError(errors.New("import ended"))
-		if err != nil {
-			return 0, try, err
-		}
-		if done {
-			return n, try, nil
-		}
-		last = fmt.Errorf("cut off at %d bytes", n)
-		if ctx.Err() != nil {
-			return 0, try, ctx.Err()
-		}
-	}
-	return 0, maxTransferTries, fmt.Errorf("%w: gave up after %d tries: %v", runtime.ErrUnavailable, maxTransferTries, last)
 }

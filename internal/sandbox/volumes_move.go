@@ -75,7 +75,7 @@ func (s *Service) moveVolume(ctx context.Context, c Caller, name, node, target s
 		return VolumeTransfer{}, err
 	}
 	start := time.Now()
-	n, resumed, err := moveStream(ctx,
+	n, resumed, err := runtime.MoveStream(ctx,
 		func(off int64, w io.Writer) error { return src.ExportVolume(ctx, sp.Runtime, off, w) },
 		func(r io.Reader) (int64, bool, error) { return dst.ImportVolume(ctx, sp.Runtime, d.Bytes>>20, r) })
 	if err != nil {

@@ -5,11 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/airlockhq/airlock/internal/images"
 	"github.com/airlockhq/airlock/internal/runtime"
@@ -29,6 +27,9 @@ func (r *Runtime) ImportImage(ctx context.Context, t runtime.TemplateInfo, src r
 	if err := validTemplateName(t.Name); err != nil {
 		return t, err
 	}
+	if src.Archive != nil {
+		return t, fmt.Errorf("%w: an image archive stream is for a node's API, not its runtime", runtime.ErrInvalid)
+	}
 	if r.rootless {
 		return t, fmt.Errorf("%w: importing images needs the server to run as root", runtime.ErrUnsupported)
 	}
@@ -39,21 +40,14 @@ func (r *Runtime) ImportImage(ctx context.Context, t runtime.TemplateInfo, src r
 			return t, fmt.Errorf("%w: an image pull needs a dialer", runtime.ErrInvalid)
 		}
 		// Every request, token exchanges and blob redirects included,
-		// goes through the caller's dialer; no proxy from the
-		// environment, no host credentials.
-		isrc.Transport = &http.Transport{DialContext: src.Dial, ForceAttemptHTTP2: true,
-			TLSHandshakeTimeout: 30 * time.Second, ResponseHeaderTimeout: 60 * time.Second}
+		// goes through the caller's dialer.
+		isrc.Transport = images.DialTransport(src.Dial)
 	}
-	var report func(images.Progress)
-	if progress != nil {
-		report = func(p images.Progress) {
-			progress(runtime.ImageProgress{Layer: p.Layer, Layers: p.Layers, Digest: p.Digest, Bytes: p.Bytes, Total: p.Total, Done: p.Done})
-		}
-	}
+	report := images.ReportTo(progress)
 	return r.installTemplate(t, func(dir string, t runtime.TemplateInfo) (runtime.TemplateInfo, error) {
 		cfg, err := images.Import(ctx, isrc, filepath.Join(dir, imageRootfs), report)
 		if err != nil {
-			return t, fmt.Errorf("import image: %w", mapImageErr(err))
+			return t, fmt.Errorf("import image: %w", images.AsRuntimeError(err))
 		}
 		if err := addSandboxUser(filepath.Join(dir, imageRootfs, "etc")); err != nil {
 			return t, fmt.Errorf("import image: %w", err)
@@ -65,23 +59,12 @@ func (r *Runtime) ImportImage(ctx context.Context, t runtime.TemplateInfo, src r
 				t.Image = "file:" + filepath.Base(src.FileName)
 			}
 		}
+		if src.Origin != "" {
+			t.Image = src.Origin
+		}
 		t.Env, t.Workdir, t.User, t.SizeBytes = cfg.Env, cfg.WorkingDir, cfg.User, cfg.Size
 		return t, nil
 	})
-}
-
-// mapImageErr gives an import's failure the runtime's error kinds (the
-// images package's errors match errdefs kinds, which the runtime's are
-// not).
-func mapImageErr(err error) error {
-	switch {
-	case errors.Is(err, images.ErrNotFound):
-		return fmt.Errorf("%w: %v", runtime.ErrNotFound, err)
-	case errors.Is(err, images.ErrUnauthorized), errors.Is(err, images.ErrDigestMismatch), errors.Is(err, images.ErrUnsafePath),
-		errors.Is(err, images.ErrTooLarge), errors.Is(err, images.ErrNotImage), errors.Is(err, images.ErrNoTransport):
-		return fmt.Errorf("%w: %v", runtime.ErrInvalid, err)
-	}
-	return fmt.Errorf("%w: %v", runtime.ErrUnavailable, err)
 }
 
 // addSandboxUser gives the image's /etc a user and group "user" of uid

@@ -196,7 +196,10 @@ func (r *Runtime) installTemplate(t runtime.TemplateInfo, fill func(dir string, 
 	if err != nil {
 		return t, err
 	}
-	t.CreatedAt = time.Now().UTC().Truncate(time.Second)
+	if t.CreatedAt.IsZero() { // a copy from another node keeps its time
+		t.CreatedAt = time.Now().UTC().Truncate(time.Second)
+	}
+	t.Nodes = nil
 	b, _ := json.MarshalIndent(t, "", "  ")
 	if err := os.WriteFile(filepath.Join(dir, templateMeta), b, 0o644); err != nil {
 		return t, err

@@ -1198,6 +1198,10 @@ class Template:
     #: the image's user; commands run as uid 1000 whatever it says
     user: str | None = None
     start: TemplateStart | None = None
+    #: the nodes that hold the template's newest version (local is the control
+    #: plane's own host), listed when the server has nodes; a sandbox placed on
+    #: a node without it gets a copy first
+    nodes: list[str] | None = None
 
 
 @dataclass(kw_only=True, slots=True)

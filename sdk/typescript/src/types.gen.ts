@@ -1162,6 +1162,8 @@ export interface Template {
   /** the image's user; commands run as uid 1000 whatever it says */
   user?: string;
   start?: TemplateStart;
+  /** the nodes that hold the template's newest version (local is the control plane's own host), listed when the server has nodes; a sandbox placed on a node without it gets a copy first */
+  nodes?: string[];
 }
 
 /** A template's start command: run in the background (/bin/sh -c, as the sandbox user, in its workdir with its environment) in every sandbox made from the template, tagged template-start among its processes; the create answers once it is ready (ready_port accepts connections and ready_command exits 0, those set; neither: once started), or fails with 503 and the end of its stderr when it exits first or is not ready in time. A restart of the server keeps it running, never starts it again. In a commit an empty command ({}) means none, and no start keeps the start command of the template the build was made from. */

@@ -127,6 +127,12 @@ func tarXattrs(h *tar.Header, p string) error {
 // owners as written. An entry that would leave dst, pass through a
 // symlink, or be of a kind WriteTar never writes, is refused.
 func ReadTar(r io.Reader, dst string) error {
+	return ReadTarChecked(r, dst, nil)
+}
+
+// ReadTarChecked is ReadTar with check, when not nil, refusing entries
+// beyond those guards (what the tree being unpacked may not hold).
+func ReadTarChecked(r io.Reader, dst string, check func(h *tar.Header) error) error {
 	root, err := openRoot(dst)
 	if err != nil {
 		return err
@@ -140,6 +146,11 @@ func ReadTar(r io.Reader, dst string) error {
 		}
 		if err != nil {
 			return fmt.Errorf("read tar: %w", err)
+		}
+		if check != nil {
+			if err := check(h); err != nil {
+				return fmt.Errorf("unpack %q: %w", h.Name, err)
+			}
 		}
 		if err := untarEntry(int(root.Fd()), h, tr); err != nil {
 			return fmt.Errorf("unpack %q: %w", h.Name, err)
