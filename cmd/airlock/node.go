@@ -18,6 +18,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/noderpc"
 	"github.com/airlockhq/airlock/internal/nodes"
+	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 	"github.com/airlockhq/airlock/internal/version"
 )
@@ -186,13 +187,19 @@ func defaultNodeName() string {
 // nodeServer is the node API's server: the status heartbeats ask for and
 // the runtime (noderpc), over mutual TLS with the node's identity.
 func nodeServer(id *nodes.Identity, rt *linux.Runtime, dataDir string, maxSandboxes int) *http.Server {
+	return nodeServerOf(id, rt, rt, dataDir, maxSandboxes)
+}
+
+// nodeServerOf is nodeServer serving served, rt or a wrapper of it (bench
+// api times the node's runtime calls).
+func nodeServerOf(id *nodes.Identity, rt *linux.Runtime, served runtime.Runtime, dataDir string, maxSandboxes int) *http.Server {
 	status := nodeStatus(id.Name, rt, dataDir, maxSandboxes)
 	mux := http.NewServeMux()
 	mux.Handle(nodes.StatusPath, nodes.StatusHandler(status))
 	renew := id.RenewHandler()
 	mux.Handle(nodes.RenewPath, renew)
 	mux.Handle(nodes.CertificatePath, renew)
-	mux.Handle("/node/v1/", noderpc.NewServer(rt))
+	mux.Handle("/node/v1/", noderpc.NewServer(served))
 	// Each sandbox holds a few streams for good (the egress proxy's two
 	// listeners, followers, held stdins): far more than HTTP/2's usual
 	// 250 on the control plane's one connection.

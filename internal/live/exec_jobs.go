@@ -50,62 +50,101 @@ func (w *Work) ExecJob(ctx context.Context, id string, sb runtime.Sandbox, jr ru
 	if err != nil {
 		return ExecResult{}, err
 	}
-	stdin := rreq.Stdin
-	rreq.Stdin, rreq.Stdout, rreq.Stderr = nil, nil, nil
-	info, err := jr.Spawn(ctx, rreq, runtime.JobOptions{Buffer: ExecJobBuffer, Meta: meta, CloseStdin: stdin == nil})
-	if errors.Is(err, runtime.ErrUnsupported) {
-		return ExecResult{}, err
-	}
-	if err != nil {
-		err = w.host.ExecError(ctx, id, err)
-		rec.Exited(ExecResult{}, err)
-		return ExecResult{}, err
-	}
-	p := &Proc{pid: info.Pid, execID: rec.ID(), command: command, started: w.host.Now(),
-		out: newOutBuf(ProcOutputCap), jobs: jr}
-	t := w.workload(id, true)
-	t.mu.Lock()
-	t.addExec(p)
-	t.mu.Unlock()
-	if stdin != nil {
-		go jr.Input(context.WithoutCancel(ctx), info.Pid, stdin, true)
-	}
 	// The request's end (the client gone) or the service's (a restart)
 	// ends the attach; only the first ends the command.
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(w.life, cancel)()
-	p.set(cancel, nil) // the sandbox's end ends the attach at once
-	var sendErr error
-	if sendErr = out.Started(info.Pid, rec.ID()); sendErr != nil {
-		cancel()
+	x := &execJob{w: w, id: id, jr: jr, command: command, rec: rec, out: out, cancel: cancel}
+	// Spawn, attach and, once it ends, forget, in one call where the
+	// runtime is a node's: the common case pays one round trip.
+	end, err := runtime.RunJob(actx, jr, rreq, runtime.JobOptions{Buffer: ExecJobBuffer, Meta: meta}, x.started, x.copyOut(true))
+	if x.p == nil {
+		if errors.Is(err, runtime.ErrUnsupported) {
+			return ExecResult{}, err
+		}
+		err = w.host.ExecError(ctx, id, err)
+		rec.Exited(ExecResult{}, err)
+		return ExecResult{}, err
 	}
-	var next int64
-	copyOut := func(send bool) func(runtime.JobOutput) error {
-		return func(o runtime.JobOutput) error {
-			if o.Dropped > 0 {
-				p.out.Skip(o.Offset)
-				next = o.Offset
-				return nil
-			}
-			p.out.Write(o.Stream, o.Data)
-			next = o.Offset + int64(len(o.Data))
-			recordOutput(rec, o.Stream, o.Data, next)
-			if !send {
-				return nil
-			}
-			to := out.Stdout
-			if o.Stream == "stderr" {
-				to = out.Stderr
-			}
-			if err := to(o.Data); err != nil {
-				sendErr = err
-				return err
-			}
+	if err == nil && end.Exit != nil {
+		res := ExitResult(*end.Exit)
+		rec.Exited(res, nil)
+		x.p.out.Finish(ended{res, nil, w.host.Now()})
+		return res, nil
+	}
+	// Cut off before the end (the node's connection broke, the client
+	// or the service went): followed on as any attach that broke.
+	return x.followOn(ctx, actx, sb)
+}
+
+// execJob is a command's run as a job, for the client waiting for it.
+type execJob struct {
+	w       *Work
+	id      string
+	jr      runtime.JobRunner
+	command string
+	rec     CommandRecorder
+	out     Stream
+	cancel  context.CancelFunc // ends the attach
+	p       *Proc              // once started
+	sendErr error              // the client's, sending it output
+	next    int64              // the offset after the output received
+}
+
+// started keeps the job as the sandbox's command and tells the client.
+func (x *execJob) started(info runtime.JobInfo) error {
+	x.p = &Proc{pid: info.Pid, execID: x.rec.ID(), command: x.command, started: x.w.host.Now(),
+		out: newOutBuf(ProcOutputCap), jobs: x.jr}
+	t := x.w.workload(x.id, true)
+	t.mu.Lock()
+	t.addExec(x.p)
+	t.mu.Unlock()
+	x.p.set(x.cancel, nil) // the sandbox's end ends the attach at once
+	if x.sendErr = x.out.Started(info.Pid, x.rec.ID()); x.sendErr != nil {
+		x.cancel()
+		return x.sendErr
+	}
+	return nil
+}
+
+// copyOut keeps and records the job's output and, with send, sends it
+// to the client.
+func (x *execJob) copyOut(send bool) func(runtime.JobOutput) error {
+	return func(o runtime.JobOutput) error {
+		if o.Dropped > 0 {
+			x.p.out.Skip(o.Offset)
+			x.next = o.Offset
 			return nil
 		}
+		x.p.out.Write(o.Stream, o.Data)
+		x.next = o.Offset + int64(len(o.Data))
+		recordOutput(x.rec, o.Stream, o.Data, x.next)
+		if !send {
+			return nil
+		}
+		to := x.out.Stdout
+		if o.Stream == "stderr" {
+			to = x.out.Stderr
+		}
+		if err := to(o.Data); err != nil {
+			// The client is gone: no attach again, end the command.
+			x.sendErr = err
+			x.cancel()
+			return err
+		}
+		return nil
 	}
-	st, err := followJob(actx, jr, info.Pid, func() int64 { return next }, runtime.AttachHold, copyOut(true))
+}
+
+func (x *execJob) offset() int64 { return x.next }
+
+// followOn follows the job on, with actx, after its run was cut off, to
+// its end or the end of its client (the command is killed) or of the
+// service (it goes on).
+func (x *execJob) followOn(ctx, actx context.Context, sb runtime.Sandbox) (ExecResult, error) {
+	w, rec, p := x.w, x.rec, x.p
+	st, err := followJob(actx, x.jr, p.pid, x.offset, runtime.AttachHold, x.copyOut(true))
 	if errors.Is(err, runtime.ErrUnsupported) {
 		// Spawn needs protocol 4 as the hold does: not reached.
 		err = fmt.Errorf("%w: %v", errdefs.ErrUnavailable, err)
@@ -117,46 +156,51 @@ func (w *Work) ExecJob(ctx context.Context, id string, sb runtime.Sandbox, jr ru
 		// is recorded, and the next daemon records the rest.
 		rec.Stdout().Flush()
 		rec.Stderr().Flush()
-		return ExecResult{}, fmt.Errorf("%w; exec %s goes on: GET /v1/sandboxes/%s/execs/%s follows it", ErrServerStopping, rec.ID(), id, rec.ID())
-	case sendErr == nil && ctx.Err() == nil:
+		return ExecResult{}, fmt.Errorf("%w; exec %s goes on: GET /v1/sandboxes/%s/execs/%s follows it", ErrServerStopping, rec.ID(), x.id, rec.ID())
+	case x.sendErr == nil && ctx.Err() == nil:
 		// Not the client's doing: the sandbox went (a delete waits here
 		// until it is recorded), or the job was lost.
-		gone := w.host.Stopped(ctx, id)
+		gone := w.host.Stopped(ctx, x.id)
 		if gone == nil {
-			gone = w.host.ExecError(ctx, id, err)
+			gone = w.host.ExecError(ctx, x.id, err)
 		}
 		rec.Exited(ExecResult{}, gone)
 		p.out.Finish(ended{ExecResult{}, gone, w.host.Now()})
 		return ExecResult{}, gone
 	default:
-		// The client went away: end the command, and record its end.
-		why := sendErr
-		if why == nil {
-			why = context.Cause(ctx)
-		}
-		kctx, done := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		sb.Signal(kctx, info.Pid, int(syscall.SIGKILL))
-		done()
-		st, err = followJob(w.life, jr, info.Pid, func() int64 { return next }, runtime.AttachFollow, copyOut(false))
-		res := ExitResult(st)
-		if err != nil {
-			res = ExecResult{}
-		}
-		err = fmt.Errorf("exec stream: %w", why)
-		rec.Exited(res, err)
-		p.out.Finish(ended{res, err, w.host.Now()})
-		jr.Forget(context.WithoutCancel(ctx), info.Pid)
-		return ExecResult{}, err
+		return x.kill(ctx, sb)
 	}
 	res := ExitResult(st)
 	rec.Exited(res, nil)
 	p.out.Finish(ended{res, nil, w.host.Now()})
 	// Its client has it all: the agent need not keep it.
-	jr.Forget(context.WithoutCancel(ctx), info.Pid)
-	if sendErr != nil {
-		return res, fmt.Errorf("exec stream: %w", sendErr)
+	x.jr.Forget(context.WithoutCancel(ctx), p.pid)
+	if x.sendErr != nil {
+		return res, fmt.Errorf("exec stream: %w", x.sendErr)
 	}
 	return res, nil
+}
+
+// kill ends the command of a client that went away, and records its end.
+func (x *execJob) kill(ctx context.Context, sb runtime.Sandbox) (ExecResult, error) {
+	w, p := x.w, x.p
+	why := x.sendErr
+	if why == nil {
+		why = context.Cause(ctx)
+	}
+	kctx, done := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	sb.Signal(kctx, p.pid, int(syscall.SIGKILL))
+	done()
+	st, err := followJob(w.life, x.jr, p.pid, x.offset, runtime.AttachFollow, x.copyOut(false))
+	res := ExitResult(st)
+	if err != nil {
+		res = ExecResult{}
+	}
+	err = fmt.Errorf("exec stream: %w", why)
+	x.rec.Exited(res, err)
+	p.out.Finish(ended{res, err, w.host.Now()})
+	x.jr.Forget(context.WithoutCancel(ctx), p.pid)
+	return ExecResult{}, err
 }
 
 // addExec keeps a command streamed to a client, forgetting the oldest

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -67,7 +68,14 @@ func (c *Runtime) do(ctx context.Context, method, path string, body io.Reader) (
 		// a node.
 		return nil, fmt.Errorf("%w: node %s answered %s: %.200q", runtime.ErrUnavailable, c.host, resp.Status, b)
 	}
-	return nil, we.err()
+	err = we.err()
+	if resp.StatusCode == http.StatusNotFound && errors.Is(err, runtime.ErrUnsupported) {
+		// The node's answer to a route it does not have: older than
+		// this client.
+		re := err.(*remoteError)
+		re.errs = append(re.errs, errNoRoute)
+	}
+	return nil, err
 }
 
 // unreachable is how a failed exchange with the node is reported: the

@@ -64,6 +64,13 @@ func (s *sandbox) Attach(ctx context.Context, pid int, offset int64, mode runtim
 		return end, err
 	}
 	defer st.close()
+	return st.jobOutput("attach", pid, end, out)
+}
+
+// jobOutput reads a job's output frames to out, then its end (the r
+// frame); end is where the output starts. call names the call in
+// errors.
+func (st *stream) jobOutput(call string, pid int, end runtime.JobEnd, out func(runtime.JobOutput) error) (runtime.JobEnd, error) {
 	for {
 		kind, p, err := st.next()
 		if err != nil {
@@ -76,17 +83,17 @@ func (s *sandbox) Attach(ctx context.Context, pid int, offset int64, mode runtim
 				return end, st.violation(err.Error())
 			}
 			if err := out(o); err != nil {
-				return end, fmt.Errorf("node attach %d: %w", pid, err)
+				return end, fmt.Errorf("node %s %d: %w", call, pid, err)
 			}
 			end.Next = o.Offset + int64(len(o.Data))
 		case frameResult:
 			var w jobEndWire
 			if err := json.Unmarshal(p, &w); err != nil {
-				return end, st.violation("bad attach result")
+				return end, st.violation("bad " + call + " result")
 			}
 			return w.end(), nil
 		default:
-			return end, st.violation(fmt.Sprintf("frame %q in an attach", kind))
+			return end, st.violation(fmt.Sprintf("frame %q in the stream of a job's %s", kind, call))
 		}
 	}
 }

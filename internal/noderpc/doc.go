@@ -65,6 +65,23 @@
 // end, and the runtime acts as it does for a local caller that cancels
 // (an exec's process tree is killed, an attach detaches).
 //
+// Some calls do in one round trip what takes several of the others, for
+// the hot path of a create -> exec -> delete cycle (three round trips):
+// POST .../run runs a job to its end (runtime.OneShotRunner: spawn, its
+// stdin, a holding attach, and forget once it has ended; the request is
+// a q frame and, when it says so, the job's stdin as d frames and a z;
+// the response an h frame with the JobInfo, j frames and the JobEnd as
+// r), and POST .../destroy destroys a sandbox and answers its final
+// stats (runtime.DestroyStatser). The client also hands out a sandbox's
+// handle without asking the node (runtime.LazyGetter): a later call on
+// a sandbox that is not there answers not found.
+//
+// New calls are added under the same protocol, never changed: a node
+// answers a route it does not have with 404 and ErrUnsupported, and a
+// client that gets that answer to a call newer than protocol 1's first
+// nodes makes it of the older calls instead (one round trip lost, the
+// behaviour the same).
+//
 // Connections a sandbox accepts on a Listen are announced on the listen
 // stream (answering an a frame) under a random id, and the client picks
 // each up with its own request, POST /node/v1/conns/{id}: one slow

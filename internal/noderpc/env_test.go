@@ -36,7 +36,7 @@ type env struct {
 
 var seq atomic.Int64
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	linuxtest.Require(t)
 	rt, err := linux.New(linux.Config{StateDir: linuxtest.StateDir(t), Binary: linuxtest.Init(t)})
@@ -53,7 +53,7 @@ func newEnv(t *testing.T) *env {
 }
 
 // serve serves rt as a node does: HTTP/2 over TLS.
-func serve(t *testing.T, rt runtime.Runtime) *httptest.Server {
+func serve(t testing.TB, rt runtime.Runtime) *httptest.Server {
 	srv := httptest.NewUnstartedServer(noderpc.NewServer(rt))
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
@@ -63,14 +63,14 @@ func serve(t *testing.T, rt runtime.Runtime) *httptest.Server {
 
 // client is the server's client, which fails the test if a call ever
 // falls back from HTTP/2.
-func client(t *testing.T, srv *httptest.Server) *noderpc.Runtime {
+func client(t testing.TB, srv *httptest.Server) *noderpc.Runtime {
 	hc := srv.Client()
 	hc.Transport = h2Only{t, hc.Transport}
 	return noderpc.NewClient(hc, srv.URL)
 }
 
 type h2Only struct {
-	t  *testing.T
+	t  testing.TB
 	rt http.RoundTripper
 }
 
@@ -84,7 +84,7 @@ func (h h2Only) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // create makes a sandbox through c, destroyed (through the node's own
 // runtime, which outlives a server a test closes) when the test ends.
-func (e *env) create(t *testing.T, c runtime.Runtime, spec runtime.Spec) runtime.Sandbox {
+func (e *env) create(t testing.TB, c runtime.Runtime, spec runtime.Spec) runtime.Sandbox {
 	t.Helper()
 	if spec.ID == "" {
 		spec.ID = newID()
@@ -110,7 +110,7 @@ func (e *env) create(t *testing.T, c runtime.Runtime, spec runtime.Spec) runtime
 func newID() string { return fmt.Sprintf("nrpc-%d-%d", os.Getpid(), seq.Add(1)) }
 
 // local is the node's own handle of sandbox sb.
-func (e *env) local(t *testing.T, sb runtime.Sandbox) runtime.Sandbox {
+func (e *env) local(t testing.TB, sb runtime.Sandbox) runtime.Sandbox {
 	t.Helper()
 	l, err := e.rt.Get(context.Background(), sb.ID())
 	if err != nil {

@@ -37,6 +37,11 @@ var kinds = []struct {
 	{"econnrefused", syscall.ECONNREFUSED, http.StatusBadGateway},
 }
 
+// errNoRoute is also the kind of a node's answer to a call it does not
+// have (a node older than its client), which the client then makes of
+// the older calls.
+var errNoRoute = errors.New("no such route on the node")
+
 // wireError is an error as it crosses the hop.
 type wireError struct {
 	Message    string                   `json:"message"`

@@ -28,6 +28,7 @@ func NewServer(rt runtime.Runtime) http.Handler {
 	s := &server{rt: rt, mux: http.NewServeMux(), conns: connTable{m: map[string]*pending{}}}
 	s.routes()
 	s.streamRoutes()
+	s.oneShotRoutes()
 	// Every other route under the prefix: an older node than the client.
 	s.mux.HandleFunc(prefix+"/", func(w http.ResponseWriter, r *http.Request) {
 		writeErrorStatus(w, http.StatusNotFound, fmt.Errorf("%w: %s %s: no such route on this node", runtime.ErrUnsupported, r.Method, r.URL.Path))

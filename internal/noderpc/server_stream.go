@@ -32,6 +32,17 @@ func responseFrames(w http.ResponseWriter) *frameWriter {
 	return &frameWriter{w: w, flush: rc.Flush}
 }
 
+// final writes the last frame of a call whose handler returns right
+// after, unflushed: it goes out with the response's end, in one write,
+// and the client wakes once for both. A handler that waits on the client
+// after its last frame (for the request body's end) must flush it.
+func (f *frameWriter) final(kind byte, v any) error {
+	f.mu.Lock()
+	f.flush = nil
+	f.mu.Unlock()
+	return f.json(kind, v)
+}
+
 // fail ends a stream with err: an HTTP error before its first frame, an
 // error frame after.
 func (f *frameWriter) fail(w http.ResponseWriter, err error) {
@@ -71,7 +82,7 @@ func (s *server) readFile(w http.ResponseWriter, r *http.Request) {
 		fw.fail(w, err)
 		return
 	}
-	_ = fw.json(frameResult, sizeReply{n})
+	_ = fw.final(frameResult, sizeReply{n})
 }
 
 func (s *server) exec(w http.ResponseWriter, r *http.Request) {
@@ -82,15 +93,8 @@ func (s *server) exec(w http.ResponseWriter, r *http.Request) {
 	}
 	in := &frameReader{r: r.Body}
 	var wire execWire
-	kind, p, err := in.next()
-	if err == nil && kind != frameRequest {
-		err = fmt.Errorf("frame %q before the request", kind)
-	}
-	if err == nil {
-		err = json.Unmarshal(p, &wire)
-	}
-	if err != nil {
-		writeError(w, fmt.Errorf("%w: exec request: %v", runtime.ErrInvalid, err))
+	if err := in.request("exec", &wire); err != nil {
+		writeError(w, err)
 		return
 	}
 	req := wire.request()
@@ -212,7 +216,7 @@ func (s *server) attach(w http.ResponseWriter, r *http.Request) {
 		fw.fail(w, err)
 		return
 	}
-	_ = fw.json(frameResult, toJobEndWire(end))
+	_ = fw.final(frameResult, toJobEndWire(end))
 }
 
 func (s *server) openInput(w http.ResponseWriter, r *http.Request) {

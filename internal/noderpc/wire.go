@@ -133,6 +133,22 @@ func (f *frameReader) next() (byte, []byte, error) {
 	return f.hdr[0], p, nil
 }
 
+// request reads a request body's first frame, its q, as JSON into v;
+// what names the call in the error (ErrInvalid).
+func (f *frameReader) request(what string, v any) error {
+	kind, p, err := f.next()
+	if err == nil && kind != frameRequest {
+		err = fmt.Errorf("frame %q before the request", kind)
+	}
+	if err == nil {
+		err = json.Unmarshal(p, v)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s request: %v", runtime.ErrInvalid, what, err)
+	}
+	return nil
+}
+
 // The arguments and replies of calls that return once.
 type (
 	idReply   struct{ ID string }

@@ -60,7 +60,9 @@ type Options struct {
 const sample = 3
 
 // Runtime places sandboxes on nodes. It implements runtime.Runtime,
-// runtime.Templater and runtime.Locator.
+// runtime.Templater, runtime.Locator and runtime.LazyGetter; the
+// sandboxes it returns are its nodes' own, with their optional
+// interfaces (runtime.OneShotRunner, runtime.DestroyStatser).
 type Runtime struct {
 	o Options
 
@@ -79,6 +81,7 @@ var (
 	_ runtime.Locator     = (*Runtime)(nil)
 	_ runtime.NodeRouter  = (*Runtime)(nil)
 	_ runtime.NodeChooser = (*Runtime)(nil)
+	_ runtime.LazyGetter  = (*Runtime)(nil)
 )
 
 // Choose names a ready node with room for lim other than not: the least
@@ -359,16 +362,7 @@ func (r *Runtime) runtimeOf(ctx context.Context, node string) (runtime.Runtime, 
 
 // Get finds the sandbox on its node.
 func (r *Runtime) Get(ctx context.Context, id string) (runtime.Sandbox, error) {
-	node, err := r.nodeOf(ctx, id)
-	if err != nil {
-		// No record: no node to ask. The local runtime may still hold it
-		// (an orphan the service reclaims).
-		if r.o.Local != nil {
-			return r.o.Local.Get(ctx, id)
-		}
-		return nil, fmt.Errorf("%w: sandbox %s", runtime.ErrNotFound, id)
-	}
-	rt, err := r.runtimeOf(ctx, node)
+	rt, err := r.runtimeFor(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -377,6 +371,31 @@ func (r *Runtime) Get(ctx context.Context, id string) (runtime.Sandbox, error) {
 		r.forget(id)
 	}
 	return sb, err
+}
+
+// LazyGet is the sandbox's handle from its node's runtime, not asked
+// whether the sandbox is there where it can say without a round trip
+// (runtime.LazyGetter).
+func (r *Runtime) LazyGet(ctx context.Context, id string) (runtime.Sandbox, error) {
+	rt, err := r.runtimeFor(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return runtime.GetLazy(ctx, rt, id)
+}
+
+// runtimeFor is the runtime of sandbox id's node.
+func (r *Runtime) runtimeFor(ctx context.Context, id string) (runtime.Runtime, error) {
+	node, err := r.nodeOf(ctx, id)
+	if err != nil {
+		// No record: no node to ask. The local runtime may still hold it
+		// (an orphan the service reclaims).
+		if r.o.Local != nil {
+			return r.o.Local, nil
+		}
+		return nil, fmt.Errorf("%w: sandbox %s", runtime.ErrNotFound, id)
+	}
+	return r.runtimeOf(ctx, node)
 }
 
 // List lists the sandboxes of every node that answers; one that does not

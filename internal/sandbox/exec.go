@@ -153,7 +153,8 @@ func (s *Service) prepareExec(ctx context.Context, c Caller, id string, req Exec
 	if err := validExec(req); err != nil {
 		return nil, rreq, err
 	}
-	rec, sb, err := s.live(ctx, c, id)
+	// Every form of exec maps a start's errors with execError.
+	rec, sb, err := s.liveLazy(ctx, c, id)
 	if err != nil {
 		return nil, rreq, err
 	}

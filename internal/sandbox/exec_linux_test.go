@@ -12,8 +12,11 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox"
 )
 
-func TestExec(t *testing.T) {
-	svc := newService(t)
+func TestExec(t *testing.T) { testExec(t, newService(t)) }
+
+// testExec checks what a command run to its end gives: exit code, output,
+// stdin, env, cwd, signal and timeout.
+func testExec(t *testing.T, svc *sandbox.Service) {
 	c := tenant(t, 0, 0)
 	sb := create(t, svc, c, sandbox.CreateRequest{TimeoutS: 600})
 	ctx := context.Background()
@@ -150,8 +153,9 @@ func TestExecStream(t *testing.T) {
 // TestExecStreamClientGone: when the stream cannot take output (the client
 // went away), the process is killed and ExecStream returns instead of
 // running the endless loop to the sandbox's expiry.
-func TestExecStreamClientGone(t *testing.T) {
-	svc := newService(t)
+func TestExecStreamClientGone(t *testing.T) { testExecClientGone(t, newService(t)) }
+
+func testExecClientGone(t *testing.T, svc *sandbox.Service) {
 	c := tenant(t, 0, 0)
 	sb := create(t, svc, c, sandbox.CreateRequest{})
 	gone := errors.New("client gone")
@@ -165,13 +169,40 @@ func TestExecStreamClientGone(t *testing.T) {
 		t.Errorf("ExecStream returned %v, want the stream's error", err)
 	}
 	// The kill is the agent's, after the connection drops: poll for it.
+	waitGone(t, svc, c, sb.ID, "[w]hile :", "the spamming shell")
+}
+
+// waitGone waits until no process in sandbox id has a command line that
+// matches pattern (a grep pattern that does not match itself).
+func waitGone(t *testing.T, svc *sandbox.Service, c sandbox.Caller, id, pattern, what string) {
+	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		res := run(t, svc, c, sb.ID, `cat /proc/[0-9]*/cmdline | tr '\0' ' ' | grep -c '[w]hile :' || true`)
+		res := run(t, svc, c, id, `cat /proc/[0-9]*/cmdline | tr '\0' ' ' | grep -c '`+pattern+`' || true`)
 		if strings.TrimSpace(res.Stdout) == "0" {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the spamming shell survived: %q running", res.Stdout)
+			t.Fatalf("%s survived: %q running", what, res.Stdout)
 		}
 	}
+}
+
+// TestExecCancelKills: a command whose request is cancelled (its client
+// gone) is killed, not left to run.
+func TestExecCancelKills(t *testing.T) { testExecCancel(t, newService(t)) }
+
+func testExecCancel(t *testing.T, svc *sandbox.Service) {
+	c := tenant(t, 0, 0)
+	sb := create(t, svc, c, sandbox.CreateRequest{})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(time.Second, cancel)
+	start := time.Now()
+	res, err := svc.Exec(ctx, c, sb.ID, sandbox.ExecRequest{Cmd: []string{"sleep", "301"}})
+	if err == nil {
+		t.Fatalf("exec of a cancelled request: %+v, no error", res)
+	}
+	if took := time.Since(start); took > time.Minute {
+		t.Errorf("exec returned %v after its request was cancelled", took)
+	}
+	waitGone(t, svc, c, sb.ID, "[s]leep 301", "the cancelled command")
 }

@@ -124,10 +124,14 @@ func (s *Service) stopLocked(ctx context.Context, c Caller, rec store.Sandbox, r
 	// First, so readers of background output learn why it ends rather
 	// than seeing the kill as an ordinary exit.
 	s.work.Drop(rec.ID)
-	sb, err := s.rt.Get(ctx, rec.ID)
+	// Not asked first whether it is there: a sandbox gone is no error
+	// to Destroy, and a node spared a round trip.
+	sb, err := runtime.GetLazy(ctx, s.rt, rec.ID)
 	if err == nil {
-		s.meterStats(ctx, rec.ID, sb) // the cgroup goes with the sandbox
-		err = sb.Destroy(ctx)
+		// Read in the same call: the cgroup goes with the sandbox.
+		var final runtime.FinalStats
+		final, err = runtime.DestroyStats(ctx, sb)
+		s.meterFinal(rec.ID, final)
 	}
 	if err != nil && !errors.Is(err, runtime.ErrNotFound) {
 		return fmt.Errorf("%w: destroy sandbox %s: %v", ErrUnavailable, rec.ID, err)

@@ -194,6 +194,16 @@ func (s *Service) meterEgress(e egress.Event) {
 // just before the runtime destroys it, since its cgroup goes with it.
 func (s *Service) meterStats(ctx context.Context, id string, sb runtime.Sandbox) {
 	st, err := sb.Stats(ctx)
+	s.meterFinal(id, runtime.FinalStats{Stats: st, Err: err})
+}
+
+// meterFinal keeps a sandbox's last reading, taken as it was destroyed.
+// One that is gone already has none, and its meter keeps what it had.
+func (s *Service) meterFinal(id string, final runtime.FinalStats) {
+	st, err := final.Stats, final.Err
+	if errors.Is(err, runtime.ErrNotFound) {
+		return
+	}
 	if err != nil {
 		s.log.Warn("metering: read stats", "sandbox", id, "err", err)
 		return

@@ -305,6 +305,19 @@ func (s *Service) resolve(ctx context.Context, c Caller, id string) (store.Sandb
 // side. A record that says running while the runtime has lost the sandbox
 // is marked failed on the spot.
 func (s *Service) live(ctx context.Context, c Caller, id string) (store.Sandbox, runtime.Sandbox, error) {
+	return s.liveBy(ctx, c, id, s.rt.Get)
+}
+
+// liveLazy is live for a caller that maps the runtime's ErrNotFound from
+// its next call on the sandbox with lostError: the runtime is not asked
+// first whether the sandbox is there (on a node, a round trip saved).
+func (s *Service) liveLazy(ctx context.Context, c Caller, id string) (store.Sandbox, runtime.Sandbox, error) {
+	return s.liveBy(ctx, c, id, func(ctx context.Context, id string) (runtime.Sandbox, error) {
+		return runtime.GetLazy(ctx, s.rt, id)
+	})
+}
+
+func (s *Service) liveBy(ctx context.Context, c Caller, id string, get func(context.Context, string) (runtime.Sandbox, error)) (store.Sandbox, runtime.Sandbox, error) {
 	rec, err := s.resolve(ctx, c, id)
 	if err != nil {
 		return rec, nil, err
@@ -315,7 +328,7 @@ func (s *Service) live(ctx context.Context, c Caller, id string) (store.Sandbox,
 	if err := notRunning(rec); err != nil {
 		return rec, nil, err
 	}
-	sb, err := s.rt.Get(ctx, id)
+	sb, err := get(ctx, id)
 	if errors.Is(err, runtime.ErrNotFound) {
 		return rec, nil, s.markLost(ctx, id, err)
 	}
