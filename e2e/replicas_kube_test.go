@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"io"
+	"net/http"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -91,6 +93,35 @@ func TestReplicasKubernetes(t *testing.T) {
 		}
 	}
 
+	// kn-b drained through the API stays drained across its restart; kn-a,
+	// drained by its preStop, takes sandboxes again once restarted.
+	if _, err := viaA.DrainNode(ctx, "kn-b", true); err != nil {
+		t.Fatal(err)
+	}
+	waitNode(t, viaB, "kn-b", "draining", 15*time.Second)
+	for _, name := range []string{"kn-a", "kn-b"} {
+		np := rs.nodes[name]
+		np.stop(syscall.SIGTERM)
+		restarted := time.Now() // the old process is gone
+		np.start("--kubeconfig", kc, "--namespace", ns, "--name", name)
+		waitRegistered(t, cs, ns, name, restarted)
+	}
+	waitNode(t, viaB, "kn-a", "ready", 15*time.Second)
+	if n := waitNode(t, viaB, "kn-b", "draining", 15*time.Second); n.LastHeartbeat == nil {
+		t.Errorf("kn-b after its restart: %+v", n)
+	}
+	for range 4 {
+		sb := must[client.Sandbox](t)(viaB.CreateSandbox(ctx, client.CreateRequest{Timeout: 10 * time.Minute}))
+		if sb.Node == "kn-b" {
+			t.Errorf("sandbox %s placed on kn-b, drained through the API before its restart", sb.ID)
+		}
+	}
+
+	// Each replica answers /metrics itself: the daemon's series from the
+	// leader alone.
+	checkMetrics(t, a, rs.adminKey, true)
+	checkMetrics(t, b, rs.adminKey, false)
+
 	// Kill -9 the leader: B takes the Lease within 15 s.
 	a.cmd.Process.Signal(syscall.SIGKILL)
 	a.cmd.Wait()
@@ -104,6 +135,45 @@ func TestReplicasKubernetes(t *testing.T) {
 		if r, err := viaB.Exec(ctx, id, client.ExecRequest{Command: "true"}); err != nil || r.ExitCode != 0 {
 			t.Errorf("exec on %s after the takeover: %+v %v", id, r, err)
 		}
+	}
+	checkMetrics(t, b, rs.adminKey, true)
+}
+
+// waitRegistered waits until the node's Lease was renewed after since,
+// when its old process had stopped: the new one registered (its first
+// write).
+func waitRegistered(t *testing.T, cs *kubernetes.Clientset, ns, name string, since time.Time) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		l, err := cs.CoordinationV1().Leases(ns).Get(ctx, "airlock-node-"+name, metav1.GetOptions{})
+		if err == nil && l.Spec.RenewTime != nil && l.Spec.RenewTime.After(since) {
+			return
+		}
+	}
+	t.Fatalf("node %s did not renew its Lease after its restart", name)
+}
+
+// checkMetrics scrapes s's /metrics with an admin key: its process's
+// series and airlock_replica_leader from every replica, the daemon's
+// series (airlock_sandboxes) from the leader alone.
+func checkMetrics(t *testing.T, s *server, adminKey string, leads bool) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", s.url+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+adminKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	text := "\n" + string(body)
+	want := "\nairlock_replica_leader 0\n"
+	if leads {
+		want = "\nairlock_replica_leader 1\n"
+	}
+	if resp.StatusCode != 200 || !strings.Contains(text, want) || !strings.Contains(text, "\ngo_goroutines ") ||
+		strings.Contains(text, "\nairlock_sandboxes{") != leads {
+		t.Errorf("%s/metrics (leads %v): %d\n%s", s.url, leads, resp.StatusCode, body)
 	}
 }
 

@@ -42,8 +42,9 @@ In Kubernetes (a DaemonSet), --kubernetes replaces the join: the node
 (--name, default $NODE_NAME) waits for the Secret airlock-node-ca that the
 control plane makes, issues itself a certificate from it, and registers
 and renews the Lease airlock-node-NAME with its address and figures.
-"airlock node drain" (the pod's preStop) marks the Lease draining and
-waits until the node runs no sandbox.`
+"airlock node drain" (the pod's preStop) marks the Lease draining, until
+the node's next process registers, and waits until the node runs no
+sandbox.`
 
 func nodeCmd(args []string) error {
 	if len(args) > 0 && args[0] == "drain" {

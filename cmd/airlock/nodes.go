@@ -18,8 +18,9 @@ const nodesUsage = `Usage: airlock nodes token [--ttl DURATION]
 
 Manage the nodes that run sandboxes for this control plane (admin key only).
 token mints a one-time join token and prints the airlock node command that
-uses it; drain places no new sandboxes on a node; rm forgets one, refused
-while it holds sandboxes unless --force.`
+uses it; drain places no new sandboxes on a node (across its restarts,
+until undrain); rm forgets one, refused while it holds sandboxes unless
+--force.`
 
 func nodesCmd(args []string) error {
 	return subcommand("nodes", nodesUsage, args,

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/e2b"
+	"github.com/airlockhq/airlock/internal/metrics"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // A control plane runs as several replicas on one PostgreSQL. One of them,
@@ -61,6 +63,11 @@ type replica struct {
 	// e2bDomain is --e2b-domain: a sandbox's host name is forwarded
 	// whatever its path (its /healthz is the sandbox's).
 	e2bDomain string
+	// metrics is what this replica answers at /metrics itself
+	// (replica_metrics.go), to the admin keys auth finds; nil forwards
+	// /metrics to the leader as any call.
+	metrics *metrics.Replica
+	auth    func(ctx context.Context, credential string) (tenancy.Principal, error)
 
 	mu      sync.Mutex
 	term    *leaderTerm // while this replica leads and its daemon runs
@@ -70,6 +77,7 @@ type replica struct {
 // leaderTerm is the daemon a replica runs while it leads.
 type leaderTerm struct {
 	handler http.Handler
+	metrics *metrics.Metrics // the daemon's
 	// end ends its streams and closes the daemon; the sandboxes run on
 	// for the next leader, as across a daemon restart.
 	end func()
@@ -143,6 +151,11 @@ func (rp *replica) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeReplicaJSON(w, http.StatusOK, map[string]string{"status": "ready", "replica": rp.self, "leader": leader})
 		return
+	case "/metrics":
+		if rp.metrics != nil {
+			rp.serveMetrics(w, r, term)
+			return
+		}
 	}
 	if term != nil {
 		term.handler.ServeHTTP(w, r)
@@ -225,11 +238,23 @@ func (rp *replica) proxy(base string) (*httputil.ReverseProxy, error) {
 // retry (Retry-After).
 func replicaUnavailable(w http.ResponseWriter, msg string) {
 	w.Header().Set("Retry-After", "1")
-	writeReplicaJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]string{"code": "unavailable", "message": msg}})
+	replicaError(w, http.StatusServiceUnavailable, "unavailable", msg)
+}
+
+// replicaError answers in the API's error shape.
+func replicaError(w http.ResponseWriter, status int, code, msg string) {
+	writeReplicaJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
 }
 
 func writeReplicaJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
+}
+
+// leading says whether this replica's daemon runs (it leads and is up).
+func (rp *replica) leading() bool {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	return rp.term != nil
 }

@@ -7,9 +7,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/metrics"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // fakeElector leads when leads is set and names leader.
@@ -100,5 +105,87 @@ func TestReplicaForwardsSandboxHosts(t *testing.T) {
 		if !strings.Contains(w.Body.String(), want) {
 			t.Errorf("GET /healthz at %s: %d %s, want %s", host, w.Code, w.Body, want)
 		}
+	}
+}
+
+// TestReplicaMetrics: every replica answers /metrics itself, to admin
+// keys only, and never forwards it: a follower its own process's series
+// and airlock_replica_leader 0, the leader the daemon's series as well,
+// each once, and airlock_replica_leader 1. A Prometheus scraping every
+// pod thus gets the daemon-wide series once.
+func TestReplicaMetrics(t *testing.T) {
+	pub, key, _ := ed25519.GenerateKey(rand.Reader)
+	var forwarded atomic.Bool
+	leader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		forwarded.Store(true)
+		io.WriteString(w, "from the leader")
+	}))
+	defer leader.Close()
+	el := &fakeElector{}
+	el.leader.Store(signIdentity(key, leader.URL))
+	rp := &replica{self: "http://127.0.0.1:1", el: el, pub: pub, metrics: metrics.NewReplica(func() bool { return el.IsLeader() }, nil),
+		auth: func(_ context.Context, cred string) (tenancy.Principal, error) {
+			switch cred {
+			case "alk_admin":
+				return tenancy.Principal{TenantID: "t", KeyID: "k1", Admin: true}, nil
+			case "alk_user":
+				return tenancy.Principal{TenantID: "t", KeyID: "k2"}, nil
+			}
+			return tenancy.Principal{}, tenancy.ErrBadCredential
+		}}
+	scrape := func(cred string) (int, string) {
+		req := httptest.NewRequest("GET", "/metrics", nil)
+		if cred != "" {
+			req.Header.Set("Authorization", "Bearer "+cred)
+		}
+		w := httptest.NewRecorder()
+		rp.ServeHTTP(w, req)
+		return w.Code, w.Body.String()
+	}
+	for cred, want := range map[string]int{"": 401, "alk_nobody": 401, "alk_user": 403} {
+		if code, body := scrape(cred); code != want {
+			t.Errorf("/metrics with %q: %d %s, want %d", cred, code, body, want)
+		}
+	}
+	// lines returns the sample lines of the series named name.
+	lines := func(body, name string) []string {
+		var out []string
+		for _, l := range strings.Split(body, "\n") {
+			if strings.HasPrefix(l, name+" ") || strings.HasPrefix(l, name+"{") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+
+	code, body := scrape("alk_admin")
+	if code != 200 || forwarded.Load() {
+		t.Fatalf("a follower's /metrics: %d, forwarded %v:\n%s", code, forwarded.Load(), body)
+	}
+	if got := lines(body, "airlock_replica_leader"); !slices.Equal(got, []string{"airlock_replica_leader 0"}) {
+		t.Errorf("a follower's leader gauge: %q", got)
+	}
+	if len(lines(body, "go_goroutines")) != 1 || len(lines(body, "airlock_sandbox_creates_total")) != 0 {
+		t.Errorf("a follower serves its process's series alone; got:\n%s", body)
+	}
+
+	d := metrics.New(nil)
+	d.CreateDone(time.Millisecond, nil)
+	el.leads.Store(true)
+	rp.term = &leaderTerm{handler: http.NotFoundHandler(), metrics: d, end: func() {}}
+	code, body = scrape("alk_admin")
+	if code != 200 || forwarded.Load() {
+		t.Fatalf("the leader's /metrics: %d, forwarded %v:\n%s", code, forwarded.Load(), body)
+	}
+	for name, want := range map[string][]string{
+		"airlock_replica_leader":        {"airlock_replica_leader 1"},
+		"airlock_sandbox_creates_total": {"airlock_sandbox_creates_total 1"},
+	} {
+		if got := lines(body, name); !slices.Equal(got, want) {
+			t.Errorf("the leader's %s: %q, want %q", name, got, want)
+		}
+	}
+	if n := len(lines(body, "go_goroutines")); n != 1 {
+		t.Errorf("the leader serves go_goroutines %d times, want once:\n%s", n, body)
 	}
 }

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/egress"
+	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/secrets"
 	"github.com/airlockhq/airlock/internal/store/postgres"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // databaseURLEnv is --store's default.
@@ -82,11 +84,13 @@ func serveReplica(ctx context.Context, c replicaConfig) error {
 		}
 		d.sayAdminKey()
 		h, _, end := d.serving(ln.Addr())
-		return &leaderTerm{handler: h, end: func() {
+		return &leaderTerm{handler: h, metrics: d.metrics, end: func() {
 			end()
 			d.shutdown()
 		}}, nil
 	}}
+	rp.metrics = metrics.NewReplica(rp.leading, nil)
+	rp.auth = tenancy.New(st, tenancy.Options{NoKeyCache: true}).Authenticate
 	runCtx, stopRun := context.WithCancel(ctx)
 	ran := make(chan struct{})
 	go func() {

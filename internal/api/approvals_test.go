@@ -3,23 +3,18 @@ package api
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/approvals"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/store/teststore"
 )
 
 // newApprovalsEnv is newEnv with an approvals service on the same store.
 func newApprovalsEnv(t *testing.T) (*env, *approvals.Service) {
 	t.Helper()
-	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "airlock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := teststore.Open(t)
 	e := &env{t: t, m: newFakeManager(), st: st, now: t0}
 	svc := approvals.New(approvals.Options{Store: st, Now: e.clock, Logger: slog.New(slog.DiscardHandler)})
 	e.srv = newServer(t, New(e.m, st, Options{MaxJSONBody: 4096, Now: e.clock, Logger: slog.New(slog.DiscardHandler),

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/store/teststore"
 )
 
 // BenchmarkCycle measures what the API adds to create -> exec -> delete:
@@ -25,11 +25,7 @@ import (
 // Linux runtime.
 func BenchmarkCycle(b *testing.B) {
 	ctx := context.Background()
-	st, err := store.OpenSQLite(filepath.Join(b.TempDir(), "airlock.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	st := teststore.Open(b)
 	key, hash := api.NewKey()
 	if err := st.CreateTenant(ctx, store.Tenant{ID: "t1", Name: "t1"}); err != nil {
 		b.Fatal(err)

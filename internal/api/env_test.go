@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/agent"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/store/teststore"
 )
 
 // env is a running API over a fake manager and store, with three tenants:
@@ -39,11 +39,7 @@ func newEnv(t *testing.T) *env {
 // newEnvWith is newEnv with opts' non-zero KeepAlive, DataDir and Nodes.
 func newEnvWith(t *testing.T, opts Options) *env {
 	t.Helper()
-	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "airlock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := teststore.Open(t)
 	e := &env{t: t, m: newFakeManager(), st: st, now: t0}
 	// AgentProtocol as serve sets it: GET /v1/server never answers 0.
 	h := New(e.m, e.st, Options{MaxJSONBody: 4096, Now: e.clock, Logger: slog.New(slog.DiscardHandler), KeepAlive: opts.KeepAlive, DataDir: opts.DataDir, Nodes: opts.Nodes,

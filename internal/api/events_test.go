@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +25,7 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/secrets"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/store/teststore"
 )
 
 // auditingManager is the fake manager that also reports what it does to
@@ -69,11 +69,7 @@ func (m auditingManager) Exec(ctx context.Context, c sandbox.Caller, id string, 
 // unless opts say otherwise) behind the API and the fake manager.
 func newEventsEnv(t *testing.T, opts events.Options) (*env, *events.Hub) {
 	t.Helper()
-	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "airlock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := teststore.Open(t)
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -4,12 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 
 	"github.com/airlockhq/airlock/internal/nodes"
 	"github.com/airlockhq/airlock/internal/secrets"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/store/teststore"
 )
 
 // TestNodeRoutes: the node registry's routes, for admin keys only, and
@@ -22,11 +21,7 @@ func TestNodeRoutes(t *testing.T) {
 		t.Errorf("nodes without a registry: %s", code)
 	}
 
-	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "nodes.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := teststore.Open(t).(nodes.Store)
 	key := make([]byte, secrets.KeySize)
 	rand.Read(key)
 	box, err := secrets.NewBox(key)

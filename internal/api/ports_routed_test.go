@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/store/teststore"
 )
 
 // dialingManager is the fake whose sandboxes' every port is one loopback
@@ -51,11 +51,7 @@ func newRoutedEnv(t *testing.T) *routedEnv {
 		json.NewEncoder(w).Encode(map[string]any{"host": r.Host, "path": r.URL.Path, "raw": r.URL.RawPath, "query": r.URL.RawQuery, "header": r.Header})
 	}))
 	t.Cleanup(up.Close)
-	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "airlock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := teststore.Open(t)
 	ctx := context.Background()
 	fm := newFakeManager()
 	e := &routedEnv{st: st, h: New(dialingManager{fm, up.Listener.Addr().String()}, st, Options{Now: func() time.Time { return t0 }, Logger: slog.New(slog.DiscardHandler)})}

@@ -3,14 +3,13 @@ package approvals
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/errdefs"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/store/teststore"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -27,11 +26,7 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "a.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := teststore.Open(t)
 	h := &harness{now: time.Date(2026, 12, 6, 19, 0, 0, 0, time.UTC)}
 	h.s = New(Options{Store: st,
 		Now:    func() time.Time { h.mu.Lock(); defer h.mu.Unlock(); return h.now },
@@ -232,11 +227,7 @@ func TestAskEgressDenied(t *testing.T) {
 // Service on the same store) reaches the waiter of the one that opened
 // the approval, by the store.
 func TestDecidedElsewhere(t *testing.T) {
-	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "a.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := teststore.Open(t)
 	a := New(Options{Store: st, PollEvery: 20 * time.Millisecond})
 	b := New(Options{Store: st, PollEvery: 20 * time.Millisecond})
 	w, err := a.Open(ctx, Request{TenantID: "ten_a", SandboxID: "sb_1", Deadline: time.Now().Add(time.Minute),

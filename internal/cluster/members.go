@@ -54,6 +54,7 @@ const (
 	annotationCapacity   = "airlock.dev/capacity"
 	annotationUse        = "airlock.dev/use"
 	annotationDraining   = "airlock.dev/draining"
+	annotationDrained    = "airlock.dev/drained"
 	nodeComponent        = "airlock-node"
 	nodeLeasePrefix      = "airlock-node-"
 	maxKubeResourceName  = 253

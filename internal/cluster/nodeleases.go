@@ -22,10 +22,13 @@ type NodeLease = nodes.Lease
 
 // NodeLeases are the Leases in-cluster nodes register and renew: holder
 // the node's name, annotations its address, version, node API protocol,
-// capacity and use (JSON), and airlock.dev/draining "true" while it takes
-// no new sandboxes. The node writes all but the draining mark on each
-// renewal; the control plane and `airlock node drain` write only that.
-// They implement nodes.Discovery.
+// capacity and use (JSON), and two marks that stop new sandboxes:
+// airlock.dev/drained "true" while an operator has drained the node
+// through the API (the control plane writes it; it lasts until undrained,
+// across the node's restarts), and airlock.dev/draining "true" while the
+// node's pod is stopping (`airlock node drain`, its preStop, writes it;
+// the node's next process clears it when it registers). The node writes
+// neither on a renewal. They implement nodes.Discovery.
 type NodeLeases struct {
 	k         *Kube
 	namespace string
@@ -46,14 +49,14 @@ func NewNodeLeases(k *Kube, namespace string) *NodeLeases {
 func nodeLeaseName(name string) string { return nodeLeasePrefix + name }
 
 // Register writes the node's Lease, renewed now, with its draining mark
-// as n says: a node process that starts takes sandboxes again (a drain
-// lasts until the node restarts).
+// as n says: a node process that starts takes sandboxes again after its
+// pod's preStop drain. An operator's drain (SetDrained) stays.
 func (l *NodeLeases) Register(ctx context.Context, n NodeLease) error {
 	return l.write(ctx, n, true)
 }
 
 // Renew renews the node's Lease with its figures now, leaving its
-// draining mark as it is.
+// marks as they are.
 func (l *NodeLeases) Renew(ctx context.Context, n NodeLease) error {
 	return l.write(ctx, n, false)
 }
@@ -122,13 +125,23 @@ func (l *NodeLeases) Run(ctx context.Context, status func(context.Context) (Node
 	})
 }
 
-// SetDraining marks the node draining (no new sandboxes) or takes the
-// mark away.
+// SetDraining marks the node's pod stopping (no new sandboxes until the
+// node's next process registers) or takes the mark away.
 func (l *NodeLeases) SetDraining(ctx context.Context, name string, draining bool) error {
+	return l.mark(ctx, name, annotationDraining, draining)
+}
+
+// SetDrained marks the node drained by an operator (no new sandboxes,
+// across the node's restarts, until undrained) or takes the mark away.
+func (l *NodeLeases) SetDrained(ctx context.Context, name string, drained bool) error {
+	return l.mark(ctx, name, annotationDrained, drained)
+}
+
+func (l *NodeLeases) mark(ctx context.Context, name, annotation string, on bool) error {
 	if err := nodes.CheckClusterName(name); err != nil {
 		return err
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]*string{annotationDraining: drainingValue(draining)}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]*string{annotation: drainingValue(on)}}})
 	err := l.k.mergePatchLease(ctx, l.namespace, nodeLeaseName(name), patch)
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("%w: node %s has no Lease in namespace %s", errdefs.ErrNotFound, name, l.namespace)
@@ -189,7 +202,7 @@ func (l *NodeLeases) List(ctx context.Context) ([]NodeLease, error) {
 func parseNodeLease(lease *coordinationv1.Lease) NodeLease {
 	a := lease.Annotations
 	n := NodeLease{Name: strings.TrimPrefix(lease.Name, nodeLeasePrefix), Addr: a[annotationAddr], Version: a[annotationVersion],
-		Draining: a[annotationDraining] == "true", CreatedAt: lease.CreationTimestamp.Time}
+		Draining: a[annotationDraining] == "true", Drained: a[annotationDrained] == "true", CreatedAt: lease.CreationTimestamp.Time}
 	n.RenewedAt, n.Duration = leaseTimes(lease)
 	n.Protocol, _ = strconv.Atoi(a[annotationProtocol])
 	json.Unmarshal([]byte(a[annotationCapacity]), &n.Capacity)

@@ -14,8 +14,10 @@ import (
 )
 
 // TestNodeLeases: a node's Lease carries what it registers and is found
-// by its label; draining is the control plane's mark, which renewals
-// keep and a new registration (a restarted node) clears; a Lease not
+// by its label; drained is an operator's mark (the control plane's),
+// which renewals and a new registration (a restarted node) keep until it
+// is taken away; draining is the pod's preStop mark, which renewals keep
+// and a new registration clears; a Lease not
 // renewed for its duration has expired, and Run keeps one live.
 func TestNodeLeases(t *testing.T) {
 	cs, ns := kubeNamespace(t)
@@ -68,6 +70,32 @@ func TestNodeLeases(t *testing.T) {
 	}
 	if err := l.SetDraining(ctx, "nobody", true); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("drain a node with no Lease: %v, want not found", err)
+	}
+
+	// Drained through the API: the node's restarts keep it so; the
+	// pod's preStop mark goes with a restart.
+	for _, step := range []struct {
+		what              string
+		do                func() error
+		drained, draining bool
+	}{
+		{"drained through the API", func() error { return l.SetDrained(ctx, n1.Name, true) }, true, false},
+		{"renewed", func() error { return l.Renew(ctx, n1) }, true, false},
+		{"registered again (restarted)", func() error { return l.Register(ctx, n1) }, true, false},
+		{"drained by its preStop", func() error { return l.SetDraining(ctx, n1.Name, true) }, true, true},
+		{"registered again after its preStop", func() error { return l.Register(ctx, n1) }, true, false},
+		{"undrained through the API", func() error { return l.SetDrained(ctx, n1.Name, false) }, false, false},
+		{"registered again, undrained", func() error { return l.Register(ctx, n1) }, false, false},
+	} {
+		if err := step.do(); err != nil {
+			t.Fatalf("%s: %v", step.what, err)
+		}
+		if got := list()[0]; got.Drained != step.drained || got.Draining != step.draining {
+			t.Errorf("%s: drained %v, draining %v; want %v, %v", step.what, got.Drained, got.Draining, step.drained, step.draining)
+		}
+	}
+	if err := l.SetDrained(ctx, "nobody", true); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("drain a node with no Lease through the API: %v, want not found", err)
 	}
 	if err := l.Register(ctx, NodeLease{Name: "Bad_Name"}); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("register a bad name: %v, want invalid", err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/store/teststore"
 )
 
 // received is one request a test receiver got.
@@ -93,7 +94,7 @@ func verify(t *testing.T, secret string, rq received) {
 const testSecret = "0123456789abcdef-test-secret"
 
 func TestWebhookSignedDeliveries(t *testing.T) {
-	st, _ := openStore(t)
+	st := teststore.Open(t)
 	h := newHub(t, st, Options{Box: testBox(t), AllowPrivate: true})
 	r := newReceiver(t, 204)
 	ctx := context.Background()
@@ -161,7 +162,7 @@ var cmpSorted = cmp.Transformer("sort", func(in []string) []string {
 // A receiver that fails twice gets the delivery a third time, marked as
 // attempt 3 under the same delivery id; the log shows all three.
 func TestWebhookRetried(t *testing.T) {
-	st, _ := openStore(t)
+	st := teststore.Open(t)
 	h := newHub(t, st, Options{Box: testBox(t), AllowPrivate: true})
 	r := newReceiver(t, 500, 503, 200)
 	ctx := context.Background()
@@ -232,7 +233,7 @@ func (c *clock) add(d time.Duration) {
 // marked failed. The clock moves a second per attempt, so with RetryFor 5 s
 // attempts 1-5 (at 0-4 s) are retried and attempt 6 (at 5 s) is the last.
 func TestWebhookGivesUp(t *testing.T) {
-	st, _ := openStore(t)
+	st := teststore.Open(t)
 	c := &clock{t: time.Now().UTC().Truncate(time.Microsecond)}
 	h := newHub(t, st, Options{Box: testBox(t), AllowPrivate: true, RetryFor: 5 * time.Second, Now: c.now})
 	r := newReceiver(t, 500)
@@ -264,7 +265,7 @@ func TestWebhookGivesUp(t *testing.T) {
 
 // A pending delivery survives a restart and is made by the next process.
 func TestWebhookPendingAcrossRestart(t *testing.T) {
-	st, _ := openStore(t)
+	st := teststore.Open(t)
 	box := testBox(t)
 	r := newReceiver(t, 500, 204)
 	h := newHub(t, st, Options{Box: box, AllowPrivate: true, RetryBase: time.Hour, RetryMaxDelay: time.Hour})
@@ -295,7 +296,7 @@ func TestWebhookPendingAcrossRestart(t *testing.T) {
 // is refused when it is dialed (DNS rebinding): here the stored URL names
 // loopback directly, as a rebound name would resolve.
 func TestWebhookDialRefusesPrivate(t *testing.T) {
-	st, _ := openStore(t)
+	st := teststore.Open(t)
 	box := testBox(t)
 	r := newReceiver(t, 204)
 	ctx := context.Background()
@@ -322,7 +323,7 @@ func TestWebhookDialRefusesPrivate(t *testing.T) {
 // A redirect is an answer, never followed: the request must not reach
 // where it points.
 func TestWebhookRedirectNotFollowed(t *testing.T) {
-	st, _ := openStore(t)
+	st := teststore.Open(t)
 	target := newReceiver(t, 204)
 	redir := httptest.NewServer(http.RedirectHandler(target.URL, http.StatusTemporaryRedirect))
 	defer redir.Close()
@@ -345,7 +346,7 @@ func TestWebhookRedirectNotFollowed(t *testing.T) {
 
 // Deleting a webhook stops its deliveries: one pending is never made.
 func TestDeleteWebhook(t *testing.T) {
-	st, _ := openStore(t)
+	st := teststore.Open(t)
 	r := newReceiver(t, 500)
 	h := newHub(t, st, Options{Box: testBox(t), AllowPrivate: true, RetryBase: time.Hour, RetryMaxDelay: time.Hour})
 	ctx := context.Background()

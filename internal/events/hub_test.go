@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -15,18 +14,8 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/secrets"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/store/teststore"
 )
-
-func openStore(t *testing.T) (store.Store, string) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "airlock.db")
-	st, err := store.OpenSQLite(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st, path
-}
 
 func testBox(t *testing.T) *secrets.Box {
 	b, err := secrets.NewBox(make([]byte, secrets.KeySize))
@@ -149,7 +138,7 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 }
 
 func TestFollowOwnTenantOnly(t *testing.T) {
-	st, _ := openStore(t)
+	st := teststore.Open(t)
 	h := newHub(t, st, Options{})
 	a := follow(t, h, "ten_a", -1)
 	b := follow(t, h, "ten_b", -1)
@@ -175,7 +164,7 @@ func TestFollowOwnTenantOnly(t *testing.T) {
 }
 
 func TestFollowResume(t *testing.T) {
-	st, _ := openStore(t)
+	st := teststore.Open(t)
 	h := newHub(t, st, Options{})
 	first := follow(t, h, "ten_a", -1)
 	waitSubscribed(t, h, "ten_a", 1)
@@ -212,11 +201,7 @@ func TestFollowResume(t *testing.T) {
 
 // A client resumes after the last id it saw across a daemon restart.
 func TestResumeAcrossRestart(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "airlock.db")
-	st, err := store.OpenSQLite(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, reopen := teststore.OpenReopen(t)
 	h := newHub(t, st, Options{})
 	for _, typ := range []string{audit.SandboxCreated, audit.ExecExited, audit.SandboxExpired} {
 		h.Publish(ev("ten_a", "sb_1", typ))
@@ -224,8 +209,7 @@ func TestResumeAcrossRestart(t *testing.T) {
 	h.Close()
 	st.Close()
 
-	st2, _ := store.OpenSQLite(path)
-	defer st2.Close()
+	st2 := reopen(t)
 	h2 := newHub(t, st2, Options{})
 	f := follow(t, h2, "ten_a", 1)
 	if d := cmp.Diff([]brief{{2, audit.ExecExited, "sb_1"}, {3, audit.SandboxExpired, "sb_1"}}, briefs(f.next(t, 2))); d != "" {
@@ -241,7 +225,7 @@ func TestResumeAcrossRestart(t *testing.T) {
 // A subscriber that stops reading is dropped with ErrSlow; the hub and the
 // other subscribers carry on.
 func TestSlowSubscriberDropped(t *testing.T) {
-	st, _ := openStore(t)
+	st := teststore.Open(t)
 	h := newHub(t, st, Options{Buffer: 2})
 	block := make(chan struct{})
 	slowDone := make(chan error, 1)
@@ -270,7 +254,7 @@ func TestSlowSubscriberDropped(t *testing.T) {
 }
 
 func TestCloseEndsStreams(t *testing.T) {
-	st, _ := openStore(t)
+	st := teststore.Open(t)
 	before := runtime.NumGoroutine()
 	h, err := New(context.Background(), st, Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

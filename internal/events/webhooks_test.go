@@ -8,10 +8,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/internal/store/teststore"
 )
 
 func TestCreateWebhookRefuses(t *testing.T) {
-	st, _ := openStore(t)
+	st := teststore.Open(t)
 	h := newHub(t, st, Options{Box: testBox(t), MaxWebhooks: 2})
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -71,7 +73,7 @@ func TestCreateWebhookRefuses(t *testing.T) {
 }
 
 func TestCreateWebhookWithoutBox(t *testing.T) {
-	st, _ := openStore(t)
+	st := teststore.Open(t)
 	h := newHub(t, st, Options{})
 	_, err := h.CreateWebhook(context.Background(), "ten_a", WebhookRequest{URL: "https://example.com/", Events: []string{"*"}})
 	if !errors.Is(err, ErrDisabled) {

@@ -104,8 +104,12 @@ func (m *Metrics) Handler() http.Handler {
 	if m == nil {
 		return http.NotFoundHandler()
 	}
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
-		ErrorLog:      slogLogger{m.log},
+	return handlerFor(m.reg, m.log)
+}
+
+func handlerFor(g prometheus.Gatherer, log *slog.Logger) http.Handler {
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{
+		ErrorLog:      slogLogger{log},
 		ErrorHandling: promhttp.ContinueOnError,
 		Timeout:       30 * time.Second,
 	})

@@ -33,16 +33,25 @@ func (l *leases) List(context.Context) ([]nodes.Lease, error) {
 	return out, nil
 }
 
-func (l *leases) SetDraining(_ context.Context, name string, draining bool) error {
+func (l *leases) SetDrained(_ context.Context, name string, drained bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	v, ok := l.m[name]
 	if !ok {
 		return fmt.Errorf("%w: no lease %s", errdefs.ErrNotFound, name)
 	}
-	v.Draining = draining
+	v.Drained = drained
 	l.m[name] = v
 	return nil
+}
+
+// set changes the node's Lease as its node or its pod's preStop would.
+func (l *leases) set(name string, change func(*nodes.Lease)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	v := l.m[name]
+	change(&v)
+	l.m[name] = v
 }
 
 func (l *leases) Delete(_ context.Context, name string) error {
@@ -60,14 +69,9 @@ func (l *leases) renew(name string) {
 	l.m[name] = v
 }
 
-// TestLeaseDiscovered: a Service whose nodes register with Leases takes a
-// node as ready while its Lease is renewed (with the figures its status
-// answers over mutual TLS from the cluster's CAs), lost once the Lease is
-// not renewed for its duration (its sandboxes fail past the grace
-// period), and back when it is renewed again; drain marks the Lease;
-// tokens and joins are refused.
-func TestLeaseDiscovered(t *testing.T) {
-	now := time.Now()
+// newCAs makes a cluster's CAs: the control plane's view, and a node's.
+func newCAs(t *testing.T, now time.Time) (*nodes.ClusterCAs, nodes.NodeCAs) {
+	t.Helper()
 	cpCert, cpKey, err := nodes.NewCAPEM(nodes.ControlPlaneCAName, now)
 	if err != nil {
 		t.Fatal(err)
@@ -76,12 +80,25 @@ func TestLeaseDiscovered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return &nodes.ClusterCAs{ControlPlaneCert: cpCert, ControlPlaneKey: cpKey, NodeCert: nodeCert},
+		nodes.NodeCAs{NodeCert: nodeCert, NodeKey: nodeKey, ControlPlaneCert: cpCert}
+}
+
+// TestLeaseDiscovered: a Service whose nodes register with Leases takes a
+// node as ready while its Lease is renewed (with the figures its status
+// answers over mutual TLS from the cluster's CAs), lost once the Lease is
+// not renewed for its duration (its sandboxes fail past the grace
+// period), and back when it is renewed again; drain marks the Lease;
+// tokens and joins are refused.
+func TestLeaseDiscovered(t *testing.T) {
+	now := time.Now()
+	cas, nodeCAs := newCAs(t, now)
 	const name = "ip-10-0-0-1.ec2.internal"
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := nodes.ClusterIdentity(nodes.NodeCAs{NodeCert: nodeCert, NodeKey: nodeKey, ControlPlaneCert: cpCert}, name, ln.Addr().String(), now)
+	id, err := nodes.ClusterIdentity(nodeCAs, name, ln.Addr().String(), now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +132,7 @@ func TestLeaseDiscovered(t *testing.T) {
 	var mu sync.Mutex
 	var back, gone []string
 	svc, err := nodes.New(context.Background(), nil, nil, nodes.Options{HeartbeatEvery: 200 * time.Millisecond, LostAfter: time.Hour, Grace: 300 * time.Millisecond,
-		Discovery: ls, ClusterCAs: &nodes.ClusterCAs{ControlPlaneCert: cpCert, ControlPlaneKey: cpKey, NodeCert: nodeCert},
+		Discovery: ls, ClusterCAs: cas,
 		Client: func(*http.Client, string) runtime.Runtime { return nil },
 		OnBack: func(n string) { mu.Lock(); back = append(back, n); mu.Unlock() },
 		OnGone: func(n, why string) { mu.Lock(); gone = append(gone, n+": "+why); mu.Unlock() }})
@@ -184,8 +201,8 @@ func TestLeaseDiscovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait(nodes.StateDraining, nil)
-	if l, _ := ls.List(ctx); !l[0].Draining {
-		t.Error("drain did not mark the Lease")
+	if l, _ := ls.List(ctx); !l[0].Drained || l[0].Draining {
+		t.Errorf("drain marked the Lease drained %v, draining %v; want the operator's mark alone", l[0].Drained, l[0].Draining)
 	}
 	if p, _ := svc.Placeable(ctx); len(p) != 0 {
 		t.Errorf("placeable while draining: %v", p)
@@ -193,6 +210,12 @@ func TestLeaseDiscovered(t *testing.T) {
 	if _, err := svc.Drain(ctx, name, false); err != nil {
 		t.Fatal(err)
 	}
+	wait(nodes.StateReady, nil)
+	// The pod's preStop marks it draining too, apart from the operator's
+	// mark; the node's next process takes that mark away.
+	ls.set(name, func(l *nodes.Lease) { l.Draining = true })
+	wait(nodes.StateDraining, nil)
+	ls.set(name, func(l *nodes.Lease) { l.Draining = false })
 	wait(nodes.StateReady, nil)
 
 	if _, err := svc.MintToken(ctx, 0); !errors.Is(err, nodes.ErrRegistersItself) {
@@ -217,4 +240,88 @@ func waitCalls(t *testing.T, got func() []string, want []string) {
 		}
 	}
 	t.Errorf("calls: %v, want %v", got(), want)
+}
+
+// TestLeaseLivenessOnOwnClock: a node Lease is live while the control
+// plane sees its renewTime change, on the control plane's clock, whatever
+// the node's clock says: a node whose clock runs an hour ahead is lost
+// once its renewals stop, and one whose clock runs an hour behind is live
+// while it renews.
+func TestLeaseLivenessOnOwnClock(t *testing.T) {
+	now := time.Now()
+	cas, _ := newCAs(t, now)
+	skew := map[string]time.Duration{"ahead": time.Hour, "behind": -time.Hour}
+	ls := &leases{m: map[string]nodes.Lease{}}
+	for name, d := range skew {
+		// Nobody serves there: the nodes stay joining while live.
+		ls.m[name] = nodes.Lease{Name: name, Addr: "127.0.0.1:1", Protocol: nodes.Protocol, RenewedAt: now.Add(d), Duration: time.Second, CreatedAt: now}
+	}
+	var renewing sync.Map // name -> true while its node renews
+	renewing.Store("ahead", true)
+	renewing.Store("behind", true)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			for name, d := range skew {
+				if _, ok := renewing.Load(name); ok {
+					ls.set(name, func(l *nodes.Lease) { l.RenewedAt = time.Now().Add(d) })
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	svc, err := nodes.New(context.Background(), nil, nil, nodes.Options{HeartbeatEvery: 100 * time.Millisecond, LostAfter: time.Hour,
+		Discovery: ls, ClusterCAs: cas,
+		Client: func(*http.Client, string) runtime.Runtime { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Close)
+	state := func(name string) string {
+		n, err := svc.Get(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.State
+	}
+	// live: not lost (joining or ready: the heartbeats' view, which
+	// is not what this test is about).
+	waitFor := func(name string, live bool) {
+		t.Helper()
+		var got string
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if got = state(name); (got != nodes.StateLost) == live {
+				return
+			}
+		}
+		t.Fatalf("node %s: %s, want live %v", name, got, live)
+	}
+
+	// Both renew: live, the one behind too, for longer than its Lease's
+	// duration.
+	waitFor("behind", true)
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		for name := range skew {
+			if s := state(name); s == nodes.StateLost {
+				t.Fatalf("node %s renewing with its clock %s off: lost", name, skew[name])
+			}
+		}
+	}
+	// The one ahead stops: lost within about its duration, though its
+	// last renewTime is still an hour in this clock's future.
+	renewing.Delete("ahead")
+	waitFor("ahead", false)
+	if s := state("behind"); s == nodes.StateLost {
+		t.Error("node behind, renewing: lost")
+	}
+	// Back: seen renewed again, live again.
+	renewing.Store("ahead", true)
+	waitFor("ahead", true)
 }

@@ -256,7 +256,7 @@ func New(ctx context.Context, st Store, box Sealer, opts Options) (*Service, err
 		if ca, cp, err = newDiscovered(opts); err != nil {
 			return nil, err
 		}
-		reg = leaseRegistry{opts.Discovery}
+		reg = newLeaseRegistry(opts.Discovery, opts.Now)
 	} else {
 		if ca, err = loadOrMakeCA(ctx, st, box, opts.Now()); err != nil {
 			return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/store/teststore"
 )
 
 // TestAuditJournalReplay: a daemon killed after it linked events but
@@ -19,11 +20,7 @@ import (
 // break), empties the journal, and the chain verifies.
 func TestAuditJournalReplay(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.OpenSQLite(filepath.Join(dir, "airlock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := teststore.Open(t)
 	ctx := context.Background()
 	var chain []audit.Event
 	prev := &audit.Event{}

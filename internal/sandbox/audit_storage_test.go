@@ -5,12 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/store/teststore"
 )
 
 // storedLog reads a sandbox's whole log from the store.
@@ -30,11 +30,7 @@ func storedLog(t *testing.T, st store.Store, id string) []audit.Event {
 // ends) is still recorded, every chain verifies, another tenant records
 // on, and a restarted log does not start recording (or marking) again.
 func TestOutputStopsAtTenantStorageQuota(t *testing.T) {
-	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "airlock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := teststore.Open(t)
 	const quota = 1 << 20
 	quotas := map[string]int64{"t-full": quota}
 	newLog := func() *auditLog {

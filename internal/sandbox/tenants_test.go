@@ -3,22 +3,18 @@ package sandbox
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/store/teststore"
 )
 
 // Only tenants that exist are kept: one created after a miss is found at
 // once, and a kept one is read again once its time is up.
 func TestTenantCache(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "airlock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := teststore.Open(t)
 	var c tenantCache
 	now := time.Unix(1000, 0)
 	if _, err := c.get(ctx, st, "t1", now); !errors.Is(err, store.ErrNotFound) {

@@ -15,6 +15,7 @@ import (
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/store/teststore"
 )
 
 // stubRuntime creates sandboxes that exist only as names, so the rules that
@@ -82,9 +83,9 @@ func (s stubSandbox) Destroy(context.Context) error {
 	return nil
 }
 
-func stubService(t *testing.T, rt runtime.Runtime, opts sandbox.Options) (*sandbox.Service, *store.SQLite) {
+func stubService(t *testing.T, rt runtime.Runtime, opts sandbox.Options) (*sandbox.Service, store.Store) {
 	t.Helper()
-	st := newStore(t)
+	st := teststore.Open(t)
 	svc, err := sandbox.NewManager(context.Background(), st, rt, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +235,7 @@ func TestSetTimeoutBounds(t *testing.T) {
 // TestCloseStopsReaper: the reaper goroutine ends with Close (and a second
 // Close is harmless).
 func TestCloseStopsReaper(t *testing.T) {
-	st := newStore(t) // its own goroutines are not the Service's
+	st := teststore.Open(t) // its own goroutines are not the Service's
 	before := goruntime.NumGoroutine()
 	svc, err := sandbox.NewManager(context.Background(), st, newStub(), sandbox.Options{})
 	if err != nil {

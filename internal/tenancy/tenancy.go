@@ -35,19 +35,24 @@ type Store interface {
 type Options struct {
 	// Now is the clock for expiry and creation times (default time.Now).
 	Now func() time.Time
+	// NoKeyCache looks every key up in the store: for a process whose
+	// keys are deleted through another one (a control-plane replica that
+	// does not lead), which no deletion's cache drop reaches.
+	NoKeyCache bool
 }
 
 // Service answers who a credential belongs to, and manages tenants, keys,
 // tokens and console sessions.
 type Service struct {
-	st   Store
-	now  func() time.Time
-	keys keyCache
+	st      Store
+	now     func() time.Time
+	keys    keyCache
+	noCache bool
 }
 
 // New returns a Service over st.
 func New(st Store, opts Options) *Service {
-	s := &Service{st: st, now: opts.Now}
+	s := &Service{st: st, now: opts.Now, noCache: opts.NoKeyCache}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -89,12 +94,14 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 	case strings.HasPrefix(credential, KeyPrefix):
 		hash := HashCredential(credential)
 		k, ok, gen := s.keys.get(hash, s.now())
-		if !ok {
+		if !ok || s.noCache {
 			var err error
 			if k, err = s.st.KeyByHash(ctx, hash); err != nil {
 				return Principal{}, lookupError(err)
 			}
-			s.keys.put(k, gen, s.now())
+			if !s.noCache {
+				s.keys.put(k, gen, s.now())
+			}
 		}
 		return keyPrincipal(k), nil
 	case strings.HasPrefix(credential, TokenPrefix):

@@ -3,7 +3,6 @@ package tenancy_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/store/postgres"
+	"github.com/airlockhq/airlock/internal/store/teststore"
 	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
@@ -40,18 +40,14 @@ func (c *clock) advance(d time.Duration) {
 }
 
 type env struct {
-	st    *store.SQLite
+	st    store.Store
 	clock *clock
 	svc   *tenancy.Service
 }
 
 func newEnv(t *testing.T) env {
 	t.Helper()
-	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := teststore.Open(t)
 	c := &clock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	return env{st: st, clock: c, svc: tenancy.New(st, tenancy.Options{Now: c.Now})}
 }
@@ -155,6 +151,25 @@ func TestAuthenticateDeletedKey(t *testing.T) {
 	e.clock.advance(5 * time.Second)
 	if _, err := e.svc.Authenticate(ctx, b.Plaintext); !errors.Is(err, tenancy.ErrBadCredential) {
 		t.Errorf("key deleted behind the cache's back, past the TTL: err = %v, want ErrBadCredential", err)
+	}
+}
+
+// With NoKeyCache, a key deleted behind the Service's back (through the
+// leading replica) stops at once.
+func TestAuthenticateNoKeyCache(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	k := e.key(t, "acme")
+	follower := tenancy.New(e.st, tenancy.Options{Now: e.clock.Now, NoKeyCache: true})
+	p, err := follower.Authenticate(ctx, k.Plaintext)
+	if err != nil || p.KeyID != k.Key.ID {
+		t.Fatalf("authenticate: %+v, %v", p, err)
+	}
+	if err := e.svc.DeleteKey(ctx, k.Key.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := follower.Authenticate(ctx, k.Plaintext); !errors.Is(err, tenancy.ErrBadCredential) {
+		t.Errorf("key deleted through another Service: err = %v, want ErrBadCredential", err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -67,23 +68,54 @@ func PostgresURL(t testing.TB) string {
 func NewDatabase(t testing.TB) string {
 	t.Helper()
 	base := PostgresURL(t)
-	b := make([]byte, 6)
-	rand.Read(b)
-	name := "t_" + hex.EncodeToString(b)
-	if err := PostgresExec(base, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create database: %v", err)
+	name, u, err := CreateDatabase(base, "t", "")
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if err := DropDatabase(base, name); err != nil {
 			t.Logf("drop database %s: %v", name, err)
 		}
 	})
+	return u
+}
+
+// CreateDatabase creates a database named prefix_<random> on the server
+// at base, a copy of template when that is not "", and returns its name
+// and URL.
+func CreateDatabase(base, prefix, template string) (name, dbURL string, err error) {
 	u, err := url.Parse(base)
 	if err != nil {
-		t.Fatalf("parse %s: %v", DatabaseURLEnv, err)
+		return "", "", fmt.Errorf("parse %s: %w", DatabaseURLEnv, err)
+	}
+	name = prefix + "_" + randHex(6)
+	sql := "CREATE DATABASE " + name
+	if template != "" {
+		sql += " TEMPLATE " + template
+	}
+	for try := 0; ; try++ {
+		err = PostgresExec(base, sql)
+		// 55006: another session is connected to the template (a copy
+		// would not be consistent); one that is ending leaves soon.
+		if pe := (*pgconn.PgError)(nil); template != "" && try < 20 && errors.As(err, &pe) && pe.Code == "55006" {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		break
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("create database %s: %w", name, err)
 	}
 	u.Path = "/" + name
-	return u.String()
+	return name, u.String(), nil
+}
+
+// randHex returns n random bytes in hex: names that tests running at once
+// on one server never share.
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // DropDatabase drops database name of the server at base. A plain DROP
@@ -127,9 +159,7 @@ func Kubeconfig(t testing.TB) string {
 // NewNamespaceName returns a name for a namespace of t's own (the test
 // creates it; nothing collects namespaces on the suite's API server).
 func NewNamespaceName(prefix string) string {
-	b := make([]byte, 4)
-	rand.Read(b)
-	return strings.ToLower(prefix) + "-" + hex.EncodeToString(b)
+	return strings.ToLower(prefix) + "-" + randHex(4)
 }
 
 // Postgres is a PostgreSQL server of one test's own, for tests that stop
@@ -150,10 +180,8 @@ func StartPostgres(t testing.TB) *Postgres {
 		Lacking(t, "no ../shared/tools/pg-env.sh to start a PostgreSQL server of the test's own")
 	}
 	RequiresRoot(t, "start a PostgreSQL server as user postgres")
-	b := make([]byte, 4)
-	rand.Read(b)
 	// Under /tmp: user postgres must reach it (not a 0700 t.TempDir).
-	p := &Postgres{dir: "/tmp/airlock-pg-" + hex.EncodeToString(b)}
+	p := &Postgres{dir: "/tmp/airlock-pg-" + randHex(4)}
 	script := filepath.Join(tools, "pg-env.sh")
 	out, err := exec.Command("bash", script, "up", p.dir).CombinedOutput()
 	t.Cleanup(func() { exec.Command("bash", script, "down", p.dir).Run() })

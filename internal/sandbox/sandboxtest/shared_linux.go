@@ -8,26 +8,25 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/store/teststore"
 )
 
 // Shared is a package's runtime (made on first use, by a test that may run
 // one) and store (open from the start).
 type Shared struct {
 	// Store is the package's store: SQLite, or PostgreSQL when
-	// $AIRLOCK_TEST_STORE is postgres (a database of its own on the
-	// suite's server), so the store-backed packages' tests run on both.
-	Store  store.Store
-	dropDB func() error
+	// $AIRLOCK_TEST_STORE is postgres (teststore), so the store-backed
+	// packages' tests run on both.
+	Store     store.Store
+	dropStore func() error
 
 	name     string
-	dbDir    string
 	once     sync.Once
 	rt       *linux.Runtime
 	err      error
@@ -37,24 +36,11 @@ type Shared struct {
 // Open opens the store of a package; name goes into its temporary dirs.
 // Call it from TestMain and Close after the tests.
 func Open(name string) (*Shared, error) {
-	dbDir, err := os.MkdirTemp("", "airlock-"+name+"-test-db-")
+	st, drop, err := teststore.OpenShared(name)
 	if err != nil {
-		return nil, fmt.Errorf("test store: %w", err)
+		return nil, err
 	}
-	if os.Getenv(StoreEnv) == "postgres" {
-		st, drop, err := openPostgres(name)
-		if err != nil {
-			os.RemoveAll(dbDir)
-			return nil, fmt.Errorf("test store: %w", err)
-		}
-		return &Shared{Store: st, dropDB: drop, name: name, dbDir: dbDir}, nil
-	}
-	st, err := store.OpenSQLite(filepath.Join(dbDir, "airlock.db"))
-	if err != nil {
-		os.RemoveAll(dbDir)
-		return nil, fmt.Errorf("test store: %w", err)
-	}
-	return &Shared{Store: st, name: name, dbDir: dbDir}, nil
+	return &Shared{Store: st, dropStore: drop, name: name}, nil
 }
 
 // Runtime returns the shared runtime, made on the first call; a machine
@@ -80,14 +66,12 @@ func (s *Shared) Runtime(t *testing.T) *linux.Runtime {
 // StateDir is the runtime's state dir ("" before Runtime).
 func (s *Shared) StateDir() string { return s.stateDir }
 
-// Close closes the store and tears the runtime down (sandboxes, disk pool)
-// and removes the temporary dirs.
+// Close closes and removes the store (and teststore's template), tears
+// the runtime down (sandboxes, disk pool) and removes the temporary dirs.
 func (s *Shared) Close() error {
-	err := s.Store.Close()
-	if s.dropDB != nil {
-		err = errors.Join(err, s.dropDB())
-	}
-	os.RemoveAll(s.dbDir)
+	err := s.dropStore()
+	// Open made a template when a test asked for a store of its own.
+	err = errors.Join(err, teststore.Cleanup())
 	if s.rt != nil {
 		if terr := s.rt.Teardown(); terr != nil {
 			err = errors.Join(err, fmt.Errorf("teardown runtime: %w", terr))
