@@ -668,17 +668,18 @@ func (s *Service) certSeen(ctx context.Context, n *Node, leaf *x509.Certificate,
 		return // under way, or failed a moment ago
 	}
 	s.renewing[n.Name] = time.Time{}
+	node := *n // the heartbeat goes on with n
 	go func() {
-		err := s.renewCert(*n)
+		err := s.renewCert(node)
 		s.mu.Lock()
 		if err != nil {
-			s.renewing[n.Name] = s.opts.Now()
+			s.renewing[node.Name] = s.opts.Now()
 		} else {
-			delete(s.renewing, n.Name)
+			delete(s.renewing, node.Name)
 		}
 		s.mu.Unlock()
 		if err != nil {
-			s.opts.Logger.Warn("node certificate: renew", "node", n.Name, "expires", n.CertExpiresAt, "err", err)
+			s.opts.Logger.Warn("node certificate: renew", "node", node.Name, "expires", node.CertExpiresAt, "err", err)
 		}
 	}()
 }
