@@ -25,7 +25,10 @@ func TestMetricsHistoryKeepsRecentReadings(t *testing.T) {
 	svc, st := stubService(t, newStub(), sandbox.Options{Now: clock})
 	ctx := context.Background()
 	a, b := addTenant(t, st, "a", 0, 0), addTenant(t, st, "b", 0, 0)
-	sb, err := svc.Create(ctx, a, sandbox.CreateRequest{})
+	// An hour to live: the readings below move the clock 400 s on, past
+	// the default timeout, and the reaper (on a real ticker) must not end
+	// the sandbox under the test.
+	sb, err := svc.Create(ctx, a, sandbox.CreateRequest{TimeoutS: 3600})
 	if err != nil {
 		t.Fatal(err)
 	}
