@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"sync"
@@ -73,6 +74,18 @@ func nodeKube(ctx context.Context, k *kubeConfig, c nodeKubeConfig) error {
 			st, err := status(ctx)
 			return cluster.NodeLease{Name: c.name, Addr: c.addr, Version: st.Version, Protocol: st.Protocol, Capacity: st.Capacity, Use: st.Use}, err
 		})
+	})
+	// The certificate is issued again before it ends: a node may run for
+	// longer than its year.
+	wg.Go(func() {
+		load := func(ctx context.Context) (nodes.NodeCAs, error) {
+			cas, err := cluster.NodeCAs(ctx, cs, ns)
+			if err != nil {
+				return nodes.NodeCAs{}, err
+			}
+			return *cas, nil
+		}
+		nodes.RenewClusterCert(leaseCtx, id, load, time.Now, cluster.Sleep, slog.Default())
 	})
 	defer func() {
 		stopLease()

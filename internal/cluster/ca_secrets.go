@@ -122,7 +122,7 @@ func WaitNodeCAs(ctx context.Context, k *Kube, namespace string, every time.Dura
 		if waiting != nil {
 			waiting(err)
 		}
-		if !sleep(ctx, every) {
+		if !Sleep(ctx, every) {
 			return nil, fmt.Errorf("waiting for secret %s/%s: %w (last: %v)", namespace, NodeCASecret, ctx.Err(), err)
 		}
 	}

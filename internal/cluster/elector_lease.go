@@ -106,7 +106,7 @@ func (e *LeaseElector) acquire(ctx context.Context) (time.Time, bool) {
 		if left := time.Until(e.observed.Add(e.opts.LeaseDuration)); errors.Is(err, errHeld) && left < wait {
 			wait = max(left, 0) + time.Millisecond
 		}
-		if !sleep(ctx, wait) {
+		if !Sleep(ctx, wait) {
 			return time.Time{}, false
 		}
 	}
@@ -119,7 +119,7 @@ func (e *LeaseElector) renew(ctx context.Context, last time.Time) {
 	var lastErr error
 	for {
 		deadline := last.Add(e.opts.RenewDeadline)
-		if !sleep(ctx, min(e.opts.RetryPeriod, time.Until(deadline))) {
+		if !Sleep(ctx, min(e.opts.RetryPeriod, time.Until(deadline))) {
 			return
 		}
 		start := time.Now()

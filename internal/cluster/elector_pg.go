@@ -60,7 +60,7 @@ func (e *PGElector) Run(ctx context.Context) {
 			return
 		}
 		e.opts.Logger.Warn("postgres elector: session ended", "key", e.key, "identity", e.identity, "err", err)
-		sleep(ctx, e.opts.RetryPeriod)
+		Sleep(ctx, e.opts.RetryPeriod)
 	}
 }
 
@@ -84,7 +84,7 @@ func (e *PGElector) session(ctx context.Context) error {
 			return e.lead(ctx, conn)
 		}
 		e.setLeader(e.current(ctx, conn))
-		if !sleep(ctx, e.opts.RetryPeriod) {
+		if !Sleep(ctx, e.opts.RetryPeriod) {
 			return ctx.Err()
 		}
 	}
@@ -101,7 +101,7 @@ func (e *PGElector) lead(ctx context.Context, conn *pgx.Conn) error {
 	e.set(true)
 	defer e.opts.Logger.Info("stopped leading", "key", e.key, "identity", e.identity)
 	for {
-		if !sleep(ctx, e.opts.RetryPeriod) {
+		if !Sleep(ctx, e.opts.RetryPeriod) {
 			// A clean stop: step down first, then let the lock go with
 			// the session (closed by the caller).
 			e.set(false)
@@ -154,8 +154,8 @@ func (r cancelRow) Scan(dest ...any) error {
 	return r.Row.Scan(dest...)
 }
 
-// sleep waits d, false if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
+// Sleep waits d, false if ctx ended first.
+func Sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -106,7 +106,7 @@ func renewLoop(ctx context.Context, every time.Duration, log *slog.Logger, what 
 			log.Info("renewed " + what + " again")
 			failing = false
 		}
-		if !sleep(ctx, every) {
+		if !Sleep(ctx, every) {
 			return
 		}
 	}

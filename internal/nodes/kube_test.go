@@ -2,8 +2,10 @@ package nodes_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"slices"
@@ -324,4 +326,71 @@ func TestLeaseLivenessOnOwnClock(t *testing.T) {
 	// Back: seen renewed again, live again.
 	renewing.Store("ahead", true)
 	waitFor("ahead", true)
+}
+
+// TestClusterCertRenewal: an in-cluster node issues its own serving
+// certificate again once a third of its year is left (it does not wait
+// for a restart), retries a CA it cannot read, and serves the new
+// certificate to the control plane's next connection.
+func TestClusterCertRenewal(t *testing.T) {
+	now := time.Now()
+	cas, nodeCAs := newCAs(t, now.Add(-400*24*time.Hour))
+	const name = "worker-1"
+	id, err := nodes.ClusterIdentity(nodeCAs, name, "127.0.0.1:1", now.Add(-300*24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := id.CertExpiresAt()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var waits []time.Duration
+	sleep := func(_ context.Context, d time.Duration) bool {
+		waits = append(waits, d)
+		if len(waits) == 4 {
+			cancel()
+			return false
+		}
+		return true
+	}
+	loads := 0
+	load := func(context.Context) (nodes.NodeCAs, error) {
+		loads++
+		if loads == 1 {
+			return nodes.NodeCAs{}, errors.New("secret airlock-node-ca: forbidden")
+		}
+		return nodeCAs, nil
+	}
+	nodes.RenewClusterCert(ctx, id, load, func() time.Time { return now }, sleep, slog.New(slog.DiscardHandler))
+
+	// Due at once (65 days left of 365); the CA unreadable: a retry a
+	// minute on; read: renewed, and the next due two thirds of a year on.
+	if len(waits) != 4 || waits[0] != 0 || waits[1] != nodes.ClusterRenewRetry || waits[2] != 0 ||
+		waits[3] < 240*24*time.Hour || waits[3] > 245*24*time.Hour {
+		t.Errorf("waits %v: want 0, the retry, 0, then about 243 days", waits)
+	}
+	if got := id.CertExpiresAt().Sub(first); got < 299*24*time.Hour {
+		t.Errorf("renewed certificate ends %s after the first, want about 300 days", got)
+	}
+
+	// The control plane's next connection is served the new certificate.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), TLSConfig: id.ServerTLS()}
+	go srv.ServeTLS(ln, "", "")
+	t.Cleanup(func() { srv.Close() })
+	conf, err := cas.ClientTLS(name, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := tls.Dial("tcp", ln.Addr().String(), conf)
+	if err != nil {
+		t.Fatalf("the control plane's handshake with the renewed node: %v", err)
+	}
+	defer conn.Close()
+	if got := conn.ConnectionState().PeerCertificates[0].NotAfter; !got.Equal(id.CertExpiresAt()) {
+		t.Errorf("served a certificate ending %s, want the renewed one ending %s", got, id.CertExpiresAt())
+	}
 }

@@ -1,11 +1,13 @@
 package nodes
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -107,27 +109,90 @@ func ClusterIdentity(cas NodeCAs, name, addr string, now time.Time) (*Identity, 
 	if err := CheckClusterName(name); err != nil {
 		return nil, err
 	}
-	nodeCA, err := loadCAPEM(cas.NodeCert, cas.NodeKey)
-	if err != nil {
-		return nil, fmt.Errorf("node CA: %w", err)
-	}
 	cpCA, err := loadCAPEM(cas.ControlPlaneCert, nil)
 	if err != nil {
 		return nil, fmt.Errorf("control-plane CA: %w", err)
 	}
-	keyPEM, csrPEM, err := NewKeyAndCSR(name)
+	cert, err := issueClusterCert(cas, name, now)
 	if err != nil {
 		return nil, err
+	}
+	return &Identity{Name: name, Addr: addr, JoinedAt: now.UTC(), cert: cert, pool: cpCA.pool()}, nil
+}
+
+// issueClusterCert is a node's serving certificate from the node CA in
+// cas, for a key made now.
+func issueClusterCert(cas NodeCAs, name string, now time.Time) (tls.Certificate, error) {
+	nodeCA, err := loadCAPEM(cas.NodeCert, cas.NodeKey)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("node CA: %w", err)
+	}
+	keyPEM, csrPEM, err := NewKeyAndCSR(name)
+	if err != nil {
+		return tls.Certificate{}, err
 	}
 	certPEM, _, err := nodeCA.signNode(csrPEM, name, now)
 	if err != nil {
-		return nil, err
+		return tls.Certificate{}, err
 	}
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return nil, fmt.Errorf("node certificate: %w", err)
+		return tls.Certificate{}, fmt.Errorf("node certificate: %w", err)
 	}
-	return &Identity{Name: name, Addr: addr, JoinedAt: now.UTC(), cert: cert, pool: cpCA.pool()}, nil
+	return cert, nil
+}
+
+// Reissue gives an in-cluster node a new serving certificate from the
+// node CA in cas (read again from its Secret: the CA may have been
+// replaced), served to new connections at once; connections made with
+// the old one keep it. The control-plane CA it answers stays the one it
+// started with: a new one needs the node restarted, as EnsureCAs says.
+func (id *Identity) Reissue(cas NodeCAs, now time.Time) error {
+	cert, err := issueClusterCert(cas, id.Name, now)
+	if err != nil {
+		return err
+	}
+	id.mu.Lock()
+	id.cert = cert
+	id.mu.Unlock()
+	return nil
+}
+
+// RenewDue is when a certificate is renewed: once a third of its life is
+// left, as the control plane renews a joined node's.
+func RenewDue(cert *x509.Certificate) time.Time {
+	return cert.NotAfter.Add(-cert.NotAfter.Sub(cert.NotBefore) / 3)
+}
+
+// ClusterRenewRetry is how long after a failed renewal of an in-cluster
+// node's certificate the next is tried.
+const ClusterRenewRetry = time.Minute
+
+// RenewClusterCert keeps an in-cluster node's serving certificate fresh
+// until ctx ends: at RenewDue it reads the CAs (load) and reissues,
+// trying again every ClusterRenewRetry while that fails. A node that
+// runs for longer than its certificate's year keeps answering its
+// control plane. sleep waits d or until ctx ends (false).
+func RenewClusterCert(ctx context.Context, id *Identity, load func(context.Context) (NodeCAs, error), now func() time.Time,
+	sleep func(context.Context, time.Duration) bool, log *slog.Logger) {
+	for {
+		wait := RenewDue(id.current().Leaf).Sub(now())
+		if !sleep(ctx, max(wait, 0)) {
+			return
+		}
+		cas, err := load(ctx)
+		if err == nil {
+			err = id.Reissue(cas, now())
+		}
+		if err != nil {
+			log.Warn("node certificate: renew", "node", id.Name, "expires", id.CertExpiresAt(), "err", err)
+			if !sleep(ctx, ClusterRenewRetry) {
+				return
+			}
+			continue
+		}
+		log.Info("node certificate renewed", "node", id.Name, "expires", id.CertExpiresAt())
+	}
 }
 
 // TLSCertificate is the node's certificate and key.

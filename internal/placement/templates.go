@@ -100,7 +100,8 @@ type copies struct {
 }
 
 // copiesOf asks every node for template name. It is ErrNotFound when no
-// node that answers holds it.
+// node holds it, and ErrUnavailable when none that answers does but some
+// could not be asked.
 func (r *Runtime) copiesOf(ctx context.Context, name string) (copies, error) {
 	var cp copies
 	held := map[string]runtime.TemplateInfo{}
@@ -114,13 +115,16 @@ func (r *Runtime) copiesOf(ctx context.Context, name string) (copies, error) {
 		case a.err == nil:
 			held[a.node] = a.list[0]
 			cp.all = append(cp.all, a.node)
-		case !errors.Is(a.err, runtime.ErrNotFound):
+		case !errors.Is(a.err, runtime.ErrNotFound) && !errors.Is(a.err, runtime.ErrUnsupported): // a node that keeps none holds none
 			cp.unreachable = append(cp.unreachable, a.node+": "+a.err.Error())
 		}
 	}
 	if len(cp.all) == 0 {
 		if len(cp.unreachable) > 0 {
-			return cp, fmt.Errorf("%w: template %s is on no node that answers (%s)", runtime.ErrNotFound, name, strings.Join(cp.unreachable, "; "))
+			// It may be on a node that cannot be asked now: "not found"
+			// would be a guess, and a create retried later may succeed.
+			return cp, fmt.Errorf("%w: template %s is on no node that answers, and these could not say whether they hold it: %s",
+				runtime.ErrUnavailable, name, strings.Join(cp.unreachable, "; "))
 		}
 		return cp, fmt.Errorf("%w: template %s", runtime.ErrNotFound, name)
 	}

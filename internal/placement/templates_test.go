@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -208,6 +209,20 @@ func TestTemplateCopiedOnDemand(t *testing.T) {
 	if _, err := p.Create(ctx, runtime.Spec{ID: "gone", Template: "py"}); !errors.Is(err, runtime.ErrNotFound) {
 		t.Errorf("create from the deleted template: %v", err)
 	}
+	// Held only by a node that cannot answer: unavailable, naming it,
+	// not a guess of "not found".
+	tn["c"].tmpl["py"] = tpl
+	tn["c"].down = true
+	for _, err := range []error{
+		func() error { _, err := p.Template(ctx, "py"); return err }(),
+		func() error { _, err := p.Create(ctx, runtime.Spec{ID: "c-down", Template: "py"}); return err }(),
+	} {
+		if !errors.Is(err, runtime.ErrUnavailable) || errors.Is(err, runtime.ErrNotFound) || !strings.Contains(err.Error(), "c: ") {
+			t.Errorf("template held by a node that is down: %v, want unavailable naming c", err)
+		}
+	}
+	tn["c"].down = false
+	delete(tn["c"].tmpl, "py")
 
 	// One host, no nodes joined: templates name no nodes.
 	tn["a"].tmpl["py"] = tpl
