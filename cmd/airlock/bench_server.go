@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/egress"
+	"github.com/airlockhq/airlock/internal/runtime"
 )
 
 // benchServer is an in-process daemon on a data dir of its own, served on
@@ -26,13 +27,20 @@ type benchServer struct {
 
 // eg, when set, gives it an egress proxy.
 func startBenchServer(ctx context.Context, pool int, eg *egress.Config, tune daemonTuning) (*benchServer, error) {
+	return startBenchServerWrapped(ctx, pool, eg, tune, nil, nil)
+}
+
+// startBenchServerWrapped is startBenchServer with its HTTP handler and
+// its service's runtime wrapped (nil: as they are), for a benchmark that
+// times them.
+func startBenchServerWrapped(ctx context.Context, pool int, eg *egress.Config, tune daemonTuning, wrap func(http.Handler) http.Handler, wrapRT func(runtime.Runtime) runtime.Runtime) (*benchServer, error) {
 	dir, err := os.MkdirTemp("", "airlock-bench-")
 	if err != nil {
 		return nil, err
 	}
 	os.Chmod(dir, 0o711)
 	b := &benchServer{dir: dir}
-	if b.d, err = startDaemon(ctx, dir, pool, eg, nil, tune); err != nil {
+	if b.d, err = startDaemon(ctx, dir, pool, eg, wrapRT, tune); err != nil {
 		b.close()
 		return nil, err
 	}
@@ -41,7 +49,11 @@ func startBenchServer(ctx context.Context, pool int, eg *egress.Config, tune dae
 		b.close()
 		return nil, err
 	}
-	b.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: b.d.handler}
+	var h http.Handler = b.d.handler
+	if wrap != nil {
+		h = wrap(h)
+	}
+	b.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: h}
 	go b.srv.Serve(ln)
 	key, err := os.ReadFile(b.d.keyPath)
 	if err != nil {
