@@ -35,6 +35,7 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/secrets"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/store/sqlite"
 	"github.com/airlockhq/airlock/internal/tasks"
 )
 
@@ -267,7 +268,7 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 	st := tune.store
 	if st == nil {
 		var err error
-		if st, err = store.OpenSQLite(filepath.Join(dataDir, "airlock.db")); err != nil {
+		if st, err = sqlite.Open(filepath.Join(dataDir, "airlock.db")); err != nil {
 			return nil, err
 		}
 	}

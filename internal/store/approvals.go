@@ -43,7 +43,7 @@ func ScanApproval(r Scanner) (Approval, error) {
 	var req, dl, dec sql.NullInt64
 	if err := r.Scan(&a.ID, &a.TenantID, &a.SandboxID, &a.Task, &a.Kind, &a.Request, &a.State, &req, &dl,
 		&dec, &a.DecidedBy, &a.Reason, &a.Remember); err != nil {
-		return Approval{}, notFound(err)
+		return Approval{}, NotFound(err)
 	}
 	a.RequestedAt, a.Deadline, a.DecidedAt = FromNanos(req), FromNanos(dl), FromNanos(dec)
 	return a, nil
@@ -55,9 +55,8 @@ func ApprovalArgs(a Approval) []any {
 		ToNanos(a.Deadline), ToNanos(a.DecidedAt), a.DecidedBy, a.Reason, a.Remember}
 }
 
-// approvalsSchema is the table of Approval; the PostgreSQL store's is the
-// same.
-const approvalsSchema = `CREATE TABLE approvals (
+// ApprovalsSchema is the table of Approval, the same in both stores' migrations.
+const ApprovalsSchema = `CREATE TABLE approvals (
 		id           TEXT PRIMARY KEY,
 		tenant_id    TEXT NOT NULL,
 		sandbox_id   TEXT NOT NULL,
@@ -73,6 +72,3 @@ const approvalsSchema = `CREATE TABLE approvals (
 		remember     TEXT NOT NULL DEFAULT ''
 	);
 	CREATE INDEX approvals_tenant_state ON approvals (tenant_id, state, requested_at);`
-
-// ApprovalsSchema is approvalsSchema, for the other stores' migrations.
-const ApprovalsSchema = approvalsSchema

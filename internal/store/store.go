@@ -1,6 +1,8 @@
 // Package store persists Airlock's records: tenants, API keys, sandboxes,
 // sandbox tokens and tenant secrets, behind one interface that SQLite (the
-// embedded default) implements and PostgreSQL can later. It stores only
+// embedded default, store/sqlite) and PostgreSQL (store/postgres)
+// implement; this package holds that interface, the records and the row
+// codecs both share, and no database of its own. It stores only
 // hashes of credentials (keys, tokens) and only sealed (encrypted) tenant
 // secrets, never a plaintext one, and it never decides policy: quotas and
 // ownership are checked by its callers.
@@ -341,7 +343,7 @@ type Store interface {
 	// with their attempts.
 	ListDeliveries(ctx context.Context, tenantID, webhookID string, before int64, limit int) ([]Delivery, error)
 
-	// Tasks (sqlite_tasks.go): CreateTask inserts one (an existing id is
+	// Tasks (tasks.go): CreateTask inserts one (an existing id is
 	// ErrConflict); UpdateTask saves its state, sandbox, exit, summary,
 	// times, token counts and progress; ListTasks orders by id.
 	CreateTask(ctx context.Context, t Task) error
@@ -358,7 +360,7 @@ type Store interface {
 	TaskArtifacts(ctx context.Context, taskID string) ([]TaskArtifact, error)
 	TaskArtifact(ctx context.Context, taskID, kind, name string) (TaskArtifact, error)
 
-	// Connections in flight (sqlite_liveconns.go): UpdateLiveConns adds
+	// Connections in flight (liveconns.go): UpdateLiveConns adds
 	// and removes them in one transaction; TakeLiveConns returns those
 	// left by a daemon that went away and forgets them.
 	UpdateLiveConns(ctx context.Context, opened []LiveConn, closed []string) error

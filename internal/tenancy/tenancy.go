@@ -10,7 +10,7 @@ import (
 )
 
 // Store is what tenancy needs of the store: tenants, keys, tokens and
-// console sessions. store.SQLite and postgres.Store implement it.
+// console sessions. sqlite.Store and postgres.Store implement it.
 type Store interface {
 	CreateTenant(ctx context.Context, t store.Tenant) error
 	GetTenant(ctx context.Context, id string) (store.Tenant, error)

@@ -11,13 +11,14 @@ import (
 
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/store/postgres"
+	"github.com/airlockhq/airlock/internal/store/sqlite"
 	"github.com/airlockhq/airlock/internal/store/teststore"
 	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // Both stores serve tenancy.
 var (
-	_ tenancy.Store = (*store.SQLite)(nil)
+	_ tenancy.Store = (*sqlite.Store)(nil)
 	_ tenancy.Store = (*postgres.Store)(nil)
 )
 

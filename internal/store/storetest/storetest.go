@@ -1,6 +1,6 @@
 // Package storetest is the one conformance suite every store.Store (and
-// nodes.Store) implementation runs: SQLite in package store, PostgreSQL
-// in package store/postgres. It checks what the interface's comments
+// nodes.Store) implementation runs: SQLite in package store/sqlite,
+// PostgreSQL in package store/postgres. It checks what the interface's comments
 // promise, as a caller sees it, and nothing an implementation keeps to
 // itself (files, pragmas, caches). It is imported only by tests and must
 // never be imported by the daemon.
