@@ -2,18 +2,19 @@ package store
 
 import (
 	"database/sql"
-	"time"
+
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // TenantCols are the columns ScanTenant reads, in its order.
 const TenantCols = `id, name, max_sandboxes, max_memory_mb, max_storage_mb, created_at`
 
 // ScanTenant reads a row of the tenant columns (TenantCols).
-func ScanTenant(r Scanner) (Tenant, error) {
-	var t Tenant
+func ScanTenant(r Scanner) (tenancy.Tenant, error) {
+	var t tenancy.Tenant
 	var created sql.NullInt64
 	if err := r.Scan(&t.ID, &t.Name, &t.MaxSandboxes, &t.MaxMemoryMB, &t.MaxStorageMB, &created); err != nil {
-		return Tenant{}, NotFound(err)
+		return tenancy.Tenant{}, NotFound(err)
 	}
 	t.CreatedAt = FromNanos(created)
 	return t, nil
@@ -23,21 +24,12 @@ func ScanTenant(r Scanner) (Tenant, error) {
 const KeyCols = `id, tenant_id, name, hash, admin, created_at`
 
 // ScanKey reads a row of the key columns.
-func ScanKey(r Scanner) (Key, error) {
-	var k Key
+func ScanKey(r Scanner) (tenancy.Key, error) {
+	var k tenancy.Key
 	var created sql.NullInt64
 	if err := r.Scan(&k.ID, &k.TenantID, &k.Name, &k.Hash, &k.Admin, &created); err != nil {
-		return Key{}, NotFound(err)
+		return tenancy.Key{}, NotFound(err)
 	}
 	k.CreatedAt = FromNanos(created)
 	return k, nil
-}
-
-// ConsoleSession is a signed-in browser: it acts as the key it was opened
-// with until it expires, is signed out, or the key is deleted.
-type ConsoleSession struct {
-	Hash      []byte
-	KeyID     string
-	CreatedAt time.Time
-	ExpiresAt time.Time
 }

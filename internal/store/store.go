@@ -10,46 +10,29 @@ package store
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/errdefs"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
-// Errors callers match with errors.Is.
+// Errors callers match with errors.Is. Each also matches its errdefs
+// kind, which the packages that define their own narrow store (tenancy,
+// nodes) match instead, since they do not import this one.
 var (
-	ErrNotFound = errors.New("not found")
-	ErrConflict = errors.New("already exists")
+	ErrNotFound error = &kindError{"not found", errdefs.ErrNotFound}
+	ErrConflict error = &kindError{"already exists", errdefs.ErrConflict}
 )
 
-// Tenant owns keys and sandboxes.
-type Tenant struct {
-	ID           string    `json:"id"`
-	Name         string    `json:"name"`           // unique
-	MaxSandboxes int       `json:"max_sandboxes"`  // concurrent, 0 = unlimited
-	MaxMemoryMB  int64     `json:"max_memory_mb"`  // sum over live sandboxes, 0 = unlimited
-	MaxStorageMB int64     `json:"max_storage_mb"` // what the server keeps for it (logs, events, tasks), 0 = unlimited
-	CreatedAt    time.Time `json:"created_at"`
+// kindError is an error with its own text that unwraps to its kind.
+type kindError struct {
+	msg  string
+	kind error
 }
 
-// Key is an API key. Only its SHA-256 is stored.
-type Key struct {
-	ID        string    `json:"id"`
-	TenantID  string    `json:"tenant_id"`
-	Name      string    `json:"name"`
-	Hash      []byte    `json:"-"`
-	Admin     bool      `json:"admin"` // may manage tenants and keys
-	CreatedAt time.Time `json:"created_at"`
-}
-
-// Token is a credential scoped to one sandbox, with an expiry.
-type Token struct {
-	ID        string
-	SandboxID string
-	TenantID  string
-	Hash      []byte
-	ExpiresAt time.Time
-}
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.kind }
 
 // Sandbox states.
 const (
@@ -200,29 +183,29 @@ type SandboxFilter struct {
 // Store is everything the daemon persists. Implementations are safe for
 // concurrent use.
 type Store interface {
-	CreateTenant(ctx context.Context, t Tenant) error
-	GetTenant(ctx context.Context, id string) (Tenant, error)
-	TenantByName(ctx context.Context, name string) (Tenant, error)
-	ListTenants(ctx context.Context) ([]Tenant, error)
+	CreateTenant(ctx context.Context, t tenancy.Tenant) error
+	GetTenant(ctx context.Context, id string) (tenancy.Tenant, error)
+	TenantByName(ctx context.Context, name string) (tenancy.Tenant, error)
+	ListTenants(ctx context.Context) ([]tenancy.Tenant, error)
 	// UpdateTenantQuota sets the quotas of the tenant with t.ID (its other
 	// fields stay) and returns the tenant as stored.
-	UpdateTenantQuota(ctx context.Context, t Tenant) (Tenant, error)
+	UpdateTenantQuota(ctx context.Context, t tenancy.Tenant) (tenancy.Tenant, error)
 
-	CreateKey(ctx context.Context, k Key) error
-	KeyByHash(ctx context.Context, hash []byte) (Key, error)
-	ListKeys(ctx context.Context, tenantID string) ([]Key, error) // "" = all
+	CreateKey(ctx context.Context, k tenancy.Key) error
+	KeyByHash(ctx context.Context, hash []byte) (tenancy.Key, error)
+	ListKeys(ctx context.Context, tenantID string) ([]tenancy.Key, error) // "" = all
 	DeleteKey(ctx context.Context, id string) error
 
 	// CreateConsoleSession opens a console session for an existing key
 	// (ErrNotFound if the key is gone); ConsoleSessionByHash returns it
 	// with its key; DeleteConsoleSession ends it. Deleting a key ends its
 	// sessions.
-	CreateConsoleSession(ctx context.Context, cs ConsoleSession) error
-	ConsoleSessionByHash(ctx context.Context, hash []byte) (ConsoleSession, Key, error)
+	CreateConsoleSession(ctx context.Context, cs tenancy.ConsoleSession) error
+	ConsoleSessionByHash(ctx context.Context, hash []byte) (tenancy.ConsoleSession, tenancy.Key, error)
 	DeleteConsoleSession(ctx context.Context, hash []byte) error
 
-	CreateToken(ctx context.Context, t Token) error
-	TokenByHash(ctx context.Context, hash []byte) (Token, error)
+	CreateToken(ctx context.Context, t tenancy.Token) error
+	TokenByHash(ctx context.Context, hash []byte) (tenancy.Token, error)
 	DeleteTokens(ctx context.Context, sandboxID string) error
 
 	CreateSandbox(ctx context.Context, s Sandbox) error

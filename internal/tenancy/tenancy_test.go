@@ -57,7 +57,7 @@ func newEnv(t *testing.T) env {
 func (e env) key(t *testing.T, tenant string) tenancy.CreatedKey {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := e.svc.CreateTenant(ctx, store.Tenant{Name: tenant}); err != nil {
+	if _, err := e.svc.CreateTenant(ctx, tenancy.Tenant{Name: tenant}); err != nil {
 		t.Fatal(err)
 	}
 	k, err := e.svc.CreateKey(ctx, tenant, "ci")

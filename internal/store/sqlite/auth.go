@@ -6,10 +6,11 @@ import (
 	"fmt"
 
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // CreateTenant inserts t; an existing id or name is ErrConflict.
-func (s *Store) CreateTenant(ctx context.Context, t store.Tenant) error {
+func (s *Store) CreateTenant(ctx context.Context, t tenancy.Tenant) error {
 	_, err := s.exec(ctx, `INSERT INTO tenants (`+store.TenantCols+`) VALUES (?, ?, ?, ?, ?, ?)`,
 		t.ID, t.Name, t.MaxSandboxes, t.MaxMemoryMB, t.MaxStorageMB, store.ToNanos(t.CreatedAt))
 	if err != nil {
@@ -19,38 +20,38 @@ func (s *Store) CreateTenant(ctx context.Context, t store.Tenant) error {
 }
 
 // UpdateTenantQuota: see store.Store.
-func (s *Store) UpdateTenantQuota(ctx context.Context, t store.Tenant) (store.Tenant, error) {
+func (s *Store) UpdateTenantQuota(ctx context.Context, t tenancy.Tenant) (tenancy.Tenant, error) {
 	n, err := s.exec(ctx, `UPDATE tenants SET max_sandboxes = ?, max_memory_mb = ?, max_storage_mb = ? WHERE id = ?`,
 		t.MaxSandboxes, t.MaxMemoryMB, t.MaxStorageMB, t.ID)
 	if err == nil && n == 0 {
 		err = store.ErrNotFound
 	}
 	if err != nil {
-		return store.Tenant{}, fmt.Errorf("update tenant %s: %w", t.ID, err)
+		return tenancy.Tenant{}, fmt.Errorf("update tenant %s: %w", t.ID, err)
 	}
 	return s.GetTenant(ctx, t.ID)
 }
 
 // GetTenant returns the tenant with the id.
-func (s *Store) GetTenant(ctx context.Context, id string) (store.Tenant, error) {
+func (s *Store) GetTenant(ctx context.Context, id string) (tenancy.Tenant, error) {
 	t, err := store.ScanTenant(s.queryRow(ctx, `SELECT `+store.TenantCols+` FROM tenants WHERE id = ?`, id))
 	if err != nil {
-		return store.Tenant{}, fmt.Errorf("get tenant %s: %w", id, err)
+		return tenancy.Tenant{}, fmt.Errorf("get tenant %s: %w", id, err)
 	}
 	return t, nil
 }
 
 // TenantByName returns the tenant with the name.
-func (s *Store) TenantByName(ctx context.Context, name string) (store.Tenant, error) {
+func (s *Store) TenantByName(ctx context.Context, name string) (tenancy.Tenant, error) {
 	t, err := store.ScanTenant(s.queryRow(ctx, `SELECT `+store.TenantCols+` FROM tenants WHERE name = ?`, name))
 	if err != nil {
-		return store.Tenant{}, fmt.Errorf("get tenant named %q: %w", name, err)
+		return tenancy.Tenant{}, fmt.Errorf("get tenant named %q: %w", name, err)
 	}
 	return t, nil
 }
 
 // ListTenants returns every tenant, ordered by name.
-func (s *Store) ListTenants(ctx context.Context) ([]store.Tenant, error) {
+func (s *Store) ListTenants(ctx context.Context) ([]tenancy.Tenant, error) {
 	rows, err := s.query(ctx, `SELECT `+store.TenantCols+` FROM tenants ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list tenants: %w", err)
@@ -64,7 +65,7 @@ func (s *Store) ListTenants(ctx context.Context) ([]store.Tenant, error) {
 
 // CreateKey inserts k; an existing id or hash is ErrConflict, a missing
 // tenant ErrNotFound.
-func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
+func (s *Store) CreateKey(ctx context.Context, k tenancy.Key) error {
 	_, err := s.exec(ctx, `INSERT INTO keys (`+store.KeyCols+`) VALUES (?, ?, ?, ?, ?, ?)`,
 		k.ID, k.TenantID, k.Name, k.Hash, k.Admin, store.ToNanos(k.CreatedAt))
 	if err != nil {
@@ -74,18 +75,18 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
 }
 
 // KeyByHash returns the key whose SHA-256 is hash.
-func (s *Store) KeyByHash(ctx context.Context, hash []byte) (store.Key, error) {
+func (s *Store) KeyByHash(ctx context.Context, hash []byte) (tenancy.Key, error) {
 	k, err := store.ScanKey(s.queryRow(ctx, `SELECT `+store.KeyCols+` FROM keys WHERE hash = ?`, hash))
 	if err != nil {
 		// Never log the hash: it identifies the key.
-		return store.Key{}, fmt.Errorf("get key by hash: %w", err)
+		return tenancy.Key{}, fmt.Errorf("get key by hash: %w", err)
 	}
 	return k, nil
 }
 
 // ListKeys returns the tenant's keys, or all keys if tenantID is "",
 // ordered by id.
-func (s *Store) ListKeys(ctx context.Context, tenantID string) ([]store.Key, error) {
+func (s *Store) ListKeys(ctx context.Context, tenantID string) ([]tenancy.Key, error) {
 	rows, err := s.query(ctx, `SELECT `+store.KeyCols+` FROM keys WHERE ? = '' OR tenant_id = ? ORDER BY id`,
 		tenantID, tenantID)
 	if err != nil {
@@ -113,7 +114,7 @@ func (s *Store) DeleteKey(ctx context.Context, id string) error {
 const tokenCols = `id, sandbox_id, tenant_id, hash, expires_at`
 
 // CreateToken inserts t; an existing id or hash is ErrConflict.
-func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
+func (s *Store) CreateToken(ctx context.Context, t tenancy.Token) error {
 	_, err := s.exec(ctx, `INSERT INTO tokens (`+tokenCols+`) VALUES (?, ?, ?, ?, ?)`,
 		t.ID, t.SandboxID, t.TenantID, t.Hash, store.ToNanos(t.ExpiresAt))
 	if err != nil {
@@ -124,17 +125,17 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 
 // TokenByHash returns the token whose hash is hash, expired or not: the
 // caller checks ExpiresAt.
-func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, error) {
+func (s *Store) TokenByHash(ctx context.Context, hash []byte) (tenancy.Token, error) {
 	// A pending stop deletes the sandbox's tokens when it is written.
 	if err := s.flushSandboxes(ctx); err != nil {
-		return store.Token{}, err
+		return tenancy.Token{}, err
 	}
-	var t store.Token
+	var t tenancy.Token
 	var expires sql.NullInt64
 	err := s.queryRow(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = ?`, hash).
 		Scan(&t.ID, &t.SandboxID, &t.TenantID, &t.Hash, &expires)
 	if err != nil {
-		return store.Token{}, fmt.Errorf("get token by hash: %w", store.NotFound(err))
+		return tenancy.Token{}, fmt.Errorf("get token by hash: %w", store.NotFound(err))
 	}
 	t.ExpiresAt = store.FromNanos(expires)
 	return t, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // consoleSchema holds the browser console's sign-in sessions. Only the
@@ -25,7 +26,7 @@ const consoleSchema = `CREATE TABLE console_sessions (
 
 // CreateConsoleSession inserts cs and removes the sessions that have
 // expired by its creation.
-func (s *Store) CreateConsoleSession(ctx context.Context, cs store.ConsoleSession) error {
+func (s *Store) CreateConsoleSession(ctx context.Context, cs tenancy.ConsoleSession) error {
 	if _, err := s.exec(ctx, `DELETE FROM console_sessions WHERE expires_at <= ?`, store.ToNanos(cs.CreatedAt)); err != nil {
 		return fmt.Errorf("prune console sessions: %w", err)
 	}
@@ -45,15 +46,15 @@ func (s *Store) CreateConsoleSession(ctx context.Context, cs store.ConsoleSessio
 
 // ConsoleSessionByHash returns the session whose cookie hashes to hash,
 // with the key it acts as, expired or not: the caller checks ExpiresAt.
-func (s *Store) ConsoleSessionByHash(ctx context.Context, hash []byte) (store.ConsoleSession, store.Key, error) {
-	var cs store.ConsoleSession
+func (s *Store) ConsoleSessionByHash(ctx context.Context, hash []byte) (tenancy.ConsoleSession, tenancy.Key, error) {
+	var cs tenancy.ConsoleSession
 	var created, expires sql.NullInt64
 	row := s.queryRow(ctx, `SELECT c.hash, c.key_id, c.created_at, c.expires_at, k.id, k.tenant_id, k.name, k.hash, k.admin, k.created_at
 		FROM console_sessions c JOIN keys k ON k.id = c.key_id WHERE c.hash = ?`, hash)
-	var k store.Key
+	var k tenancy.Key
 	var kcreated sql.NullInt64
 	if err := row.Scan(&cs.Hash, &cs.KeyID, &created, &expires, &k.ID, &k.TenantID, &k.Name, &k.Hash, &k.Admin, &kcreated); err != nil {
-		return store.ConsoleSession{}, store.Key{}, fmt.Errorf("get console session: %w", store.NotFound(err))
+		return tenancy.ConsoleSession{}, tenancy.Key{}, fmt.Errorf("get console session: %w", store.NotFound(err))
 	}
 	cs.CreatedAt, cs.ExpiresAt, k.CreatedAt = store.FromNanos(created), store.FromNanos(expires), store.FromNanos(kcreated)
 	return cs, k, nil

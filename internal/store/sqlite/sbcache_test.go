@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // The cache answers as the database would: a second store on the same
@@ -15,7 +16,7 @@ import (
 func TestSandboxCache(t *testing.T) {
 	ctx := context.Background()
 	s, path := openTest(t)
-	if err := s.CreateTenant(ctx, store.Tenant{ID: "ten_a", Name: "a"}); err != nil {
+	if err := s.CreateTenant(ctx, tenancy.Tenant{ID: "ten_a", Name: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	local := time.Date(2026, 12, 3, 10, 0, 0, 123456789, time.FixedZone("X", 3600))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // TestUpdateSandboxSoon: a deferred update shows at once through the store,
@@ -20,7 +21,7 @@ func TestUpdateSandboxSoon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateTenant(ctx, store.Tenant{ID: "ten_a", Name: "a"}); err != nil {
+	if err := s.CreateTenant(ctx, tenancy.Tenant{ID: "ten_a", Name: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	// dbState reads the record with another connection, as a second
@@ -93,7 +94,7 @@ func TestUpdateSandboxSoon(t *testing.T) {
 	sb4 := mk("sb-token")
 	sb4.State = store.StateRunning
 	s.UpdateSandbox(ctx, sb4)
-	if err := s.CreateToken(ctx, store.Token{ID: "tok_x", SandboxID: sb4.ID, TenantID: "ten_a", Hash: []byte("h"), ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+	if err := s.CreateToken(ctx, tenancy.Token{ID: "tok_x", SandboxID: sb4.ID, TenantID: "ten_a", Hash: []byte("h"), ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	sb4.State = store.StateStopped
@@ -191,7 +192,7 @@ func storeWithSandbox(t *testing.T, id, state string) (*Store, store.Sandbox) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if err := s.CreateTenant(ctx, store.Tenant{ID: "ten_a", Name: "a"}); err != nil {
+	if err := s.CreateTenant(ctx, tenancy.Tenant{ID: "ten_a", Name: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	sb := store.Sandbox{ID: id, TenantID: "ten_a", State: state, Template: "base", CPUs: 1, MemoryMB: 64, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
