@@ -12,6 +12,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/approvals"
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/errdefs"
 	"github.com/airlockhq/airlock/internal/tenancy"
@@ -370,10 +371,10 @@ type Store interface {
 	// has none with that id. PruneApprovals deletes those decided before
 	// before and those still pending whose deadline passed before it (a
 	// daemon that died with them held), and says how many.
-	CreateApproval(ctx context.Context, a Approval) error
-	GetApproval(ctx context.Context, tenantID, id string) (Approval, error)
-	ListApprovals(ctx context.Context, tenantID, state string) ([]Approval, error)
-	DecideApproval(ctx context.Context, a Approval) error
+	CreateApproval(ctx context.Context, a approvals.Record) error
+	GetApproval(ctx context.Context, tenantID, id string) (approvals.Record, error)
+	ListApprovals(ctx context.Context, tenantID, state string) ([]approvals.Record, error)
+	DecideApproval(ctx context.Context, a approvals.Record) error
 	PruneApprovals(ctx context.Context, before time.Time) (int, error)
 
 	Close() error
