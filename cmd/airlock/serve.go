@@ -35,7 +35,9 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/secrets"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/store/sqlite"
 	"github.com/airlockhq/airlock/internal/tasks"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // serveCmd runs the daemon until SIGTERM or SIGINT.
@@ -267,7 +269,7 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 	st := tune.store
 	if st == nil {
 		var err error
-		if st, err = store.OpenSQLite(filepath.Join(dataDir, "airlock.db")); err != nil {
+		if st, err = sqlite.Open(filepath.Join(dataDir, "airlock.db")); err != nil {
 			return nil, err
 		}
 	}
@@ -503,7 +505,7 @@ func ensureAdminKey(ctx context.Context, st store.Store, dataDir string) (string
 		return "", false, err
 	}
 	now := time.Now().UTC()
-	t := store.Tenant{ID: "t-" + adminTenant, Name: adminTenant, MaxStorageMB: store.DefaultMaxStorageMB, CreatedAt: now}
+	t := tenancy.Tenant{ID: "t-" + adminTenant, Name: adminTenant, MaxStorageMB: store.DefaultMaxStorageMB, CreatedAt: now}
 	key, hash := api.NewKey()
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -519,7 +521,7 @@ func ensureAdminKey(ctx context.Context, st store.Store, dataDir string) (string
 	if err := st.CreateTenant(ctx, t); err != nil {
 		return "", false, err
 	}
-	if err := st.CreateKey(ctx, store.Key{ID: "k-admin", TenantID: t.ID, Name: "admin", Hash: hash, Admin: true, CreatedAt: now}); err != nil {
+	if err := st.CreateKey(ctx, tenancy.Key{ID: "k-admin", TenantID: t.ID, Name: "admin", Hash: hash, Admin: true, CreatedAt: now}); err != nil {
 		return "", false, err
 	}
 	return path, true, nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/api"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // adminKeyEnv names an admin API key given to the server (from a secret
@@ -35,7 +36,7 @@ func ensureEnvAdminKey(ctx context.Context, st store.Store, key string) error {
 	now := time.Now().UTC()
 	t, err := st.TenantByName(ctx, adminTenant)
 	if errors.Is(err, store.ErrNotFound) {
-		t = store.Tenant{ID: "t-" + adminTenant, Name: adminTenant, MaxStorageMB: store.DefaultMaxStorageMB, CreatedAt: now}
+		t = tenancy.Tenant{ID: "t-" + adminTenant, Name: adminTenant, MaxStorageMB: store.DefaultMaxStorageMB, CreatedAt: now}
 		if err = st.CreateTenant(ctx, t); errors.Is(err, store.ErrConflict) {
 			t, err = st.TenantByName(ctx, adminTenant)
 		}
@@ -43,7 +44,7 @@ func ensureEnvAdminKey(ctx context.Context, st store.Store, key string) error {
 	if err != nil {
 		return fmt.Errorf("admin tenant: %w", err)
 	}
-	err = st.CreateKey(ctx, store.Key{ID: "k-admin-" + fmt.Sprintf("%x", hash[:6]), TenantID: t.ID, Name: "admin (" + adminKeyEnv + ")", Hash: hash, Admin: true, CreatedAt: now})
+	err = st.CreateKey(ctx, tenancy.Key{ID: "k-admin-" + fmt.Sprintf("%x", hash[:6]), TenantID: t.ID, Name: "admin (" + adminKeyEnv + ")", Hash: hash, Admin: true, CreatedAt: now})
 	if errors.Is(err, store.ErrConflict) {
 		return nil
 	}

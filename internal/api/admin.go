@@ -88,7 +88,7 @@ func (s *server) createTenant(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	t, err := s.tenancy.CreateTenant(r.Context(), store.Tenant{Name: req.Name, MaxSandboxes: req.MaxSandboxes,
+	t, err := s.tenancy.CreateTenant(r.Context(), tenancy.Tenant{Name: req.Name, MaxSandboxes: req.MaxSandboxes,
 		MaxMemoryMB: req.MaxMemoryMB, MaxStorageMB: *req.MaxStorageMB})
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
@@ -161,10 +161,10 @@ func (s *server) listTenants(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ts == nil {
-		ts = []store.Tenant{}
+		ts = []tenancy.Tenant{}
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Tenants []store.Tenant `json:"tenants"`
+		Tenants []tenancy.Tenant `json:"tenants"`
 	}{ts})
 }
 

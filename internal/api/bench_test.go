@@ -14,8 +14,8 @@ import (
 	"github.com/airlockhq/airlock/internal/api"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/store/teststore"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // BenchmarkCycle measures what the API adds to create -> exec -> delete:
@@ -27,10 +27,10 @@ func BenchmarkCycle(b *testing.B) {
 	ctx := context.Background()
 	st := teststore.Open(b)
 	key, hash := api.NewKey()
-	if err := st.CreateTenant(ctx, store.Tenant{ID: "t1", Name: "t1"}); err != nil {
+	if err := st.CreateTenant(ctx, tenancy.Tenant{ID: "t1", Name: "t1"}); err != nil {
 		b.Fatal(err)
 	}
-	if err := st.CreateKey(ctx, store.Key{ID: "k1", TenantID: "t1", Hash: hash}); err != nil {
+	if err := st.CreateKey(ctx, tenancy.Key{ID: "k1", TenantID: "t1", Hash: hash}); err != nil {
 		b.Fatal(err)
 	}
 	mgr, err := sandbox.NewManager(ctx, st, &nopRuntime{live: map[string]bool{}}, sandbox.Options{HostMemoryMB: 1 << 20})

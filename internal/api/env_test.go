@@ -15,6 +15,7 @@ import (
 	"github.com/airlockhq/airlock/internal/agent"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/store/teststore"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // env is a running API over a fake manager and store, with three tenants:
@@ -65,11 +66,11 @@ func (e *env) advance(d time.Duration) {
 
 func (e *env) addTenant(name string, admin bool) string {
 	ctx := context.Background()
-	if err := e.st.CreateTenant(ctx, store.Tenant{ID: "ten_" + name, Name: name, CreatedAt: t0}); err != nil {
+	if err := e.st.CreateTenant(ctx, tenancy.Tenant{ID: "ten_" + name, Name: name, CreatedAt: t0}); err != nil {
 		e.t.Fatal(err)
 	}
 	key, hash := NewKey()
-	k := store.Key{ID: "key_" + name, TenantID: "ten_" + name, Name: name + "-key", Hash: hash, Admin: admin, CreatedAt: t0}
+	k := tenancy.Key{ID: "key_" + name, TenantID: "ten_" + name, Name: name + "-key", Hash: hash, Admin: admin, CreatedAt: t0}
 	if err := e.st.CreateKey(ctx, k); err != nil {
 		e.t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/sandboxtest"
 	"github.com/airlockhq/airlock/internal/secrets"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // One runtime and one store for the package's Linux tests: a Service
@@ -49,12 +49,12 @@ func startLinux(t *testing.T) suite.Server {
 	}
 	t.Cleanup(func() { svc.Close() })
 	n := tenantN.Add(1)
-	ten := store.Tenant{ID: fmt.Sprintf("t-suite-%d", n), Name: fmt.Sprintf("suite-%d", n)}
+	ten := tenancy.Tenant{ID: fmt.Sprintf("t-suite-%d", n), Name: fmt.Sprintf("suite-%d", n)}
 	if err := fx.Store.CreateTenant(ctx, ten); err != nil {
 		t.Fatal(err)
 	}
 	key, hash := api.NewKey()
-	if err := fx.Store.CreateKey(ctx, store.Key{ID: "k-" + ten.ID, TenantID: ten.ID, Name: "admin", Hash: hash, Admin: true}); err != nil {
+	if err := fx.Store.CreateKey(ctx, tenancy.Key{ID: "k-" + ten.ID, TenantID: ten.ID, Name: "admin", Hash: hash, Admin: true}); err != nil {
 		t.Fatal(err)
 	}
 	h := api.New(svc, fx.Store, api.Options{AgentProtocol: agent.ProtocolVersion, DataDir: fx.StateDir(), AuditSigner: box.Signer(),

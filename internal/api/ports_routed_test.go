@@ -16,6 +16,7 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/store/teststore"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // dialingManager is the fake whose sandboxes' every port is one loopback
@@ -57,11 +58,11 @@ func newRoutedEnv(t *testing.T) *routedEnv {
 	e := &routedEnv{st: st, h: New(dialingManager{fm, up.Listener.Addr().String()}, st, Options{Now: func() time.Time { return t0 }, Logger: slog.New(slog.DiscardHandler)})}
 	for i, name := range []string{"alice", "bob"} {
 		tenant := "ten_" + name
-		if err := st.CreateTenant(ctx, store.Tenant{ID: tenant, Name: name, CreatedAt: t0}); err != nil {
+		if err := st.CreateTenant(ctx, tenancy.Tenant{ID: tenant, Name: name, CreatedAt: t0}); err != nil {
 			t.Fatal(err)
 		}
 		key, hash := NewKey()
-		if err := st.CreateKey(ctx, store.Key{ID: "key_" + name, TenantID: tenant, Name: name, Hash: hash, CreatedAt: t0}); err != nil {
+		if err := st.CreateKey(ctx, tenancy.Key{ID: "key_" + name, TenantID: tenant, Name: name, Hash: hash, CreatedAt: t0}); err != nil {
 			t.Fatal(err)
 		}
 		id := []string{"sb_1", "sb_2"}[i]
@@ -72,7 +73,7 @@ func newRoutedEnv(t *testing.T) *routedEnv {
 		}
 		fm.sandboxes[id] = rec
 		tok, th := NewToken()
-		if err := st.CreateToken(ctx, store.Token{ID: "tok_" + name, SandboxID: id, TenantID: tenant, Hash: th, ExpiresAt: t0.Add(time.Hour)}); err != nil {
+		if err := st.CreateToken(ctx, tenancy.Token{ID: "tok_" + name, SandboxID: id, TenantID: tenant, Hash: th, ExpiresAt: t0.Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 		if name == "alice" {

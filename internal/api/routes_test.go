@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 func TestHealthAndOpenAPI(t *testing.T) {
@@ -197,7 +197,7 @@ func TestTokenTenantKeyRoutes(t *testing.T) {
 		t.Errorf("stored token %+v %v", stored, err)
 	}
 
-	var ten store.Tenant
+	var ten tenancy.Tenant
 	e.must(call{method: "POST", path: "/v1/tenants", cred: e.admin, body: `{"name":"carol","max_sandboxes":3,"max_memory_mb":2048}`}, 201, &ten)
 	if !strings.HasPrefix(ten.ID, "ten_") || ten.Name != "carol" || ten.MaxSandboxes != 3 || ten.MaxMemoryMB != 2048 || !ten.CreatedAt.Equal(t0) {
 		t.Errorf("tenant %+v", ten)
@@ -211,7 +211,7 @@ func TestTokenTenantKeyRoutes(t *testing.T) {
 	if got, err := e.st.TenantByName(t.Context(), "carol"); err != nil || got.MaxSandboxes != 3 || got.MaxMemoryMB != 0 {
 		t.Errorf("stored tenant after PATCH: %+v %v", got, err)
 	}
-	var tl struct{ Tenants []store.Tenant }
+	var tl struct{ Tenants []tenancy.Tenant }
 	e.must(call{method: "GET", path: "/v1/tenants", cred: e.admin}, 200, &tl)
 	if len(tl.Tenants) != 4 {
 		t.Errorf("tenants %+v", tl)

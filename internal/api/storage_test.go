@@ -5,6 +5,8 @@ import (
 
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // TestTenantStorageQuota: max_storage_mb is the default 2048 when a
@@ -19,12 +21,12 @@ func TestTenantStorageQuota(t *testing.T) {
 	} {
 		e.must(call{method: "POST", path: "/v1/tenants", cred: e.admin, body: tc.body}, 201, nil)
 	}
-	var ten store.Tenant
+	var ten tenancy.Tenant
 	e.must(call{method: "PATCH", path: "/v1/tenants/small", cred: e.admin, body: `{"max_storage_mb":5}`}, 200, &ten)
 	if ten.MaxStorageMB != 5 || ten.MaxSandboxes != 2 {
 		t.Errorf("tenant after PATCH of its storage quota: %+v", ten)
 	}
-	var tl struct{ Tenants []store.Tenant }
+	var tl struct{ Tenants []tenancy.Tenant }
 	e.must(call{method: "GET", path: "/v1/tenants", cred: e.admin}, 200, &tl)
 	got := map[string]int64{}
 	for _, tn := range tl.Tenants {

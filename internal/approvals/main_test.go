@@ -1,4 +1,4 @@
-package approvals
+package approvals_test
 
 import (
 	"testing"

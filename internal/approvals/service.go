@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/airlockhq/airlock/internal/errdefs"
-	"github.com/airlockhq/airlock/internal/store"
 )
 
 // Service opens, decides and lists approvals. It is safe for concurrent
@@ -173,7 +172,7 @@ func (s *Service) end(ctx context.Context, a Approval, reason string) (Approval,
 		return Approval{}, err
 	}
 	switch err := s.opts.Store.DecideApproval(ctx, rec); {
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, errdefs.ErrConflict):
 		return s.get(ctx, a.TenantID, a.ID)
 	case err != nil:
 		return Approval{}, fmt.Errorf("time out approval %s: %w", a.ID, err)
@@ -192,7 +191,7 @@ func (s *Service) record(ctx context.Context, a Approval, typ, keyID string) {
 // get reads an approval of the tenant as stored.
 func (s *Service) get(ctx context.Context, tenantID, id string) (Approval, error) {
 	rec, err := s.opts.Store.GetApproval(ctx, tenantID, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, errdefs.ErrNotFound) {
 		return Approval{}, fmt.Errorf("%w: approval %s", errdefs.ErrNotFound, id)
 	}
 	if err != nil {
@@ -284,7 +283,7 @@ func (s *Service) Decide(ctx context.Context, c Caller, id string, d Decision) (
 		return Approval{}, err
 	}
 	if err := s.opts.Store.DecideApproval(context.WithoutCancel(ctx), rec); err != nil {
-		if errors.Is(err, store.ErrConflict) {
+		if errors.Is(err, errdefs.ErrConflict) {
 			return Approval{}, fmt.Errorf("%w: approval %s was decided meanwhile", errdefs.ErrConflict, id)
 		}
 		return Approval{}, err

@@ -1,4 +1,4 @@
-package approvals
+package approvals_test
 
 import (
 	"context"
@@ -11,12 +11,14 @@ import (
 	"github.com/airlockhq/airlock/internal/errdefs"
 	"github.com/airlockhq/airlock/internal/store/teststore"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/internal/approvals"
 )
 
 type recorded struct{ typ, state, actor string }
 
 type harness struct {
-	s   *Service
+	s   *approvals.Service
 	mu  sync.Mutex
 	log []recorded
 	now time.Time
@@ -28,15 +30,15 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	st := teststore.Open(t)
 	h := &harness{now: time.Date(2026, 12, 6, 19, 0, 0, 0, time.UTC)}
-	h.s = New(Options{Store: st,
+	h.s = approvals.New(approvals.Options{Store: st,
 		Now:    func() time.Time { h.mu.Lock(); defer h.mu.Unlock(); return h.now },
 		TaskOf: func(context.Context, string, string) string { return "task_1" },
-		Record: func(_ context.Context, a Approval, typ, key string) {
+		Record: func(_ context.Context, a approvals.Approval, typ, key string) {
 			h.mu.Lock()
 			h.log = append(h.log, recorded{typ, a.State, key})
 			h.mu.Unlock()
 		},
-		Remember: func(_ context.Context, a Approval, key string) error {
+		Remember: func(_ context.Context, a approvals.Approval, key string) error {
 			if h.err == nil {
 				h.rem = append(h.rem, a.SandboxID+"/"+a.Egress.Host+"/"+a.State)
 			}
@@ -48,15 +50,15 @@ func newHarness(t *testing.T) *harness {
 
 var (
 	ctx   = context.Background()
-	key   = Caller{TenantID: "ten_a", KeyID: "key_1"}
-	token = Caller{TenantID: "ten_a"}
-	other = Caller{TenantID: "ten_b", KeyID: "key_2"}
+	key   = approvals.Caller{TenantID: "ten_a", KeyID: "key_1"}
+	token = approvals.Caller{TenantID: "ten_a"}
+	other = approvals.Caller{TenantID: "ten_b", KeyID: "key_2"}
 )
 
-func (h *harness) open(t *testing.T) *Waiter {
+func (h *harness) open(t *testing.T) *approvals.Waiter {
 	t.Helper()
-	w, err := h.s.Open(ctx, Request{TenantID: "ten_a", SandboxID: "sb_1", Deadline: h.now.Add(time.Minute),
-		Egress: &Egress{Host: "denied.test", Port: 80, Protocol: "http"}})
+	w, err := h.s.Open(ctx, approvals.Request{TenantID: "ten_a", SandboxID: "sb_1", Deadline: h.now.Add(time.Minute),
+		Egress: &approvals.Egress{Host: "denied.test", Port: 80, Protocol: "http"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +70,7 @@ func (h *harness) open(t *testing.T) *Waiter {
 func TestDecideWakesWaiter(t *testing.T) {
 	h := newHarness(t)
 	w := h.open(t)
-	got := make(chan Approval, 1)
+	got := make(chan approvals.Approval, 1)
 	go func() {
 		a, err := w.Wait(ctx)
 		if err != nil {
@@ -76,29 +78,29 @@ func TestDecideWakesWaiter(t *testing.T) {
 		}
 		got <- a
 	}()
-	l, err := h.s.List(ctx, key, Pending)
+	l, err := h.s.List(ctx, key, approvals.Pending)
 	if err != nil || len(l) != 1 || l[0].ID != w.Approval().ID || l[0].Task != "task_1" {
 		t.Fatalf("pending: %+v, %v", l, err)
 	}
-	d, err := h.s.Decide(ctx, key, w.Approval().ID, Decision{Allow: true, Reason: "fine"})
+	d, err := h.s.Decide(ctx, key, w.Approval().ID, approvals.Decision{Allow: true, Reason: "fine"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := <-got
-	if a.State != Allowed || a.DecidedBy != "key_1" || a.Reason != "fine" || a.Remember != RememberOnce {
+	if a.State != approvals.Allowed || a.DecidedBy != "key_1" || a.Reason != "fine" || a.Remember != approvals.RememberOnce {
 		t.Errorf("waiter got %+v", a)
 	}
-	if d.State != Allowed {
+	if d.State != approvals.Allowed {
 		t.Errorf("decision %+v", d)
 	}
-	want := []recorded{{EventRequested, Pending, ""}, {EventDecided, Allowed, "key_1"}}
+	want := []recorded{{approvals.EventRequested, approvals.Pending, ""}, {approvals.EventDecided, approvals.Allowed, "key_1"}}
 	if diff := cmp.Diff(want, h.log, cmp.AllowUnexported(recorded{})); diff != "" {
 		t.Errorf("recorded (-want +got):\n%s", diff)
 	}
-	if _, err := h.s.Decide(ctx, key, a.ID, Decision{}); !errors.Is(err, errdefs.ErrConflict) {
+	if _, err := h.s.Decide(ctx, key, a.ID, approvals.Decision{}); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("decided twice: %v, want ErrConflict", err)
 	}
-	if l, _ := h.s.List(ctx, key, Pending); len(l) != 0 {
+	if l, _ := h.s.List(ctx, key, approvals.Pending); len(l) != 0 {
 		t.Errorf("pending after the decision: %+v", l)
 	}
 }
@@ -108,10 +110,10 @@ func TestDecideWakesWaiter(t *testing.T) {
 func TestWhoMayDecide(t *testing.T) {
 	h := newHarness(t)
 	id := h.open(t).Approval().ID
-	if _, err := h.s.Decide(ctx, token, id, Decision{Allow: true}); !errors.Is(err, errdefs.ErrForbidden) {
+	if _, err := h.s.Decide(ctx, token, id, approvals.Decision{Allow: true}); !errors.Is(err, errdefs.ErrForbidden) {
 		t.Errorf("sandbox token: %v, want ErrForbidden", err)
 	}
-	if _, err := h.s.Decide(ctx, other, id, Decision{Allow: true}); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, err := h.s.Decide(ctx, other, id, approvals.Decision{Allow: true}); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("another tenant decides: %v, want ErrNotFound", err)
 	}
 	if _, err := h.s.Get(ctx, other, id); !errors.Is(err, errdefs.ErrNotFound) {
@@ -120,10 +122,10 @@ func TestWhoMayDecide(t *testing.T) {
 	if l, err := h.s.List(ctx, other, ""); err != nil || len(l) != 0 {
 		t.Errorf("another tenant lists: %+v, %v", l, err)
 	}
-	if a, err := h.s.Get(ctx, key, id); err != nil || a.State != Pending {
+	if a, err := h.s.Get(ctx, key, id); err != nil || a.State != approvals.Pending {
 		t.Errorf("still pending: %+v, %v", a, err)
 	}
-	if _, err := h.s.Decide(ctx, key, id, Decision{Remember: "forever"}); !errors.Is(err, errdefs.ErrInvalid) {
+	if _, err := h.s.Decide(ctx, key, id, approvals.Decision{Remember: "forever"}); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("remember forever: %v, want ErrInvalid", err)
 	}
 	if _, err := h.s.List(ctx, key, "maybe"); !errors.Is(err, errdefs.ErrInvalid) {
@@ -142,11 +144,11 @@ func TestTimeout(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || ans.Allow {
 		t.Errorf("ask: %+v, %v; want the deadline's error", ans, err)
 	}
-	l, err := h.s.List(ctx, key, TimedOut)
+	l, err := h.s.List(ctx, key, approvals.TimedOut)
 	if err != nil || len(l) != 1 || l[0].DecidedBy != "" || l[0].Egress.Host != "denied.test" {
 		t.Fatalf("timed out: %+v, %v", l, err)
 	}
-	if _, err := h.s.Decide(ctx, key, l[0].ID, Decision{Allow: true}); !errors.Is(err, errdefs.ErrConflict) {
+	if _, err := h.s.Decide(ctx, key, l[0].ID, approvals.Decision{Allow: true}); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("deciding a timed-out one: %v, want ErrConflict", err)
 	}
 }
@@ -159,10 +161,10 @@ func TestExpiredWithoutWaiter(t *testing.T) {
 	h.mu.Lock()
 	h.now = h.now.Add(2 * time.Minute)
 	h.mu.Unlock()
-	if l, err := h.s.List(ctx, key, Pending); err != nil || len(l) != 0 {
+	if l, err := h.s.List(ctx, key, approvals.Pending); err != nil || len(l) != 0 {
 		t.Errorf("pending past the deadline: %+v, %v", l, err)
 	}
-	if a, err := h.s.Get(ctx, key, id); err != nil || a.State != TimedOut {
+	if a, err := h.s.Get(ctx, key, id); err != nil || a.State != approvals.TimedOut {
 		t.Errorf("get: %+v, %v; want timed_out", a, err)
 	}
 }
@@ -173,15 +175,15 @@ func TestRemember(t *testing.T) {
 	h := newHarness(t)
 	id := h.open(t).Approval().ID
 	h.err = errors.New("sandbox gone")
-	if _, err := h.s.Decide(ctx, key, id, Decision{Allow: true, Remember: RememberSandbox}); err == nil {
+	if _, err := h.s.Decide(ctx, key, id, approvals.Decision{Allow: true, Remember: approvals.RememberSandbox}); err == nil {
 		t.Fatal("decided although remembering failed")
 	}
-	if a, _ := h.s.Get(ctx, key, id); a.State != Pending {
+	if a, _ := h.s.Get(ctx, key, id); a.State != approvals.Pending {
 		t.Errorf("after a failed remember: %s, want pending", a.State)
 	}
 	h.err = nil
-	a, err := h.s.Decide(ctx, key, id, Decision{Allow: true, Remember: RememberSandbox})
-	if err != nil || a.Remember != RememberSandbox {
+	a, err := h.s.Decide(ctx, key, id, approvals.Decision{Allow: true, Remember: approvals.RememberSandbox})
+	if err != nil || a.Remember != approvals.RememberSandbox {
 		t.Fatalf("%+v, %v", a, err)
 	}
 	if diff := cmp.Diff([]string{"sb_1/denied.test/allowed"}, h.rem); diff != "" {
@@ -205,7 +207,7 @@ func TestAskEgressDenied(t *testing.T) {
 	}()
 	var id string
 	for id == "" {
-		l, err := h.s.List(ctx, key, Pending)
+		l, err := h.s.List(ctx, key, approvals.Pending)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,7 +216,7 @@ func TestAskEgressDenied(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if _, err := h.s.Decide(ctx, key, id, Decision{Reason: "not today"}); err != nil {
+	if _, err := h.s.Decide(ctx, key, id, approvals.Decision{Reason: "not today"}); err != nil {
 		t.Fatal(err)
 	}
 	r := <-got
@@ -228,24 +230,24 @@ func TestAskEgressDenied(t *testing.T) {
 // the approval, by the store.
 func TestDecidedElsewhere(t *testing.T) {
 	st := teststore.Open(t)
-	a := New(Options{Store: st, PollEvery: 20 * time.Millisecond})
-	b := New(Options{Store: st, PollEvery: 20 * time.Millisecond})
-	w, err := a.Open(ctx, Request{TenantID: "ten_a", SandboxID: "sb_1", Deadline: time.Now().Add(time.Minute),
-		Command: &Command{Text: "deploy"}})
+	a := approvals.New(approvals.Options{Store: st, PollEvery: 20 * time.Millisecond})
+	b := approvals.New(approvals.Options{Store: st, PollEvery: 20 * time.Millisecond})
+	w, err := a.Open(ctx, approvals.Request{TenantID: "ten_a", SandboxID: "sb_1", Deadline: time.Now().Add(time.Minute),
+		Command: &approvals.Command{Text: "deploy"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan Approval, 1)
+	got := make(chan approvals.Approval, 1)
 	go func() {
 		ap, _ := w.Wait(ctx)
 		got <- ap
 	}()
-	if _, err := b.Decide(ctx, key, w.Approval().ID, Decision{Reason: "not today"}); err != nil {
+	if _, err := b.Decide(ctx, key, w.Approval().ID, approvals.Decision{Reason: "not today"}); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case ap := <-got:
-		if ap.State != Denied || ap.Reason != "not today" || ap.Command == nil || ap.Command.Text != "deploy" {
+		if ap.State != approvals.Denied || ap.Reason != "not today" || ap.Command == nil || ap.Command.Text != "deploy" {
 			t.Errorf("waiter got %+v", ap)
 		}
 	case <-time.After(5 * time.Second):

@@ -144,7 +144,8 @@ type JoinReply struct {
 	CA          string `json:"ca"`
 }
 
-// Store keeps nodes, join tokens and the CA; store.SQLite implements it.
+// Store keeps nodes, join tokens and the CA; sqlite.Store and
+// postgres.Store implement it.
 // Its not-found and conflict errors wrap errdefs' kinds.
 type Store interface {
 	// NodeCA returns the CA's certificate and sealed key (ErrNotFound

@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 func TestLifecycle(t *testing.T) {
@@ -40,7 +41,7 @@ func TestLifecycle(t *testing.T) {
 	if res := run(t, svc, c, sb.ID, `echo $GREETING; pwd`); res.Stdout != "hi\n/home/user\n" || res.ExitCode != 0 {
 		t.Errorf("exec: %+v", res)
 	}
-	if err := shared.CreateToken(ctx, store.Token{ID: "tok-" + sb.ID, SandboxID: sb.ID, TenantID: c.TenantID, Hash: []byte(sb.ID)}); err != nil {
+	if err := shared.CreateToken(ctx, tenancy.Token{ID: "tok-" + sb.ID, SandboxID: sb.ID, TenantID: c.TenantID, Hash: []byte(sb.ID)}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -19,7 +19,7 @@ import (
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // promEnv is a daemon in miniature: a Service with metrics and the egress
@@ -108,7 +108,7 @@ func TestPrometheusCounters(t *testing.T) {
 	defer svc.Close()
 	c := tenant(t, 0, 0)
 	key, hash := api.NewKey()
-	if err := shared.CreateKey(ctx, store.Key{ID: "k-prom-" + c.TenantID, TenantID: c.TenantID, Name: "admin", Hash: hash, Admin: true}); err != nil {
+	if err := shared.CreateKey(ctx, tenancy.Key{ID: "k-prom-" + c.TenantID, TenantID: c.TenantID, Name: "admin", Hash: hash, Admin: true}); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(api.New(svc, shared, api.Options{Metrics: m}))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // A tenant's storage quota (max_storage_mb) bounds what the server keeps
@@ -85,7 +86,7 @@ func (s *Service) storageQuota(tenant string) int64 {
 
 // checkStorage refuses a new sandbox (or task) of a tenant that keeps as
 // much as its storage quota allows.
-func (s *Service) checkStorage(t store.Tenant) error {
+func (s *Service) checkStorage(t tenancy.Tenant) error {
 	if t.MaxStorageMB <= 0 {
 		return nil
 	}

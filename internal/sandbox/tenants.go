@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // tenantTTL bounds how long a tenant read for a quota check is reused.
@@ -25,12 +26,12 @@ type tenantCache struct {
 }
 
 type cachedTenant struct {
-	t       store.Tenant
+	t       tenancy.Tenant
 	fetched time.Time
 }
 
 // get returns the tenant with id from the cache or the store.
-func (c *tenantCache) get(ctx context.Context, st store.Store, id string, now time.Time) (store.Tenant, error) {
+func (c *tenantCache) get(ctx context.Context, st store.Store, id string, now time.Time) (tenancy.Tenant, error) {
 	c.mu.Lock()
 	e, ok := c.m[id]
 	gen := c.gen
@@ -40,7 +41,7 @@ func (c *tenantCache) get(ctx context.Context, st store.Store, id string, now ti
 	}
 	t, err := st.GetTenant(ctx, id)
 	if err != nil {
-		return store.Tenant{}, err
+		return tenancy.Tenant{}, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

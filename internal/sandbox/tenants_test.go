@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/store/teststore"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // Only tenants that exist are kept: one created after a miss is found at
@@ -20,7 +21,7 @@ func TestTenantCache(t *testing.T) {
 	if _, err := c.get(ctx, st, "t1", now); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown tenant: err = %v, want ErrNotFound", err)
 	}
-	if err := st.CreateTenant(ctx, store.Tenant{ID: "t1", Name: "one", MaxSandboxes: 2}); err != nil {
+	if err := st.CreateTenant(ctx, tenancy.Tenant{ID: "t1", Name: "one", MaxSandboxes: 2}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := c.get(ctx, st, "t1", now)

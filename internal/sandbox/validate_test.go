@@ -16,6 +16,7 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/store/teststore"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // stubRuntime creates sandboxes that exist only as names, so the rules that
@@ -96,7 +97,7 @@ func stubService(t *testing.T, rt runtime.Runtime, opts sandbox.Options) (*sandb
 
 func addTenant(t *testing.T, st store.Store, name string, maxSb int, maxMem int64) sandbox.Caller {
 	t.Helper()
-	if err := st.CreateTenant(context.Background(), store.Tenant{ID: "t-" + name, Name: name, MaxSandboxes: maxSb, MaxMemoryMB: maxMem}); err != nil {
+	if err := st.CreateTenant(context.Background(), tenancy.Tenant{ID: "t-" + name, Name: name, MaxSandboxes: maxSb, MaxMemoryMB: maxMem}); err != nil {
 		t.Fatal(err)
 	}
 	return sandbox.Caller{TenantID: "t-" + name, KeyID: "k-" + name}

@@ -2,62 +2,35 @@ package store
 
 import (
 	"database/sql"
-	"time"
-)
 
-// Approval states.
-const (
-	ApprovalPending  = "pending"
-	ApprovalAllowed  = "allowed"
-	ApprovalDenied   = "denied"
-	ApprovalTimedOut = "timed_out"
+	"github.com/airlockhq/airlock/internal/approvals"
 )
-
-// Approval is a question put to a person about one sandbox's action: the
-// durable record of package approvals' resource. The store keeps what is
-// asked as opaque JSON (Request): the kinds and their fields are package
-// approvals'.
-type Approval struct {
-	ID          string
-	TenantID    string
-	SandboxID   string
-	Task        string // the sandbox's task, "" if none
-	Kind        string
-	Request     string // what is asked, as JSON
-	State       string // ApprovalPending until decided or timed out
-	RequestedAt time.Time
-	Deadline    time.Time
-	DecidedAt   time.Time // zero while pending
-	DecidedBy   string    // the API key that decided, "" for a timeout
-	Reason      string
-	Remember    string
-}
 
 // ApprovalCols are ScanApproval's columns.
 const ApprovalCols = `id, tenant_id, sandbox_id, task, kind, request, state, requested_at, deadline,
 	decided_at, decided_by, reason, remember`
 
 // ScanApproval reads a row of ApprovalCols.
-func ScanApproval(r Scanner) (Approval, error) {
-	var a Approval
+func ScanApproval(r Scanner) (approvals.Record, error) {
+	var a approvals.Record
 	var req, dl, dec sql.NullInt64
 	if err := r.Scan(&a.ID, &a.TenantID, &a.SandboxID, &a.Task, &a.Kind, &a.Request, &a.State, &req, &dl,
 		&dec, &a.DecidedBy, &a.Reason, &a.Remember); err != nil {
-		return Approval{}, notFound(err)
+		return approvals.Record{}, NotFound(err)
 	}
 	a.RequestedAt, a.Deadline, a.DecidedAt = FromNanos(req), FromNanos(dl), FromNanos(dec)
 	return a, nil
 }
 
 // ApprovalArgs are a's values in ApprovalCols' order.
-func ApprovalArgs(a Approval) []any {
+func ApprovalArgs(a approvals.Record) []any {
 	return []any{a.ID, a.TenantID, a.SandboxID, a.Task, a.Kind, a.Request, a.State, ToNanos(a.RequestedAt),
 		ToNanos(a.Deadline), ToNanos(a.DecidedAt), a.DecidedBy, a.Reason, a.Remember}
 }
 
-// approvalsSchema is the table of Approval; the PostgreSQL store's is the
-// same.
-const approvalsSchema = `CREATE TABLE approvals (
+// ApprovalsSchema is the table of approvals.Record, the same in both
+// stores' migrations.
+const ApprovalsSchema = `CREATE TABLE approvals (
 		id           TEXT PRIMARY KEY,
 		tenant_id    TEXT NOT NULL,
 		sandbox_id   TEXT NOT NULL,
@@ -73,6 +46,3 @@ const approvalsSchema = `CREATE TABLE approvals (
 		remember     TEXT NOT NULL DEFAULT ''
 	);
 	CREATE INDEX approvals_tenant_state ON approvals (tenant_id, state, requested_at);`
-
-// ApprovalsSchema is approvalsSchema, for the other stores' migrations.
-const ApprovalsSchema = approvalsSchema

@@ -34,14 +34,14 @@ func ScanDisk(r Scanner) (Disk, error) {
 	var d Disk
 	var created sql.NullInt64
 	if err := r.Scan(&d.Kind, &d.TenantID, &d.Name, &d.Node, &d.Sandbox, &d.Bytes, &created, &d.Spec); err != nil {
-		return Disk{}, notFound(err)
+		return Disk{}, NotFound(err)
 	}
 	d.CreatedAt = FromNanos(created)
 	return d, nil
 }
 
-// disksSchema is the table of Disk; the PostgreSQL store's is the same.
-const disksSchema = `CREATE TABLE disks (
+// DisksSchema is the table of Disk, the same in both stores' migrations.
+const DisksSchema = `CREATE TABLE disks (
 		kind       TEXT NOT NULL,
 		tenant_id  TEXT NOT NULL,
 		name       TEXT NOT NULL,
@@ -52,6 +52,3 @@ const disksSchema = `CREATE TABLE disks (
 		spec       TEXT NOT NULL DEFAULT '',
 		PRIMARY KEY (tenant_id, kind, name)
 	);`
-
-// DisksSchema is disksSchema, for the other stores' migrations.
-const DisksSchema = disksSchema

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// The row codecs (ScanTenant, ScanSandbox, ... beside each table's
-// queries, and those below) are shared by the two implementations,
-// SQLite here and PostgreSQL in store/postgres, whose tables hold the same
+// The row codecs (ScanTenant, ScanSandbox, ... beside each record's type,
+// and those below) are shared by the two implementations, SQLite in
+// store/sqlite and PostgreSQL in store/postgres, whose tables hold the same
 // columns in the same encodings: one decoding of a row, whichever database
 // it came from. pgx scans into database/sql's Null types, and its
 // ErrNoRows is database/sql's. They are for those implementations, not
@@ -17,8 +17,8 @@ import (
 // Scanner is a row or rows positioned at a row.
 type Scanner interface{ Scan(dest ...any) error }
 
-// notFound maps an empty single-row result to ErrNotFound.
-func notFound(err error) error {
+// NotFound maps an empty single-row result to ErrNotFound.
+func NotFound(err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNotFound
 	}

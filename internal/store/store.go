@@ -1,6 +1,8 @@
 // Package store persists Airlock's records: tenants, API keys, sandboxes,
 // sandbox tokens and tenant secrets, behind one interface that SQLite (the
-// embedded default) implements and PostgreSQL can later. It stores only
+// embedded default, store/sqlite) and PostgreSQL (store/postgres)
+// implement; this package holds that interface, the records and the row
+// codecs both share, and no database of its own. It stores only
 // hashes of credentials (keys, tokens) and only sealed (encrypted) tenant
 // secrets, never a plaintext one, and it never decides policy: quotas and
 // ownership are checked by its callers.
@@ -8,46 +10,30 @@ package store
 
 import (
 	"context"
-	"errors"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/approvals"
 	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/errdefs"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
-// Errors callers match with errors.Is.
+// Errors callers match with errors.Is. Each also matches its errdefs
+// kind, which the packages that define their own narrow store (tenancy,
+// nodes) match instead, since they do not import this one.
 var (
-	ErrNotFound = errors.New("not found")
-	ErrConflict = errors.New("already exists")
+	ErrNotFound error = &kindError{"not found", errdefs.ErrNotFound}
+	ErrConflict error = &kindError{"already exists", errdefs.ErrConflict}
 )
 
-// Tenant owns keys and sandboxes.
-type Tenant struct {
-	ID           string    `json:"id"`
-	Name         string    `json:"name"`           // unique
-	MaxSandboxes int       `json:"max_sandboxes"`  // concurrent, 0 = unlimited
-	MaxMemoryMB  int64     `json:"max_memory_mb"`  // sum over live sandboxes, 0 = unlimited
-	MaxStorageMB int64     `json:"max_storage_mb"` // what the server keeps for it (logs, events, tasks), 0 = unlimited
-	CreatedAt    time.Time `json:"created_at"`
+// kindError is an error with its own text that unwraps to its kind.
+type kindError struct {
+	msg  string
+	kind error
 }
 
-// Key is an API key. Only its SHA-256 is stored.
-type Key struct {
-	ID        string    `json:"id"`
-	TenantID  string    `json:"tenant_id"`
-	Name      string    `json:"name"`
-	Hash      []byte    `json:"-"`
-	Admin     bool      `json:"admin"` // may manage tenants and keys
-	CreatedAt time.Time `json:"created_at"`
-}
-
-// Token is a credential scoped to one sandbox, with an expiry.
-type Token struct {
-	ID        string
-	SandboxID string
-	TenantID  string
-	Hash      []byte
-	ExpiresAt time.Time
-}
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.kind }
 
 // Sandbox states.
 const (
@@ -198,29 +184,29 @@ type SandboxFilter struct {
 // Store is everything the daemon persists. Implementations are safe for
 // concurrent use.
 type Store interface {
-	CreateTenant(ctx context.Context, t Tenant) error
-	GetTenant(ctx context.Context, id string) (Tenant, error)
-	TenantByName(ctx context.Context, name string) (Tenant, error)
-	ListTenants(ctx context.Context) ([]Tenant, error)
+	CreateTenant(ctx context.Context, t tenancy.Tenant) error
+	GetTenant(ctx context.Context, id string) (tenancy.Tenant, error)
+	TenantByName(ctx context.Context, name string) (tenancy.Tenant, error)
+	ListTenants(ctx context.Context) ([]tenancy.Tenant, error)
 	// UpdateTenantQuota sets the quotas of the tenant with t.ID (its other
 	// fields stay) and returns the tenant as stored.
-	UpdateTenantQuota(ctx context.Context, t Tenant) (Tenant, error)
+	UpdateTenantQuota(ctx context.Context, t tenancy.Tenant) (tenancy.Tenant, error)
 
-	CreateKey(ctx context.Context, k Key) error
-	KeyByHash(ctx context.Context, hash []byte) (Key, error)
-	ListKeys(ctx context.Context, tenantID string) ([]Key, error) // "" = all
+	CreateKey(ctx context.Context, k tenancy.Key) error
+	KeyByHash(ctx context.Context, hash []byte) (tenancy.Key, error)
+	ListKeys(ctx context.Context, tenantID string) ([]tenancy.Key, error) // "" = all
 	DeleteKey(ctx context.Context, id string) error
 
 	// CreateConsoleSession opens a console session for an existing key
 	// (ErrNotFound if the key is gone); ConsoleSessionByHash returns it
 	// with its key; DeleteConsoleSession ends it. Deleting a key ends its
 	// sessions.
-	CreateConsoleSession(ctx context.Context, cs ConsoleSession) error
-	ConsoleSessionByHash(ctx context.Context, hash []byte) (ConsoleSession, Key, error)
+	CreateConsoleSession(ctx context.Context, cs tenancy.ConsoleSession) error
+	ConsoleSessionByHash(ctx context.Context, hash []byte) (tenancy.ConsoleSession, tenancy.Key, error)
 	DeleteConsoleSession(ctx context.Context, hash []byte) error
 
-	CreateToken(ctx context.Context, t Token) error
-	TokenByHash(ctx context.Context, hash []byte) (Token, error)
+	CreateToken(ctx context.Context, t tenancy.Token) error
+	TokenByHash(ctx context.Context, hash []byte) (tenancy.Token, error)
 	DeleteTokens(ctx context.Context, sandboxID string) error
 
 	CreateSandbox(ctx context.Context, s Sandbox) error
@@ -341,7 +327,7 @@ type Store interface {
 	// with their attempts.
 	ListDeliveries(ctx context.Context, tenantID, webhookID string, before int64, limit int) ([]Delivery, error)
 
-	// Tasks (sqlite_tasks.go): CreateTask inserts one (an existing id is
+	// Tasks (tasks.go): CreateTask inserts one (an existing id is
 	// ErrConflict); UpdateTask saves its state, sandbox, exit, summary,
 	// times, token counts and progress; ListTasks orders by id.
 	CreateTask(ctx context.Context, t Task) error
@@ -358,7 +344,7 @@ type Store interface {
 	TaskArtifacts(ctx context.Context, taskID string) ([]TaskArtifact, error)
 	TaskArtifact(ctx context.Context, taskID, kind, name string) (TaskArtifact, error)
 
-	// Connections in flight (sqlite_liveconns.go): UpdateLiveConns adds
+	// Connections in flight (liveconns.go): UpdateLiveConns adds
 	// and removes them in one transaction; TakeLiveConns returns those
 	// left by a daemon that went away and forgets them.
 	UpdateLiveConns(ctx context.Context, opened []LiveConn, closed []string) error
@@ -385,10 +371,10 @@ type Store interface {
 	// has none with that id. PruneApprovals deletes those decided before
 	// before and those still pending whose deadline passed before it (a
 	// daemon that died with them held), and says how many.
-	CreateApproval(ctx context.Context, a Approval) error
-	GetApproval(ctx context.Context, tenantID, id string) (Approval, error)
-	ListApprovals(ctx context.Context, tenantID, state string) ([]Approval, error)
-	DecideApproval(ctx context.Context, a Approval) error
+	CreateApproval(ctx context.Context, a approvals.Record) error
+	GetApproval(ctx context.Context, tenantID, id string) (approvals.Record, error)
+	ListApprovals(ctx context.Context, tenantID, state string) ([]approvals.Record, error)
+	DecideApproval(ctx context.Context, a approvals.Record) error
 	PruneApprovals(ctx context.Context, before time.Time) (int, error)
 
 	Close() error

@@ -13,6 +13,7 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox/sandboxtest"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/tasks"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // One runtime and one store for the package, as in package sandbox: a
@@ -45,7 +46,7 @@ func newEnv(t *testing.T, opts tasks.Options) env {
 	}
 	t.Cleanup(func() { mgr.Close() })
 	name := fmt.Sprint("tenant", tenantN.Add(1))
-	if err := shared.CreateTenant(context.Background(), store.Tenant{ID: "t-" + name, Name: name}); err != nil {
+	if err := shared.CreateTenant(context.Background(), tenancy.Tenant{ID: "t-" + name, Name: name}); err != nil {
 		t.Fatal(err)
 	}
 	svc, err := tasks.New(context.Background(), shared, mgr, opts)

@@ -14,6 +14,7 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/tasks"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // harnessScript is a "harness": it reads the prompt from stdin, prints
@@ -458,7 +459,7 @@ func TestTaskSandboxChecked(t *testing.T) {
 	ctx := context.Background()
 	small := e
 	small.c = sandbox.Caller{TenantID: e.c.TenantID + "-small", KeyID: "k-small"}
-	if err := shared.CreateTenant(ctx, store.Tenant{ID: small.c.TenantID, Name: small.c.TenantID, MaxMemoryMB: 256}); err != nil {
+	if err := shared.CreateTenant(ctx, tenancy.Tenant{ID: small.c.TenantID, Name: small.c.TenantID, MaxMemoryMB: 256}); err != nil {
 		t.Fatal(err)
 	}
 	cmd := []string{"true"}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/errdefs"
 )
 
 // The administration of tenants and keys. Store errors come back as the
@@ -14,23 +14,23 @@ import (
 // maps them, and shows a mapped error's text to the client.
 
 // CreateTenant records t as a new tenant, with a new ID and its creation
-// time; a taken name is store.ErrConflict.
-func (s *Service) CreateTenant(ctx context.Context, t store.Tenant) (store.Tenant, error) {
+// time; a taken name is an error of kind errdefs.ErrConflict.
+func (s *Service) CreateTenant(ctx context.Context, t Tenant) (Tenant, error) {
 	t.ID = newID("ten_")
 	t.CreatedAt = s.now().UTC().Truncate(time.Second)
 	if err := s.st.CreateTenant(ctx, t); err != nil {
-		return store.Tenant{}, err
+		return Tenant{}, err
 	}
 	return t, nil
 }
 
 // GetTenant returns the tenant with id.
-func (s *Service) GetTenant(ctx context.Context, id string) (store.Tenant, error) {
+func (s *Service) GetTenant(ctx context.Context, id string) (Tenant, error) {
 	return s.st.GetTenant(ctx, id)
 }
 
 // ListTenants returns every tenant.
-func (s *Service) ListTenants(ctx context.Context) ([]store.Tenant, error) {
+func (s *Service) ListTenants(ctx context.Context) ([]Tenant, error) {
 	return s.st.ListTenants(ctx)
 }
 
@@ -43,10 +43,10 @@ type Quotas struct {
 
 // UpdateTenantQuota changes the quotas q gives on the tenant named name
 // (ErrTenantNotFound if there is none) and returns the tenant as stored.
-func (s *Service) UpdateTenantQuota(ctx context.Context, name string, q Quotas) (store.Tenant, error) {
+func (s *Service) UpdateTenantQuota(ctx context.Context, name string, q Quotas) (Tenant, error) {
 	t, err := s.tenantByName(ctx, name)
 	if err != nil {
-		return store.Tenant{}, err
+		return Tenant{}, err
 	}
 	if q.MaxSandboxes != nil {
 		t.MaxSandboxes = *q.MaxSandboxes
@@ -60,9 +60,9 @@ func (s *Service) UpdateTenantQuota(ctx context.Context, name string, q Quotas) 
 	return s.st.UpdateTenantQuota(ctx, t)
 }
 
-func (s *Service) tenantByName(ctx context.Context, name string) (store.Tenant, error) {
+func (s *Service) tenantByName(ctx context.Context, name string) (Tenant, error) {
 	t, err := s.st.TenantByName(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, errdefs.ErrNotFound) {
 		err = fmt.Errorf("tenant %q: %w", name, ErrTenantNotFound)
 	}
 	return t, err
@@ -70,9 +70,9 @@ func (s *Service) tenantByName(ctx context.Context, name string) (store.Tenant, 
 
 // CreatedKey is a key just made: the only time its plaintext is known.
 type CreatedKey struct {
-	Key       store.Key
+	Key       Key
 	Plaintext string
-	Tenant    store.Tenant
+	Tenant    Tenant
 }
 
 // CreateKey makes a new (not admin) API key named name for the tenant
@@ -83,7 +83,7 @@ func (s *Service) CreateKey(ctx context.Context, tenant, name string) (CreatedKe
 		return CreatedKey{}, err
 	}
 	plain, hash := NewKey()
-	k := store.Key{ID: newID("key_"), TenantID: t.ID, Name: name, Hash: hash,
+	k := Key{ID: newID("key_"), TenantID: t.ID, Name: name, Hash: hash,
 		CreatedAt: s.now().UTC().Truncate(time.Second)}
 	if err := s.st.CreateKey(ctx, k); err != nil {
 		return CreatedKey{}, err
@@ -113,7 +113,7 @@ func (s *Service) ListKeys(ctx context.Context, tenantID string) ([]KeyInfo, err
 		name, ok := names[k.TenantID]
 		if !ok {
 			t, err := s.st.GetTenant(ctx, k.TenantID)
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
+			if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 				return nil, err
 			}
 			name, names[k.TenantID] = t.Name, t.Name

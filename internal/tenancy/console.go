@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/errdefs"
 )
 
 // ConsoleSessionTTL is how long a console sign-in lasts.
@@ -31,7 +31,7 @@ func (s *Service) CreateConsoleSession(ctx context.Context, key string) (string,
 	}
 	plain, hash := newCredential(SessionPrefix)
 	now := s.now().UTC()
-	cs := store.ConsoleSession{Hash: hash, KeyID: k.ID, CreatedAt: now, ExpiresAt: now.Add(ConsoleSessionTTL).Truncate(time.Second)}
+	cs := ConsoleSession{Hash: hash, KeyID: k.ID, CreatedAt: now, ExpiresAt: now.Add(ConsoleSessionTTL).Truncate(time.Second)}
 	// The key may be deleted meanwhile: the store refuses, "not found".
 	if err := s.st.CreateConsoleSession(ctx, cs); err != nil {
 		return "", Session{}, lookupError(err)
@@ -47,7 +47,7 @@ func (s *Service) ConsoleSession(ctx context.Context, cookie string) (Session, e
 	}
 	cs, k, err := s.st.ConsoleSessionByHash(ctx, HashCredential(cookie))
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, errdefs.ErrNotFound) {
 			err = ErrBadSession
 		}
 		return Session{}, err

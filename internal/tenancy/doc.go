@@ -2,7 +2,9 @@
 // keys, sandbox tokens and console sessions, the credentials that name
 // them (made, hashed and looked up here), and the cache of keys found by
 // hash. The API asks it who a credential belongs to and what to create or
-// delete; it speaks no HTTP, and decides no permission level.
+// delete; it speaks no HTTP, and decides no permission level. It owns the
+// records (Tenant, Key, Token, ConsoleSession) and the narrow Store it
+// needs, which the stores implement: it never imports them.
 //
 // It must never store or log a plaintext credential: only its SHA-256
 // reaches the store, and a plaintext is handed back exactly once, to the

@@ -3,8 +3,6 @@ package tenancy
 import (
 	"sync"
 	"time"
-
-	"github.com/airlockhq/airlock/internal/store"
 )
 
 // keyCacheTTL bounds how long a key deleted by another daemon sharing the
@@ -25,25 +23,25 @@ type keyCache struct {
 }
 
 type cachedKey struct {
-	key     store.Key
+	key     Key
 	fetched time.Time
 }
 
 // get returns the cached key for hash if it is fresh, and the generation
 // to pass to put after a store lookup.
-func (c *keyCache) get(hash []byte, now time.Time) (store.Key, bool, uint64) {
+func (c *keyCache) get(hash []byte, now time.Time) (Key, bool, uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[string(hash)]
 	if ok && now.Sub(e.fetched) < keyCacheTTL && !now.Before(e.fetched) {
 		return e.key, true, c.gen
 	}
-	return store.Key{}, false, c.gen
+	return Key{}, false, c.gen
 }
 
 // put caches k unless a drop happened since get returned gen: the lookup
 // may have read a key that was deleted meanwhile.
-func (c *keyCache) put(k store.Key, gen uint64, now time.Time) {
+func (c *keyCache) put(k Key, gen uint64, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if gen != c.gen {

@@ -3,13 +3,11 @@ package tenancy
 import (
 	"testing"
 	"time"
-
-	"github.com/airlockhq/airlock/internal/store"
 )
 
 func TestKeyCache(t *testing.T) {
 	var c keyCache
-	k := store.Key{ID: "k1", TenantID: "t1", Hash: []byte("h1")}
+	k := Key{ID: "k1", TenantID: "t1", Hash: []byte("h1")}
 	now := t0
 	if _, ok, _ := c.get(k.Hash, now); ok {
 		t.Fatal("empty cache hit")
@@ -34,7 +32,7 @@ func TestKeyCache(t *testing.T) {
 // A lookup that read a key before it was deleted must not cache it after.
 func TestKeyCacheDropDuringLookup(t *testing.T) {
 	var c keyCache
-	k := store.Key{ID: "k1", Hash: []byte("h1")}
+	k := Key{ID: "k1", Hash: []byte("h1")}
 	_, _, gen := c.get(k.Hash, t0) // miss: the caller goes to the store
 	c.drop("k1")                   // meanwhile the key is deleted
 	c.put(k, gen, t0)              // the stale read comes back
@@ -47,7 +45,7 @@ func TestKeyCacheBounded(t *testing.T) {
 	var c keyCache
 	for i := range keyCacheMax + 10 {
 		_, _, gen := c.get(nil, t0)
-		c.put(store.Key{ID: "k", Hash: []byte{byte(i), byte(i >> 8), byte(i >> 16)}}, gen, t0)
+		c.put(Key{ID: "k", Hash: []byte{byte(i), byte(i >> 8), byte(i >> 16)}}, gen, t0)
 	}
 	if len(c.m) > keyCacheMax {
 		t.Errorf("cache holds %d keys, max %d", len(c.m), keyCacheMax)

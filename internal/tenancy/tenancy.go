@@ -6,28 +6,29 @@ import (
 	"strings"
 	"time"
 
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/errdefs"
 )
 
 // Store is what tenancy needs of the store: tenants, keys, tokens and
-// console sessions. store.SQLite and postgres.Store implement it.
+// console sessions. sqlite.Store and postgres.Store implement it. Its
+// not-found and conflict errors wrap errdefs' kinds.
 type Store interface {
-	CreateTenant(ctx context.Context, t store.Tenant) error
-	GetTenant(ctx context.Context, id string) (store.Tenant, error)
-	TenantByName(ctx context.Context, name string) (store.Tenant, error)
-	ListTenants(ctx context.Context) ([]store.Tenant, error)
-	UpdateTenantQuota(ctx context.Context, t store.Tenant) (store.Tenant, error)
+	CreateTenant(ctx context.Context, t Tenant) error
+	GetTenant(ctx context.Context, id string) (Tenant, error)
+	TenantByName(ctx context.Context, name string) (Tenant, error)
+	ListTenants(ctx context.Context) ([]Tenant, error)
+	UpdateTenantQuota(ctx context.Context, t Tenant) (Tenant, error)
 
-	CreateKey(ctx context.Context, k store.Key) error
-	KeyByHash(ctx context.Context, hash []byte) (store.Key, error)
-	ListKeys(ctx context.Context, tenantID string) ([]store.Key, error)
+	CreateKey(ctx context.Context, k Key) error
+	KeyByHash(ctx context.Context, hash []byte) (Key, error)
+	ListKeys(ctx context.Context, tenantID string) ([]Key, error)
 	DeleteKey(ctx context.Context, id string) error
 
-	CreateToken(ctx context.Context, t store.Token) error
-	TokenByHash(ctx context.Context, hash []byte) (store.Token, error)
+	CreateToken(ctx context.Context, t Token) error
+	TokenByHash(ctx context.Context, hash []byte) (Token, error)
 
-	CreateConsoleSession(ctx context.Context, cs store.ConsoleSession) error
-	ConsoleSessionByHash(ctx context.Context, hash []byte) (store.ConsoleSession, store.Key, error)
+	CreateConsoleSession(ctx context.Context, cs ConsoleSession) error
+	ConsoleSessionByHash(ctx context.Context, hash []byte) (ConsoleSession, Key, error)
 	DeleteConsoleSession(ctx context.Context, hash []byte) error
 }
 
@@ -81,7 +82,7 @@ type Principal struct {
 	SandboxID string
 }
 
-func keyPrincipal(k store.Key) Principal {
+func keyPrincipal(k Key) Principal {
 	return Principal{TenantID: k.TenantID, KeyID: k.ID, Admin: k.Admin}
 }
 
@@ -120,7 +121,7 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 // lookupError turns "not found" into ErrBadCredential: an unknown
 // credential and a deleted one look the same to the caller.
 func lookupError(err error) error {
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, errdefs.ErrNotFound) {
 		return ErrBadCredential
 	}
 	return err

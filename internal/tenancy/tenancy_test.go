@@ -11,13 +11,14 @@ import (
 
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/store/postgres"
+	"github.com/airlockhq/airlock/internal/store/sqlite"
 	"github.com/airlockhq/airlock/internal/store/teststore"
 	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // Both stores serve tenancy.
 var (
-	_ tenancy.Store = (*store.SQLite)(nil)
+	_ tenancy.Store = (*sqlite.Store)(nil)
 	_ tenancy.Store = (*postgres.Store)(nil)
 )
 
@@ -56,7 +57,7 @@ func newEnv(t *testing.T) env {
 func (e env) key(t *testing.T, tenant string) tenancy.CreatedKey {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := e.svc.CreateTenant(ctx, store.Tenant{Name: tenant}); err != nil {
+	if _, err := e.svc.CreateTenant(ctx, tenancy.Tenant{Name: tenant}); err != nil {
 		t.Fatal(err)
 	}
 	k, err := e.svc.CreateKey(ctx, tenant, "ci")

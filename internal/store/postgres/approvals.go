@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/approvals"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
 // CreateApproval: see store.Store.
-func (s *Store) CreateApproval(ctx context.Context, a store.Approval) error {
+func (s *Store) CreateApproval(ctx context.Context, a approvals.Record) error {
 	if _, err := s.exec(ctx, `INSERT INTO approvals (`+store.ApprovalCols+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, store.ApprovalArgs(a)...); err != nil {
 		return fmt.Errorf("create approval %s: %w", a.ID, err)
@@ -19,17 +20,17 @@ func (s *Store) CreateApproval(ctx context.Context, a store.Approval) error {
 }
 
 // GetApproval: see store.Store.
-func (s *Store) GetApproval(ctx context.Context, tenantID, id string) (store.Approval, error) {
+func (s *Store) GetApproval(ctx context.Context, tenantID, id string) (approvals.Record, error) {
 	a, err := store.ScanApproval(s.pool.QueryRow(ctx, `SELECT `+store.ApprovalCols+` FROM approvals
 		WHERE id = $1 AND tenant_id = $2`, id, tenantID))
 	if err != nil {
-		return store.Approval{}, fmt.Errorf("get approval %s: %w", id, mapErr(err))
+		return approvals.Record{}, fmt.Errorf("get approval %s: %w", id, mapErr(err))
 	}
 	return a, nil
 }
 
 // ListApprovals: see store.Store.
-func (s *Store) ListApprovals(ctx context.Context, tenantID, state string) ([]store.Approval, error) {
+func (s *Store) ListApprovals(ctx context.Context, tenantID, state string) ([]approvals.Record, error) {
 	q, args := `SELECT `+store.ApprovalCols+` FROM approvals WHERE tenant_id = $1`, []any{tenantID}
 	if state != "" {
 		q, args = q+` AND state = $2`, append(args, state)
@@ -42,10 +43,10 @@ func (s *Store) ListApprovals(ctx context.Context, tenantID, state string) ([]st
 }
 
 // DecideApproval: see store.Store.
-func (s *Store) DecideApproval(ctx context.Context, a store.Approval) error {
+func (s *Store) DecideApproval(ctx context.Context, a approvals.Record) error {
 	n, err := s.exec(ctx, `UPDATE approvals SET state = $1, decided_at = $2, decided_by = $3, reason = $4, remember = $5
 		WHERE id = $6 AND tenant_id = $7 AND state = $8`,
-		a.State, store.ToNanos(a.DecidedAt), a.DecidedBy, a.Reason, a.Remember, a.ID, a.TenantID, store.ApprovalPending)
+		a.State, store.ToNanos(a.DecidedAt), a.DecidedBy, a.Reason, a.Remember, a.ID, a.TenantID, approvals.Pending)
 	if err == nil && n == 0 {
 		err = store.ErrNotFound
 		if _, gerr := s.GetApproval(ctx, a.TenantID, a.ID); gerr == nil {
@@ -63,7 +64,7 @@ func (s *Store) DecideApproval(ctx context.Context, a store.Approval) error {
 // PruneApprovals: see store.Store.
 func (s *Store) PruneApprovals(ctx context.Context, before time.Time) (int, error) {
 	n, err := s.exec(ctx, `DELETE FROM approvals WHERE (state <> $1 AND decided_at < $2) OR (state = $1 AND deadline < $2)`,
-		store.ApprovalPending, store.ToNanos(before))
+		approvals.Pending, store.ToNanos(before))
 	if err != nil {
 		return 0, fmt.Errorf("prune approvals: %w", err)
 	}

@@ -6,10 +6,11 @@ import (
 	"fmt"
 
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // CreateTenant inserts t; an existing id or name is ErrConflict.
-func (s *Store) CreateTenant(ctx context.Context, t store.Tenant) error {
+func (s *Store) CreateTenant(ctx context.Context, t tenancy.Tenant) error {
 	_, err := s.exec(ctx, `INSERT INTO tenants (`+store.TenantCols+`) VALUES ($1, $2, $3, $4, $5, $6)`,
 		t.ID, t.Name, t.MaxSandboxes, t.MaxMemoryMB, t.MaxStorageMB, store.ToNanos(t.CreatedAt))
 	if err != nil {
@@ -19,35 +20,35 @@ func (s *Store) CreateTenant(ctx context.Context, t store.Tenant) error {
 }
 
 // UpdateTenantQuota: see store.Store.
-func (s *Store) UpdateTenantQuota(ctx context.Context, t store.Tenant) (store.Tenant, error) {
+func (s *Store) UpdateTenantQuota(ctx context.Context, t tenancy.Tenant) (tenancy.Tenant, error) {
 	got, err := store.ScanTenant(s.pool.QueryRow(ctx, `UPDATE tenants SET max_sandboxes = $1, max_memory_mb = $2, max_storage_mb = $3
 		WHERE id = $4 RETURNING `+store.TenantCols, t.MaxSandboxes, t.MaxMemoryMB, t.MaxStorageMB, t.ID))
 	if err != nil {
-		return store.Tenant{}, fmt.Errorf("update tenant %s: %w", t.ID, err)
+		return tenancy.Tenant{}, fmt.Errorf("update tenant %s: %w", t.ID, err)
 	}
 	return got, nil
 }
 
 // GetTenant returns the tenant with the id.
-func (s *Store) GetTenant(ctx context.Context, id string) (store.Tenant, error) {
+func (s *Store) GetTenant(ctx context.Context, id string) (tenancy.Tenant, error) {
 	t, err := store.ScanTenant(s.pool.QueryRow(ctx, `SELECT `+store.TenantCols+` FROM tenants WHERE id = $1`, id))
 	if err != nil {
-		return store.Tenant{}, fmt.Errorf("get tenant %s: %w", id, err)
+		return tenancy.Tenant{}, fmt.Errorf("get tenant %s: %w", id, err)
 	}
 	return t, nil
 }
 
 // TenantByName returns the tenant with the name.
-func (s *Store) TenantByName(ctx context.Context, name string) (store.Tenant, error) {
+func (s *Store) TenantByName(ctx context.Context, name string) (tenancy.Tenant, error) {
 	t, err := store.ScanTenant(s.pool.QueryRow(ctx, `SELECT `+store.TenantCols+` FROM tenants WHERE name = $1`, name))
 	if err != nil {
-		return store.Tenant{}, fmt.Errorf("get tenant named %q: %w", name, err)
+		return tenancy.Tenant{}, fmt.Errorf("get tenant named %q: %w", name, err)
 	}
 	return t, nil
 }
 
 // ListTenants returns every tenant, ordered by name.
-func (s *Store) ListTenants(ctx context.Context) ([]store.Tenant, error) {
+func (s *Store) ListTenants(ctx context.Context) ([]tenancy.Tenant, error) {
 	out, err := query(ctx, s.pool, `SELECT `+store.TenantCols+` FROM tenants ORDER BY name`, nil, store.ScanTenant)
 	if err != nil {
 		return nil, fmt.Errorf("list tenants: %w", err)
@@ -57,7 +58,7 @@ func (s *Store) ListTenants(ctx context.Context) ([]store.Tenant, error) {
 
 // CreateKey inserts k; an existing id or hash is ErrConflict, a missing
 // tenant ErrNotFound.
-func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
+func (s *Store) CreateKey(ctx context.Context, k tenancy.Key) error {
 	_, err := s.exec(ctx, `INSERT INTO keys (`+store.KeyCols+`) VALUES ($1, $2, $3, $4, $5, $6)`,
 		k.ID, k.TenantID, k.Name, k.Hash, k.Admin, store.ToNanos(k.CreatedAt))
 	if err != nil {
@@ -67,18 +68,18 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
 }
 
 // KeyByHash returns the key whose SHA-256 is hash.
-func (s *Store) KeyByHash(ctx context.Context, hash []byte) (store.Key, error) {
+func (s *Store) KeyByHash(ctx context.Context, hash []byte) (tenancy.Key, error) {
 	k, err := store.ScanKey(s.pool.QueryRow(ctx, `SELECT `+store.KeyCols+` FROM keys WHERE hash = $1`, hash))
 	if err != nil {
 		// Never log the hash: it identifies the key.
-		return store.Key{}, fmt.Errorf("get key by hash: %w", err)
+		return tenancy.Key{}, fmt.Errorf("get key by hash: %w", err)
 	}
 	return k, nil
 }
 
 // ListKeys returns the tenant's keys, or all keys if tenantID is "",
 // ordered by id.
-func (s *Store) ListKeys(ctx context.Context, tenantID string) ([]store.Key, error) {
+func (s *Store) ListKeys(ctx context.Context, tenantID string) ([]tenancy.Key, error) {
 	out, err := query(ctx, s.pool, `SELECT `+store.KeyCols+` FROM keys WHERE $1 = '' OR tenant_id = $1 ORDER BY id`,
 		[]any{tenantID}, store.ScanKey)
 	if err != nil {
@@ -103,7 +104,7 @@ func (s *Store) DeleteKey(ctx context.Context, id string) error {
 const tokenCols = `id, sandbox_id, tenant_id, hash, expires_at`
 
 // CreateToken inserts t; an existing id or hash is ErrConflict.
-func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
+func (s *Store) CreateToken(ctx context.Context, t tenancy.Token) error {
 	_, err := s.exec(ctx, `INSERT INTO tokens (`+tokenCols+`) VALUES ($1, $2, $3, $4, $5)`,
 		t.ID, t.SandboxID, t.TenantID, t.Hash, store.ToNanos(t.ExpiresAt))
 	if err != nil {
@@ -114,13 +115,13 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 
 // TokenByHash returns the token whose hash is hash, expired or not: the
 // caller checks ExpiresAt.
-func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, error) {
-	var t store.Token
+func (s *Store) TokenByHash(ctx context.Context, hash []byte) (tenancy.Token, error) {
+	var t tenancy.Token
 	var expires sql.NullInt64
 	err := s.pool.QueryRow(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = $1`, hash).
 		Scan(&t.ID, &t.SandboxID, &t.TenantID, &t.Hash, &expires)
 	if err != nil {
-		return store.Token{}, fmt.Errorf("get token by hash: %w", mapErr(err))
+		return tenancy.Token{}, fmt.Errorf("get token by hash: %w", mapErr(err))
 	}
 	t.ExpiresAt = store.FromNanos(expires)
 	return t, nil
@@ -137,7 +138,7 @@ func (s *Store) DeleteTokens(ctx context.Context, sandboxID string) error {
 // CreateConsoleSession inserts cs and removes the sessions that have
 // expired by its creation. It is inserted only if its key still exists;
 // a key deleted meanwhile (here or on another replica) is ErrNotFound.
-func (s *Store) CreateConsoleSession(ctx context.Context, cs store.ConsoleSession) error {
+func (s *Store) CreateConsoleSession(ctx context.Context, cs tenancy.ConsoleSession) error {
 	if _, err := s.exec(ctx, `DELETE FROM console_sessions WHERE expires_at <= $1`, store.ToNanos(cs.CreatedAt)); err != nil {
 		return fmt.Errorf("prune console sessions: %w", err)
 	}
@@ -155,15 +156,15 @@ func (s *Store) CreateConsoleSession(ctx context.Context, cs store.ConsoleSessio
 
 // ConsoleSessionByHash returns the session whose cookie hashes to hash,
 // with the key it acts as, expired or not: the caller checks ExpiresAt.
-func (s *Store) ConsoleSessionByHash(ctx context.Context, hash []byte) (store.ConsoleSession, store.Key, error) {
-	var cs store.ConsoleSession
-	var k store.Key
+func (s *Store) ConsoleSessionByHash(ctx context.Context, hash []byte) (tenancy.ConsoleSession, tenancy.Key, error) {
+	var cs tenancy.ConsoleSession
+	var k tenancy.Key
 	var created, expires, kcreated sql.NullInt64
 	err := s.pool.QueryRow(ctx, `SELECT c.hash, c.key_id, c.created_at, c.expires_at, k.id, k.tenant_id, k.name, k.hash, k.admin, k.created_at
 		FROM console_sessions c JOIN keys k ON k.id = c.key_id WHERE c.hash = $1`, hash).
 		Scan(&cs.Hash, &cs.KeyID, &created, &expires, &k.ID, &k.TenantID, &k.Name, &k.Hash, &k.Admin, &kcreated)
 	if err != nil {
-		return store.ConsoleSession{}, store.Key{}, fmt.Errorf("get console session: %w", mapErr(err))
+		return tenancy.ConsoleSession{}, tenancy.Key{}, fmt.Errorf("get console session: %w", mapErr(err))
 	}
 	cs.CreatedAt, cs.ExpiresAt, k.CreatedAt = store.FromNanos(created), store.FromNanos(expires), store.FromNanos(kcreated)
 	return cs, k, nil

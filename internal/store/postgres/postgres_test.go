@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/store/storetest"
+	"github.com/airlockhq/airlock/internal/tenancy"
 	"github.com/airlockhq/airlock/internal/testenv"
 )
 
@@ -94,7 +95,7 @@ func TestReplicasShareState(t *testing.T) {
 	if err := a.CreateSandbox(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.CreateToken(ctx, store.Token{ID: "tok", SandboxID: sb.ID, TenantID: "ten", Hash: []byte("h")}); err != nil {
+	if err := a.CreateToken(ctx, tenancy.Token{ID: "tok", SandboxID: sb.ID, TenantID: "ten", Hash: []byte("h")}); err != nil {
 		t.Fatal(err)
 	}
 	for _, state := range []string{store.StateRunning, store.StateStopped} {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tenancy"
 	"github.com/airlockhq/airlock/internal/testenv"
 )
 
@@ -76,7 +77,7 @@ func TestDatabaseRestart(t *testing.T) {
 	}
 	heard("before")
 
-	if err := s.CreateTenant(ctx, store.Tenant{ID: "ten", Name: "t"}); err != nil {
+	if err := s.CreateTenant(ctx, tenancy.Tenant{ID: "ten", Name: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	sb := store.Sandbox{ID: "sb", TenantID: "ten", State: store.StateRunning, Template: "x"}

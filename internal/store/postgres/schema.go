@@ -272,7 +272,7 @@ var migrations = []string{
 		ADD COLUMN output_tokens BIGINT NOT NULL DEFAULT 0,
 		ADD COLUMN reasoning_tokens BIGINT NOT NULL DEFAULT 0,
 		ADD COLUMN model_cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0;`,
-	// Approvals: questions put to a person (store.Approval).
+	// Approvals: questions put to a person (approvals.Record).
 	store.ApprovalsSchema,
 }
 

@@ -7,20 +7,22 @@ import (
 
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/internal/approvals"
 )
 
 // testApprovals: approvals round-trip, are per tenant, list by state
 // oldest first, and are decided once.
 func testApprovals(t *testing.T, h *harness) {
 	s := h.s
-	a := store.Approval{ID: "apr_1", TenantID: "a", SandboxID: "sb_1", Task: "task_1", Kind: "egress",
-		Request: `{"host":"denied.test","port":80}`, State: store.ApprovalPending,
+	a := approvals.Record{ID: "apr_1", TenantID: "a", SandboxID: "sb_1", Task: "task_1", Kind: "egress",
+		Request: `{"host":"denied.test","port":80}`, State: approvals.Pending,
 		RequestedAt: t0, Deadline: t0.Add(time.Minute)}
 	b := a
 	b.ID, b.RequestedAt = "apr_0", t0.Add(time.Second)
 	other := a
 	other.ID, other.TenantID = "apr_2", "b"
-	for _, x := range []store.Approval{a, b, other} {
+	for _, x := range []approvals.Record{a, b, other} {
 		must(t, s.CreateApproval(ctx, x))
 	}
 	if err := s.CreateApproval(ctx, a); !errors.Is(err, store.ErrConflict) {
@@ -51,26 +53,26 @@ func testApprovals(t *testing.T, h *harness) {
 		}
 		return out
 	}
-	if d := cmp.Diff([]string{"apr_1", "apr_0"}, ids("a", store.ApprovalPending)); d != "" {
+	if d := cmp.Diff([]string{"apr_1", "apr_0"}, ids("a", approvals.Pending)); d != "" {
 		t.Errorf("a's pending, oldest first (-want +got):\n%s", d)
 	}
 	dec := a
-	dec.State, dec.DecidedAt, dec.DecidedBy, dec.Reason, dec.Remember = store.ApprovalAllowed, t0.Add(2*time.Second), "key_1", "ok", "sandbox"
+	dec.State, dec.DecidedAt, dec.DecidedBy, dec.Reason, dec.Remember = approvals.Allowed, t0.Add(2*time.Second), "key_1", "ok", "sandbox"
 	must(t, s.DecideApproval(ctx, dec))
 	if err := s.DecideApproval(ctx, dec); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("decided twice: %v, want ErrConflict", err)
 	}
 	wrong := b
-	wrong.TenantID, wrong.State = "b", store.ApprovalDenied
+	wrong.TenantID, wrong.State = "b", approvals.Denied
 	if err := s.DecideApproval(ctx, wrong); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("decided by another tenant: %v, want ErrNotFound", err)
 	}
-	if d := cmp.Diff([]string{"apr_0"}, ids("a", store.ApprovalPending)); d != "" {
+	if d := cmp.Diff([]string{"apr_0"}, ids("a", approvals.Pending)); d != "" {
 		t.Errorf("a's pending after a decision (-want +got):\n%s", d)
 	}
 	s = h.restart(t)
 	got, err = s.GetApproval(ctx, "a", "apr_1")
-	if err != nil || got.State != store.ApprovalAllowed || !got.DecidedAt.Equal(dec.DecidedAt) ||
+	if err != nil || got.State != approvals.Allowed || !got.DecidedAt.Equal(dec.DecidedAt) ||
 		got.DecidedBy != "key_1" || got.Reason != "ok" || got.Remember != "sandbox" {
 		t.Errorf("decided approval after restart: %+v, %v", got, err)
 	}

@@ -7,7 +7,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/airlockhq/airlock/internal/errdefs"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 func testRoundTrip(t *testing.T, h *harness) {
@@ -28,11 +30,11 @@ func testRoundTrip(t *testing.T, h *harness) {
 	}{
 		{"GetTenant", func() (any, error) { return s.GetTenant(ctx, tn.ID) }, tn},
 		{"TenantByName", func() (any, error) { return s.TenantByName(ctx, tn.Name) }, tn},
-		{"ListTenants", func() (any, error) { return s.ListTenants(ctx) }, []store.Tenant{tn}},
+		{"ListTenants", func() (any, error) { return s.ListTenants(ctx) }, []tenancy.Tenant{tn}},
 		{"KeyByHash", func() (any, error) { return s.KeyByHash(ctx, k.Hash) }, k},
-		{"ListKeys tenant", func() (any, error) { return s.ListKeys(ctx, tn.ID) }, []store.Key{k}},
-		{"ListKeys all", func() (any, error) { return s.ListKeys(ctx, "") }, []store.Key{k}},
-		{"ListKeys other tenant", func() (any, error) { return s.ListKeys(ctx, "ten_none") }, []store.Key(nil)},
+		{"ListKeys tenant", func() (any, error) { return s.ListKeys(ctx, tn.ID) }, []tenancy.Key{k}},
+		{"ListKeys all", func() (any, error) { return s.ListKeys(ctx, "") }, []tenancy.Key{k}},
+		{"ListKeys other tenant", func() (any, error) { return s.ListKeys(ctx, "ten_none") }, []tenancy.Key(nil)},
 		{"TokenByHash", func() (any, error) { return s.TokenByHash(ctx, tok.Hash) }, tok},
 		{"GetSandbox", func() (any, error) { return s.GetSandbox(ctx, sb.ID) }, sb},
 		{"GetSandbox ended", func() (any, error) { return s.GetSandbox(ctx, ended.ID) }, ended},
@@ -58,7 +60,7 @@ func testRoundTrip(t *testing.T, h *harness) {
 
 	// Tenants list by name, in byte order whatever the server's locale.
 	for _, n := range []string{"Zed", "beta", "alpha"} {
-		must(t, s.CreateTenant(ctx, store.Tenant{ID: "ten_" + n, Name: n}))
+		must(t, s.CreateTenant(ctx, tenancy.Tenant{ID: "ten_" + n, Name: n}))
 	}
 	list, err := s.ListTenants(ctx)
 	must(t, err)
@@ -74,7 +76,7 @@ func testRoundTrip(t *testing.T, h *harness) {
 func testUpdateTenantQuota(t *testing.T, h *harness) {
 	s := h.s
 	tn, _, _, _ := seed(t, s)
-	up := store.Tenant{ID: tn.ID, Name: "ignored", MaxSandboxes: 3, MaxMemoryMB: 1, MaxStorageMB: 7, CreatedAt: t0.Add(time.Hour)}
+	up := tenancy.Tenant{ID: tn.ID, Name: "ignored", MaxSandboxes: 3, MaxMemoryMB: 1, MaxStorageMB: 7, CreatedAt: t0.Add(time.Hour)}
 	got, err := s.UpdateTenantQuota(ctx, up)
 	must(t, err)
 	want := tn
@@ -85,7 +87,7 @@ func testUpdateTenantQuota(t *testing.T, h *harness) {
 	if again, _ := s.GetTenant(ctx, tn.ID); !cmp.Equal(want, again) {
 		t.Errorf("stored %+v, want %+v", again, want)
 	}
-	if _, err := s.UpdateTenantQuota(ctx, store.Tenant{ID: "nope"}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.UpdateTenantQuota(ctx, tenancy.Tenant{ID: "nope"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("missing tenant: %v, want ErrNotFound", err)
 	}
 }
@@ -103,16 +105,18 @@ func testConflict(t *testing.T, h *harness) {
 		name string
 		err  error
 	}{
-		{"tenant id", s.CreateTenant(ctx, store.Tenant{ID: tn.ID, Name: "other"})},
+		{"tenant id", s.CreateTenant(ctx, tenancy.Tenant{ID: tn.ID, Name: "other"})},
 		{"tenant name", s.CreateTenant(ctx, tn2)},
-		{"key id", s.CreateKey(ctx, store.Key{ID: k.ID, TenantID: tn.ID, Hash: []byte("other")})},
+		{"key id", s.CreateKey(ctx, tenancy.Key{ID: k.ID, TenantID: tn.ID, Hash: []byte("other")})},
 		{"key hash", s.CreateKey(ctx, k2)},
-		{"token id", s.CreateToken(ctx, store.Token{ID: tok.ID, SandboxID: sb.ID, Hash: []byte("other")})},
+		{"token id", s.CreateToken(ctx, tenancy.Token{ID: tok.ID, SandboxID: sb.ID, Hash: []byte("other")})},
 		{"token hash", s.CreateToken(ctx, tok2)},
 		{"sandbox id", s.CreateSandbox(ctx, sb)},
 	}
+	// Each is of errdefs' kind too, which tenancy (it does not import
+	// store) matches; so are the not-found errors below.
 	for _, tt := range tests {
-		if !errors.Is(tt.err, store.ErrConflict) {
+		if !errors.Is(tt.err, store.ErrConflict) || !errors.Is(tt.err, errdefs.ErrConflict) {
 			t.Errorf("%s: err = %v, want ErrConflict", tt.name, tt.err)
 		}
 	}
@@ -136,7 +140,7 @@ func testNotFound(t *testing.T, h *harness) {
 		{"UpdateSandboxSoon", func() error { return s.UpdateSandboxSoon(ctx, missing) }},
 		{"DeleteKey", func() error { return s.DeleteKey(ctx, "nope") }},
 		{"CreateKey for missing tenant", func() error {
-			return s.CreateKey(ctx, store.Key{ID: "key_x", TenantID: "nope", Hash: []byte("x")})
+			return s.CreateKey(ctx, tenancy.Key{ID: "key_x", TenantID: "nope", Hash: []byte("x")})
 		}},
 		{"DeleteKey then KeyByHash", func() error {
 			if err := s.DeleteKey(ctx, k.ID); err != nil {
@@ -154,7 +158,7 @@ func testNotFound(t *testing.T, h *harness) {
 		}},
 	}
 	for _, tt := range tests {
-		if err := tt.call(); !errors.Is(err, store.ErrNotFound) {
+		if err := tt.call(); !errors.Is(err, store.ErrNotFound) || !errors.Is(err, errdefs.ErrNotFound) {
 			t.Errorf("%s: err = %v, want ErrNotFound", tt.name, err)
 		}
 	}
@@ -172,18 +176,18 @@ func testNotFound(t *testing.T, h *harness) {
 func testConsoleSessions(t *testing.T, h *harness) {
 	s := h.s
 	_, k, _, _ := seed(t, s)
-	cs := store.ConsoleSession{Hash: []byte("cookie"), KeyID: k.ID, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+	cs := tenancy.ConsoleSession{Hash: []byte("cookie"), KeyID: k.ID, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
 	must(t, s.CreateConsoleSession(ctx, cs))
 	gotCS, gotK, err := s.ConsoleSessionByHash(ctx, cs.Hash)
 	must(t, err)
 	if d := cmp.Diff([]any{cs, k}, []any{gotCS, gotK}); d != "" {
 		t.Errorf("session (-want +got):\n%s", d)
 	}
-	if err := s.CreateConsoleSession(ctx, store.ConsoleSession{Hash: []byte("x"), KeyID: "key_gone", CreatedAt: t0, ExpiresAt: t0}); !errors.Is(err, store.ErrNotFound) {
+	if err := s.CreateConsoleSession(ctx, tenancy.ConsoleSession{Hash: []byte("x"), KeyID: "key_gone", CreatedAt: t0, ExpiresAt: t0}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("session for a missing key: %v, want ErrNotFound", err)
 	}
 	// A session opened after the first expired prunes it.
-	later := store.ConsoleSession{Hash: []byte("later"), KeyID: k.ID, CreatedAt: t0.Add(2 * time.Hour), ExpiresAt: t0.Add(3 * time.Hour)}
+	later := tenancy.ConsoleSession{Hash: []byte("later"), KeyID: k.ID, CreatedAt: t0.Add(2 * time.Hour), ExpiresAt: t0.Add(3 * time.Hour)}
 	must(t, s.CreateConsoleSession(ctx, later))
 	if _, _, err := s.ConsoleSessionByHash(ctx, cs.Hash); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("expired session after a later create: %v, want ErrNotFound", err)
@@ -194,7 +198,7 @@ func testConsoleSessions(t *testing.T, h *harness) {
 		t.Errorf("deleted session: %v, want ErrNotFound", err)
 	}
 	// Deleting the key ends its sessions.
-	third := store.ConsoleSession{Hash: []byte("third"), KeyID: k.ID, CreatedAt: t0.Add(2 * time.Hour), ExpiresAt: t0.Add(5 * time.Hour)}
+	third := tenancy.ConsoleSession{Hash: []byte("third"), KeyID: k.ID, CreatedAt: t0.Add(2 * time.Hour), ExpiresAt: t0.Add(5 * time.Hour)}
 	must(t, s.CreateConsoleSession(ctx, third))
 	must(t, s.DeleteKey(ctx, k.ID))
 	if _, _, err := s.ConsoleSessionByHash(ctx, third.Hash); !errors.Is(err, store.ErrNotFound) {
@@ -239,7 +243,7 @@ func testEndedSandboxLosesTokens(t *testing.T, h *harness) {
 
 func testTokenByHashIgnoresExpiry(t *testing.T, h *harness) {
 	s := h.s
-	expired := store.Token{ID: "tok_old", SandboxID: "sb_1", TenantID: "ten_1", Hash: []byte("old"), ExpiresAt: time.Unix(1, 0).UTC()}
+	expired := tenancy.Token{ID: "tok_old", SandboxID: "sb_1", TenantID: "ten_1", Hash: []byte("old"), ExpiresAt: time.Unix(1, 0).UTC()}
 	must(t, s.CreateToken(ctx, expired))
 	got, err := s.TokenByHash(ctx, expired.Hash)
 	must(t, err)

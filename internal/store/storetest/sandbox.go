@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 func testUpdateSandbox(t *testing.T, h *harness) {
@@ -31,7 +32,7 @@ func testUpdateSandbox(t *testing.T, h *harness) {
 // write wins over it, and it is durable once the store is closed.
 func testUpdateSandboxSoon(t *testing.T, h *harness) {
 	s := h.s
-	must(t, s.CreateTenant(ctx, store.Tenant{ID: "ten_a", Name: "a"}))
+	must(t, s.CreateTenant(ctx, tenancy.Tenant{ID: "ten_a", Name: "a"}))
 	mk := func(id string) store.Sandbox {
 		sb := store.Sandbox{ID: id, TenantID: "ten_a", State: store.StateCreating, Template: "base", CPUs: 1, MemoryMB: 64,
 			CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}

@@ -1,6 +1,6 @@
 // Package storetest is the one conformance suite every store.Store (and
-// nodes.Store) implementation runs: SQLite in package store, PostgreSQL
-// in package store/postgres. It checks what the interface's comments
+// nodes.Store) implementation runs: SQLite in package store/sqlite,
+// PostgreSQL in package store/postgres. It checks what the interface's comments
 // promise, as a caller sees it, and nothing an implementation keeps to
 // itself (files, pragmas, caches). It is imported only by tests and must
 // never be imported by the daemon.
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
 // Opener opens an empty store of t's own. reopen opens the same database
@@ -111,10 +112,10 @@ var ctx = context.Background()
 // instant and its precision.
 var t0 = time.Date(2025, 3, 14, 15, 9, 26, 535897932, time.FixedZone("X", 5*3600))
 
-func fixture() (store.Tenant, store.Key, store.Token, store.Sandbox) {
-	tn := store.Tenant{ID: "ten_1", Name: "acme", MaxSandboxes: 10, MaxMemoryMB: 8192, MaxStorageMB: 512, CreatedAt: t0}
-	k := store.Key{ID: "key_1", TenantID: tn.ID, Name: "ci", Hash: []byte{0, 1, 2, 0xff}, Admin: true, CreatedAt: t0}
-	tok := store.Token{ID: "tok_1", SandboxID: "sb_1", TenantID: tn.ID, Hash: []byte("tokhash"), ExpiresAt: t0.Add(time.Hour)}
+func fixture() (tenancy.Tenant, tenancy.Key, tenancy.Token, store.Sandbox) {
+	tn := tenancy.Tenant{ID: "ten_1", Name: "acme", MaxSandboxes: 10, MaxMemoryMB: 8192, MaxStorageMB: 512, CreatedAt: t0}
+	k := tenancy.Key{ID: "key_1", TenantID: tn.ID, Name: "ci", Hash: []byte{0, 1, 2, 0xff}, Admin: true, CreatedAt: t0}
+	tok := tenancy.Token{ID: "tok_1", SandboxID: "sb_1", TenantID: tn.ID, Hash: []byte("tokhash"), ExpiresAt: t0.Add(time.Hour)}
 	sb := store.Sandbox{
 		ID: "sb_1", TenantID: tn.ID, State: store.StateRunning, Template: "python:3.12",
 		CPUs: 1.5, MemoryMB: 512, Pids: 256, DiskMB: 1024,
@@ -126,7 +127,7 @@ func fixture() (store.Tenant, store.Key, store.Token, store.Sandbox) {
 	return tn, k, tok, sb
 }
 
-func seed(t *testing.T, s store.Store) (store.Tenant, store.Key, store.Token, store.Sandbox) {
+func seed(t *testing.T, s store.Store) (tenancy.Tenant, tenancy.Key, tenancy.Token, store.Sandbox) {
 	t.Helper()
 	tn, k, tok, sb := fixture()
 	for _, err := range []error{

@@ -18,6 +18,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/store/postgres"
+	"github.com/airlockhq/airlock/internal/store/sqlite"
 	"github.com/airlockhq/airlock/internal/testenv"
 )
 
@@ -49,7 +50,7 @@ func OpenReopen(t testing.TB) (store.Store, func(t testing.TB) store.Store) {
 		open = func() (store.Store, error) { return openPostgres(u) }
 	} else {
 		path := filepath.Join(t.TempDir(), "airlock.db")
-		open = func() (store.Store, error) { s, err := store.OpenSQLite(path); return s, err }
+		open = func() (store.Store, error) { s, err := sqlite.Open(path); return s, err }
 	}
 	reopen := func(t testing.TB) store.Store {
 		t.Helper()
@@ -87,7 +88,7 @@ func OpenShared(name string) (s store.Store, drop func() error, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("test store: %w", err)
 	}
-	sq, err := store.OpenSQLite(filepath.Join(dir, "airlock.db"))
+	sq, err := sqlite.Open(filepath.Join(dir, "airlock.db"))
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, fmt.Errorf("test store: %w", err)
