@@ -185,7 +185,11 @@ async function denyFromBadge(list, inbox, seen) {
   await list.getByRole('status').filter({ hasText: `Denied ${asked}.` }).waitFor();
   await c.waitFor({ state: 'detached' });
   await navLink(list, 'Approvals').waitFor();
-  const cells = await rowCells(decidedRow(list, 'not from here'));
+  // The decided list is read again after the decision: wait for the row,
+  // as allowOnce does (read at once, it was not there yet under load).
+  const row = decidedRow(list, 'not from here');
+  await row.waitFor();
+  const cells = await rowCells(row);
   must(cells[1] === 'denied' && cells[4] === `${keyID} (you)`, `denied row ${JSON.stringify(cells)}`);
   // The other window catches up without a click.
   await decidedRow(inbox, 'not from here').waitFor({ timeout: 12_000 });
