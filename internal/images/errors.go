@@ -14,32 +14,22 @@ import (
 // API maps them to a status without knowing this package.
 var (
 	// ErrNoTransport: a registry source without a Transport.
-	ErrNoTransport error = &kindError{"no Transport: registry requests must go through the caller's egress transport", errdefs.ErrInvalid}
+	ErrNoTransport error = errdefs.Sentinel("no Transport: registry requests must go through the caller's egress transport", errdefs.ErrInvalid)
 	// ErrUnauthorized: the registry refused the credentials (or their absence).
-	ErrUnauthorized error = &kindError{"registry authentication failed", errdefs.ErrUnauthenticated}
+	ErrUnauthorized error = errdefs.Sentinel("registry authentication failed", errdefs.ErrUnauthenticated)
 	// ErrNotFound: no such repository, tag or digest in the registry.
-	ErrNotFound error = &kindError{"image not found", errdefs.ErrNotFound}
+	ErrNotFound error = errdefs.Sentinel("image not found", errdefs.ErrNotFound)
 	// ErrDigestMismatch: stored bytes that are not what their digest names.
-	ErrDigestMismatch error = &kindError{"digest mismatch", errdefs.ErrInvalid}
+	ErrDigestMismatch error = errdefs.Sentinel("digest mismatch", errdefs.ErrInvalid)
 	// ErrUnsafePath: a tar entry that would write outside the root, or
 	// through a symlink.
-	ErrUnsafePath error = &kindError{"unsafe path", errdefs.ErrInvalid}
+	ErrUnsafePath error = errdefs.Sentinel("unsafe path", errdefs.ErrInvalid)
 	// ErrTooLarge: an image past Source.MaxBytes.
-	ErrTooLarge error = &kindError{"image too large", errdefs.ErrLimitExceeded}
+	ErrTooLarge error = errdefs.Sentinel("image too large", errdefs.ErrLimitExceeded)
 	// ErrNotImage: a manifest, config or layer that is not a container
 	// image's (a Helm chart, an attestation, schema 1).
-	ErrNotImage error = &kindError{"not a container image", errdefs.ErrInvalid}
+	ErrNotImage error = errdefs.Sentinel("not a container image", errdefs.ErrInvalid)
 )
-
-// kindError is a sentinel with its own text that also matches an errdefs
-// kind under errors.Is.
-type kindError struct {
-	msg  string
-	kind error
-}
-
-func (e *kindError) Error() string { return e.msg }
-func (e *kindError) Unwrap() error { return e.kind }
 
 // registryError gives a registry's refusal its kind, keeping the
 // registry's own words after it.

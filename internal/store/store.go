@@ -22,18 +22,9 @@ import (
 // kind, which the packages that define their own narrow store (tenancy,
 // nodes) match instead, since they do not import this one.
 var (
-	ErrNotFound error = &kindError{"not found", errdefs.ErrNotFound}
-	ErrConflict error = &kindError{"already exists", errdefs.ErrConflict}
+	ErrNotFound error = errdefs.Sentinel("not found", errdefs.ErrNotFound)
+	ErrConflict error = errdefs.Sentinel("already exists", errdefs.ErrConflict)
 )
-
-// kindError is an error with its own text that unwraps to its kind.
-type kindError struct {
-	msg  string
-	kind error
-}
-
-func (e *kindError) Error() string { return e.msg }
-func (e *kindError) Unwrap() error { return e.kind }
 
 // Sandbox states.
 const (
