@@ -303,4 +303,8 @@ type NetEvent struct {
 	Secret string `json:"secret,omitempty"`
 	// Usage is set with NetModelUsage.
 	Usage *ModelUsage `json:"usage,omitempty"`
+	// Approval is set when the policy's ask held the connection for a
+	// person: "allowed", or why it was refused: "denied", "timed_out",
+	// "unavailable" or "abandoned".
+	Approval string `json:"approval,omitempty"`
 }

@@ -39,7 +39,9 @@ func startCluster(t *testing.T, names ...string) *cluster {
 	c := &cluster{s: s, admin: s.admin(), nodes: map[string]*nodeProc{}, net: n}
 	for _, name := range names {
 		tok := must[client.JoinToken](t)(c.admin.CreateJoinToken(ctx, 0))
-		np := &nodeProc{t: t, bin: s.bin, dataDir: tornDownDataDir(t), addr: freeAddr(t)}
+		// The node's proxies reach the fake internet as the control
+		// plane's would.
+		np := &nodeProc{t: t, bin: s.bin, dataDir: tornDownDataDir(t), addr: freeAddr(t), extra: []string{"--egress-dns", n.DNS, "--egress-ca-file", caFile}}
 		np.start("--join", s.url, "--token", tok.Token, "--ca-hash", tok.CAHash, "--name", name)
 		t.Cleanup(func() { np.stop(syscall.SIGTERM) })
 		c.nodes[name] = np
@@ -360,6 +362,117 @@ func TestNodesControlPlaneRestart(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the ticker is not followed after the node came back (output %d)", last)
+		}
+	}
+}
+
+// TestNodesEgressOnNode: a sandbox's egress proxy runs on its node. Its
+// requests, with the secret injected, go on while the control plane is
+// killed -9 and down; the events the node logged meanwhile reach the
+// control plane's network and audit logs when it is back, none lost.
+func TestNodesEgressOnNode(t *testing.T) {
+	c := startCluster(t, "e1")
+	admin := c.admin
+	secretValue := "sk-REAL-" + hex.EncodeToString(randBytes(16))
+	must[client.Secret](t)(admin.CreateSecret(ctx, client.SecretRequest{Name: "API_KEY", Value: secretValue, Hosts: []string{fakenet.AllowedName}}))
+	sb := must[client.Sandbox](t)(admin.CreateSandbox(ctx, client.CreateRequest{Timeout: 10 * time.Minute,
+		Secrets: []string{"API_KEY"}, Network: client.AllowOnly(fakenet.AllowedName)}))
+	if _, err := os.Stat(filepath.Join(c.nodes["e1"].dataDir, "node", "egress.journal")); err != nil {
+		t.Fatalf("the node keeps no egress journal: %v", err)
+	}
+	// A question the node's proxy puts to a person reaches the control
+	// plane's approvals; the answer goes back to the held connection.
+	must[client.NetworkPolicy](t)(admin.SetNetwork(ctx, sb.ID, client.NetworkPolicy{Mode: client.NetworkAllowlist,
+		Allow: []string{fakenet.AllowedName}, Ask: client.Ask{All: true}, AskTimeoutS: 60}))
+	done := curlBG(t, admin, sb.ID, "http://denied.test/held")
+	ap := pending(t, admin, sb.ID, nil)
+	if ap.Egress == nil || ap.Egress.Host != fakenet.DeniedName || ap.Egress.Port != 80 {
+		t.Errorf("the question: %+v", ap)
+	}
+	must[client.Approval](t)(admin.DecideApproval(ctx, ap.ID, client.ApprovalDecision{Decision: "allow"}))
+	select {
+	case out := <-done:
+		if !strings.Contains(out, "HTTP/1.1 200") {
+			t.Errorf("the approved request: %q", out)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the approved request did not finish")
+	}
+
+	const n = 30
+	seen := func() (paths []string) {
+		for _, r := range c.net.Seen() {
+			if r.Name == fakenet.AllowedName && strings.HasPrefix(r.Path, "/down-") {
+				if got := r.Header.Get("Authorization"); got != "Bearer "+secretValue {
+					t.Errorf("%s: Authorization %q", r.Path, got)
+				}
+				paths = append(paths, r.Path)
+			}
+		}
+		return paths
+	}
+	must[client.Process](t)(admin.StartProcess(ctx, sb.ID, client.ExecRequest{Command: fmt.Sprintf(
+		`for i in $(seq 1 %d); do curl -sS -o /dev/null --max-time 5 -H "Authorization: Bearer $API_KEY" https://allowed.test/down-$i; sleep 0.3; done`, n)}, "requests"))
+	waitUntil(t, 20*time.Second, "the first request", func() bool { return len(seen()) > 0 })
+
+	// kill -9 of the control plane: the node's proxy serves on.
+	c.s.cmd.Process.Kill()
+	c.s.cmd.Wait()
+	c.s.cmd = nil
+	atKill := len(seen())
+	waitUntil(t, 20*time.Second, "requests while the control plane is down", func() bool { return len(seen()) >= atKill+5 })
+	c.s.start()
+	admin = c.s.admin()
+	waitUntil(t, 30*time.Second, "every request", func() bool { return len(seen()) == n })
+
+	// Every request is in the network log and the audit log, in order.
+	var events []client.NetEvent
+	var all []client.NetEvent
+	defer func() {
+		if t.Failed() {
+			for _, e := range all {
+				t.Logf("net event %+v", e)
+			}
+		}
+	}()
+	waitUntil(t, 30*time.Second, "the node's events at the control plane", func() bool {
+		events = nil
+		all = must[[]client.NetEvent](t)(admin.NetworkLog(ctx, sb.ID, 0, 1000))
+		for _, e := range all {
+			if e.Protocol == "https" && e.Kind == "" && e.Host == fakenet.AllowedName && e.Decision == "allowed" {
+				events = append(events, e)
+			}
+		}
+		return len(events) == n
+	})
+	for i := 1; i < len(events); i++ {
+		if events[i].Time.Before(events[i-1].Time) {
+			t.Errorf("network log out of order at %d: %v before %v", i, events[i].Time, events[i-1].Time)
+		}
+	}
+	injected := 0
+	for _, e := range must[[]client.AuditEvent](t)(admin.AuditEvents(ctx, sb.ID, client.AuditQuery{Limit: 1000})) {
+		if e.Type == "secret.injected" {
+			injected++
+		}
+	}
+	if injected < n {
+		t.Errorf("%d secret.injected audit events, want at least %d", injected, n)
+	}
+	if v := must[client.AuditVerify](t)(admin.VerifyAudit(ctx, sb.ID)); !v.OK {
+		t.Errorf("audit verify %+v", v)
+	}
+	if m := must[client.SandboxMetrics](t)(admin.SandboxMetrics(ctx, sb.ID)); m.EgressBytesOut <= 0 {
+		t.Errorf("metrics %+v", m)
+	}
+}
+
+// waitUntil polls cond every 100 ms until it holds or within passes.
+func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(within); !cond(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, within)
 		}
 	}
 }

@@ -21,6 +21,7 @@ type nodeProc struct {
 	bin     string
 	dataDir string
 	addr    string
+	extra   []string // flags of every start
 	cmd     *exec.Cmd
 }
 
@@ -37,7 +38,8 @@ func freeAddr(t *testing.T) string {
 // start runs the node with args and waits until it serves its API.
 func (n *nodeProc) start(args ...string) {
 	t := n.t
-	n.cmd = exec.Command(n.bin, append([]string{"node", "--data-dir", n.dataDir, "--addr", n.addr}, args...)...)
+	args = append(append([]string{"node", "--data-dir", n.dataDir, "--addr", n.addr}, n.extra...), args...)
+	n.cmd = exec.Command(n.bin, args...)
 	out, err := n.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

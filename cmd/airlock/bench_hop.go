@@ -14,6 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/egress"
+	"github.com/airlockhq/airlock/internal/egresshost"
 	"github.com/airlockhq/airlock/internal/nodes"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/runtime/linux"
@@ -89,8 +91,14 @@ func hopCycles(ctx context.Context, n int) ([]hopSplit, error) {
 		return nil, err
 	}
 	defer rt.Teardown()
+	eh, err := egresshost.New(nodeDir, egress.Config{}, rt)
+	if err != nil {
+		nln.Close()
+		return nil, err
+	}
+	defer eh.Close()
 	var inNode atomic.Int64 // ns the node spent in its runtime's calls
-	nsrv := nodeServerOf(id, rt, timedRuntime{rt, &inNode}, nodeDir, 0)
+	nsrv := nodeServerOf(id, rt, timedRuntime{rt, &inNode}, eh, nodeDir, 0)
 	nsrv.Handler = timed(&inHandler)(nsrv.Handler)
 	go nsrv.ServeTLS(nln, "", "")
 	defer nsrv.Close()

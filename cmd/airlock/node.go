@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockhq/airlock/internal/egresshost"
 	"github.com/airlockhq/airlock/internal/noderpc"
 	"github.com/airlockhq/airlock/internal/nodes"
 	"github.com/airlockhq/airlock/internal/runtime"
@@ -60,6 +61,7 @@ func nodeCmd(args []string) error {
 	maxSandboxes := fs.Int("max-sandboxes", 0, "the most sandboxes this node takes (default: one per 32 MiB of its memory)")
 	pool := fs.Int("pool", 2, "sandboxes kept booted for fast creates (0 disables)")
 	hostRoot := fs.String("host-root", "/", "where the host's root filesystem is, for the base template (its /usr, /lib... and /etc entries): in a container, the host's / mounted read-only, as the Helm chart mounts it at /host")
+	egf := egressFlagsOf(fs)
 	kube := kubeFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), nodeUsage)
@@ -76,6 +78,10 @@ func nodeCmd(args []string) error {
 	}
 	if *maxSandboxes < 0 || *pool < 0 {
 		return badInput("node", "--max-sandboxes must be at least 1, --pool at least 0")
+	}
+	eg, err := egf.config()
+	if err != nil {
+		return badInput("node", "%v", err)
 	}
 	if _, err := os.Stat(filepath.Join(*dataDir, "airlock.db")); err == nil {
 		return badInput("node", "%s is a server's data dir (it holds airlock.db): give the node a directory of its own", *dataDir)
@@ -94,7 +100,7 @@ func nodeCmd(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if kube.enabled() {
-		return nodeKube(ctx, kube, nodeKubeConfig{name: *name, addr: *addr, dataDir: *dataDir, maxSandboxes: *maxSandboxes, pool: *pool, hostRoot: *hostRoot})
+		return nodeKube(ctx, kube, nodeKubeConfig{name: *name, addr: *addr, dataDir: *dataDir, maxSandboxes: *maxSandboxes, pool: *pool, hostRoot: *hostRoot, egress: *eg})
 	}
 
 	id, err := nodes.LoadIdentity(*dataDir)
@@ -129,11 +135,16 @@ func nodeCmd(args []string) error {
 		return err
 	}
 	defer closeRT()
+	eh, err := egresshost.New(*dataDir, *eg, rt)
+	if err != nil {
+		return err
+	}
+	defer eh.Close()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
-	srv := nodeServer(id, rt, *dataDir, *maxSandboxes)
+	srv := nodeServer(id, rt, eh, *dataDir, *maxSandboxes)
 	fmt.Printf("airlock: node %s serving the node API on https://%s for %s (data in %s)\n", id.Name, ln.Addr(), id.ControlPlane, *dataDir)
 	if left := time.Until(id.CertExpiresAt()); left < 30*24*time.Hour {
 		fmt.Fprintf(os.Stderr, "airlock: warning: the node's certificate ends in %s: the control plane renews it at its next heartbeat; if it cannot reach this node before then, join again with a new token\n", left.Round(time.Hour))
@@ -185,22 +196,23 @@ func defaultNodeName() string {
 	return name
 }
 
-// nodeServer is the node API's server: the status heartbeats ask for and
-// the runtime (noderpc), over mutual TLS with the node's identity.
-func nodeServer(id *nodes.Identity, rt *linux.Runtime, dataDir string, maxSandboxes int) *http.Server {
-	return nodeServerOf(id, rt, rt, dataDir, maxSandboxes)
+// nodeServer is the node API's server: the status heartbeats ask for, the
+// runtime (noderpc) and the sandboxes' egress proxies (eh), over mutual
+// TLS with the node's identity.
+func nodeServer(id *nodes.Identity, rt *linux.Runtime, eh *egresshost.Host, dataDir string, maxSandboxes int) *http.Server {
+	return nodeServerOf(id, rt, rt, eh, dataDir, maxSandboxes)
 }
 
 // nodeServerOf is nodeServer serving served, rt or a wrapper of it (bench
 // api times the node's runtime calls).
-func nodeServerOf(id *nodes.Identity, rt *linux.Runtime, served runtime.Runtime, dataDir string, maxSandboxes int) *http.Server {
+func nodeServerOf(id *nodes.Identity, rt *linux.Runtime, served runtime.Runtime, eh *egresshost.Host, dataDir string, maxSandboxes int) *http.Server {
 	status := nodeStatus(id.Name, rt, dataDir, maxSandboxes)
 	mux := http.NewServeMux()
 	mux.Handle(nodes.StatusPath, nodes.StatusHandler(status))
 	renew := id.RenewHandler()
 	mux.Handle(nodes.RenewPath, renew)
 	mux.Handle(nodes.CertificatePath, renew)
-	mux.Handle("/node/v1/", noderpc.NewServer(served))
+	mux.Handle("/node/v1/", noderpc.NewServerWith(served, eh))
 	// Each sandbox holds a few streams for good (the egress proxy's two
 	// listeners, followers, held stdins): far more than HTTP/2's usual
 	// 250 on the control plane's one connection.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/cluster"
+	"github.com/airlockhq/airlock/internal/egress"
+	"github.com/airlockhq/airlock/internal/egresshost"
 	"github.com/airlockhq/airlock/internal/nodes"
 )
 
@@ -20,6 +22,7 @@ type nodeKubeConfig struct {
 	name, addr, dataDir string
 	maxSandboxes, pool  int
 	hostRoot            string
+	egress              egress.Config // the sandboxes' proxies'
 }
 
 // nodeKube runs an in-cluster node until ctx ends: its identity from the
@@ -60,11 +63,16 @@ func nodeKube(ctx context.Context, k *kubeConfig, c nodeKubeConfig) error {
 		return err
 	}
 	defer closeRT()
+	eh, err := egresshost.New(c.dataDir, c.egress, rt)
+	if err != nil {
+		return err
+	}
+	defer eh.Close()
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
 	}
-	srv := nodeServer(id, rt, c.dataDir, c.maxSandboxes)
+	srv := nodeServer(id, rt, eh, c.dataDir, c.maxSandboxes)
 	status := nodeStatus(c.name, rt, c.dataDir, c.maxSandboxes)
 	leases := cluster.NewNodeLeases(cs, ns)
 	leaseCtx, stopLease := context.WithCancel(ctx)

@@ -46,10 +46,7 @@ func serveCmd(args []string) error {
 	addr := fs.String("addr", "127.0.0.1:7070", "address to listen on")
 	dataDir := dataDirFlag(fs, defaultDataDir(), "where the database, sandboxes and templates live ($AIRLOCK_DATA_DIR)")
 	pool := fs.Int("pool", 2, "sandboxes kept booted for fast creates (0 disables)")
-	dns := fs.String("egress-dns", "", "resolver the egress proxy asks, HOST:PORT (default: the host's)")
-	caFile := fs.String("egress-ca-file", "", "PEM file of extra CAs the egress proxy trusts when it opens TLS upstream")
-	var allowPrivate listFlag
-	fs.Var(&allowPrivate, "egress-allow-private", "let every sandbox's IP/CIDR allow entries reach this private range, CIDR (repeatable; loopback and host addresses one at a time, as 127.0.0.1/32; see docs/API.md for the risk)")
+	egf := egressFlagsOf(fs)
 	var tune daemonTuning
 	durationVar(fs, &tune.auditRetention, "audit-retention", sandbox.DefaultAuditRetention, time.Second, 0, "how long (`DURATION`) a sandbox's audit log is kept after its last event")
 	outCap := fs.String("audit-output-cap", "64MiB", "command and terminal output recorded per sandbox's audit log (a marker says when it was reached)")
@@ -92,7 +89,7 @@ func serveCmd(args []string) error {
 		fmt.Fprintf(os.Stderr, "airlock serve: %v\n", err)
 		return exitError(2)
 	}
-	eg, err := egressConfig(*dns, *caFile, allowPrivate)
+	eg, err := egf.config()
 	if err != nil {
 		return err
 	}
@@ -535,6 +532,26 @@ func hostMemoryMB() int64 {
 	var kb int64
 	fmt.Sscanf(string(b), "MemTotal: %d kB", &kb)
 	return kb >> 10
+}
+
+// egressFlags are the egress proxy's flags, of serve and of node (whose
+// proxies serve its sandboxes).
+type egressFlags struct {
+	dns, caFile  *string
+	allowPrivate listFlag
+}
+
+func egressFlagsOf(fs *flag.FlagSet) *egressFlags {
+	f := &egressFlags{
+		dns:    fs.String("egress-dns", "", "resolver the egress proxy asks, HOST:PORT (default: the host's)"),
+		caFile: fs.String("egress-ca-file", "", "PEM file of extra CAs the egress proxy trusts when it opens TLS upstream"),
+	}
+	fs.Var(&f.allowPrivate, "egress-allow-private", "let every sandbox's IP/CIDR allow entries reach this private range, CIDR (repeatable; loopback and host addresses one at a time, as 127.0.0.1/32; see docs/API.md for the risk)")
+	return f
+}
+
+func (f *egressFlags) config() (*egress.Config, error) {
+	return egressConfig(*f.dns, *f.caFile, f.allowPrivate)
 }
 
 // egressConfig checks the egress flags: a resolver address with a port,

@@ -82,6 +82,15 @@
 // nodes makes it of the older calls instead (one round trip lost, the
 // behaviour the same).
 //
+// A node that runs its sandboxes' egress proxies (NewServerWith) also
+// serves internal/egresshost's calls, plain JSON: PUT
+// .../sandboxes/{id}/egress (attach, or replace the spec), GET
+// /node/v1/egress/events (the journal after an offset, a long poll) and
+// POST /node/v1/egress/asks/{id} (a person's decision). The node closes a
+// sandbox's proxy as it destroys the sandbox. A node without them answers
+// them as routes it lacks, and the control plane proxies that node's
+// sandboxes' traffic itself, through Listen.
+//
 // Connections a sandbox accepts on a Listen are announced on the listen
 // stream (answering an a frame) under a random id, and the client picks
 // each up with its own request, POST /node/v1/conns/{id}: one slow

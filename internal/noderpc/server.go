@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/airlockhq/airlock/internal/egresshost"
 	"github.com/airlockhq/airlock/internal/runtime"
 )
 
@@ -17,16 +18,22 @@ const prefix = "/node/v1"
 // server serves one runtime; conns holds the connections its sandboxes'
 // listeners accepted until the client picks them up.
 type server struct {
-	rt    runtime.Runtime
-	mux   *http.ServeMux
-	conns connTable
+	rt     runtime.Runtime
+	egress *egresshost.Host // nil: the control plane proxies the sandboxes' traffic
+	mux    *http.ServeMux
+	conns  connTable
 }
 
 // NewServer serves rt's methods under /node/v1/ (see the package doc).
 // It does not serve /node/v1/status: the caller mounts both on one mux.
-func NewServer(rt runtime.Runtime) http.Handler {
-	s := &server{rt: rt, mux: http.NewServeMux(), conns: connTable{m: map[string]*pending{}}}
+func NewServer(rt runtime.Runtime) http.Handler { return NewServerWith(rt, nil) }
+
+// NewServerWith is NewServer whose node runs its sandboxes' egress
+// proxies with eg.
+func NewServerWith(rt runtime.Runtime, eg *egresshost.Host) http.Handler {
+	s := &server{rt: rt, egress: eg, mux: http.NewServeMux(), conns: connTable{m: map[string]*pending{}}}
 	s.routes()
+	s.egressRoutes()
 	s.streamRoutes()
 	s.oneShotRoutes()
 	// Every other route under the prefix: an older node than the client.
@@ -92,6 +99,7 @@ func (s *server) routes() {
 		if err != nil {
 			return nil, err
 		}
+		s.forgetEgress(sb.ID())
 		return nil, sb.Destroy(r.Context())
 	})
 	s.handle("GET "+prefix+"/protections", func(r *http.Request) (any, error) { return s.rt.Protections(), nil })

@@ -24,6 +24,7 @@ func (s *server) oneShotRoutes() {
 		if err != nil {
 			return nil, err
 		}
+		s.forgetEgress(sb.ID())
 		final, err := runtime.DestroyStats(r.Context(), sb)
 		if err != nil {
 			return nil, err

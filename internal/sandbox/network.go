@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/airlockhq/airlock/internal/audit"
 	"maps"
 	"net"
 
+	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/store"
@@ -62,50 +62,76 @@ func recordPolicy(rec store.Sandbox) (egress.Policy, error) {
 	return p, nil
 }
 
-// attach gives a running sandbox its way out: the proxy's listeners inside
+// attach gives a running sandbox its way out: the proxy on its node
+// (egress_remote.go), or the control plane's own with listeners inside
 // its network namespace, serving under rules.
 func (s *Service) attach(ctx context.Context, rec store.Sandbox, sb runtime.Sandbox, rules *egress.Rules) error {
 	if _, ok := sb.(runtime.Listener); !ok {
 		return errNoListener
 	}
-	httpLn, err := s.listenIn(ctx, rec.ID, sb, egress.HTTPPort)
-	if err != nil {
-		return fmt.Errorf("egress proxy for %s: %w", rec.ID, err)
-	}
-	socksLn, err := s.listenIn(ctx, rec.ID, sb, egress.SOCKSPort)
-	if err != nil {
-		httpLn.Close()
-		return fmt.Errorf("egress proxy for %s: %w", rec.ID, err)
-	}
-	att := s.proxy.Attach(rec.ID, rec.TenantID, rules, httpLn, socksLn)
-	if b := lifecycleOf(rec).Budget; b != nil {
-		att.SetModelGate(s.modelGate(rec.ID, b))
-	}
-	ns := &netState{att: att, tenant: rec.TenantID, env: egress.Env()}
+	ns := &netState{tenant: rec.TenantID, env: egress.Env()}
+	var sec *sandboxSecrets
 	if rec.Secrets != "" {
-		sec, err := s.loadBindings(ctx, rec)
-		if err == nil {
-			err = att.SetSecrets(sec.ca, sec.bindings)
-		}
-		if err == nil {
-			err = installCA(ctx, sb, sec.ca.CertPEM())
-		}
+		b, err := s.loadBindings(ctx, rec)
 		if err != nil {
-			att.Close()
 			return fmt.Errorf("secrets of %s: %w", rec.ID, err)
 		}
+		sec = &b
 		maps.Copy(ns.env, sec.env)
 		ns.secrets = sec.names
 		ns.scrub = sec.scrubber()
+	}
+	remote, err := s.attachRemote(ctx, rec, sb, rules, sec)
+	if err != nil {
+		return fmt.Errorf("egress proxy for %s: %w", rec.ID, err)
+	}
+	if remote != nil {
+		ns.att = remote
+	} else if ns.att, err = s.attachLocal(ctx, rec, sb, rules, sec); err != nil {
+		return err
+	}
+	if sec != nil {
+		if err := installCA(ctx, sb, sec.ca.CertPEM()); err != nil {
+			ns.att.Close()
+			return fmt.Errorf("secrets of %s: %w", rec.ID, err)
+		}
 	}
 	s.netMu.Lock()
 	old := s.attached[rec.ID]
 	s.attached[rec.ID] = ns
 	s.netMu.Unlock()
-	if old != nil {
-		old.att.Close()
+	if old != nil && old.att != ns.att {
+		old.att.Leave()
+	}
+	if remote != nil {
+		s.followEgress(remote.node)
 	}
 	return nil
+}
+
+// attachLocal serves the sandbox's traffic from the control plane's own
+// proxy, through listeners inside its network namespace.
+func (s *Service) attachLocal(ctx context.Context, rec store.Sandbox, sb runtime.Sandbox, rules *egress.Rules, sec *sandboxSecrets) (egressAtt, error) {
+	httpLn, err := s.listenIn(ctx, rec.ID, sb, egress.HTTPPort)
+	if err != nil {
+		return nil, fmt.Errorf("egress proxy for %s: %w", rec.ID, err)
+	}
+	socksLn, err := s.listenIn(ctx, rec.ID, sb, egress.SOCKSPort)
+	if err != nil {
+		httpLn.Close()
+		return nil, fmt.Errorf("egress proxy for %s: %w", rec.ID, err)
+	}
+	att := s.proxy.Attach(rec.ID, rec.TenantID, rules, httpLn, socksLn)
+	if b := lifecycleOf(rec).Budget; b != nil {
+		att.SetModelGate(s.modelGate(rec.ID, b))
+	}
+	if sec != nil {
+		if err := att.SetSecrets(sec.ca, sec.bindings); err != nil {
+			att.Close()
+			return nil, fmt.Errorf("secrets of %s: %w", rec.ID, err)
+		}
+	}
+	return localAtt{att}, nil
 }
 
 var errNoListener = fmt.Errorf("%w: this runtime cannot listen inside a sandbox (its proxy, its approvals channel)", ErrInvalid)
@@ -144,7 +170,7 @@ func (s *Service) relisten(ctx context.Context, id string, sb runtime.Sandbox, n
 // netState is a running sandbox's attachment to the proxy and what its
 // commands get in their environment because of it.
 type netState struct {
-	att     *egress.Sandbox
+	att     egressAtt
 	tenant  string
 	env     map[string]string // proxy variables, placeholders, CA paths
 	secrets []string          // names bound at create
@@ -208,7 +234,9 @@ func (s *Service) SetNetwork(ctx context.Context, c Caller, id string, p egress.
 		return egress.Policy{}, err
 	}
 	if ns := s.netState(id); ns != nil {
-		ns.att.SetRules(rules)
+		if err := ns.att.SetRules(ctx, rules); err != nil {
+			return egress.Policy{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
 	} else if rules.Policy().Mode != egress.ModeNone {
 		if err := s.attach(ctx, rec, sb, rules); err != nil {
 			if errors.Is(err, ErrInvalid) {

@@ -201,12 +201,11 @@ func (s *Service) rebind(ctx context.Context, tenantID, name string) {
 			continue
 		}
 		sec, err := s.loadBindings(ctx, rec)
-		if err == nil {
+		if ns := s.netState(id); err == nil && ns != nil {
+			// Outside netMu: a node's proxy is a call away.
+			err = ns.att.SetSecrets(ctx, sec.ca, sec.bindings)
 			s.netMu.Lock()
-			if ns := s.attached[id]; ns != nil {
-				err = ns.att.SetSecrets(sec.ca, sec.bindings)
-				ns.scrub = sec.scrubber().Merge(ns.scrub)
-			}
+			ns.scrub = sec.scrubber().Merge(ns.scrub)
 			s.netMu.Unlock()
 		}
 		if err != nil {

@@ -100,13 +100,19 @@ type Service struct {
 	// two racing creates cannot both fit under the last free slot.
 	locks keyedMutex
 
-	proxy    *egress.Proxy // nil without egress
-	netlog   *netLog
-	conns    *liveConns // connections in flight (liveconns.go)
-	tracer   trace.Tracer
-	audit    *auditLog
-	netMu    sync.Mutex
-	attached map[string]*netState // by sandbox id
+	proxy *egress.Proxy // nil without egress
+	// egressNext is told of each egress event after the service (the
+	// caller's Options.Egress.OnEvent).
+	egressNext func(egress.Event)
+	// following are the nodes whose egress journal a goroutine follows
+	// (egress_remote.go); netMu guards it.
+	following map[string]bool
+	netlog    *netLog
+	conns     *liveConns // connections in flight (liveconns.go)
+	tracer    trace.Tracer
+	audit     *auditLog
+	netMu     sync.Mutex
+	attached  map[string]*netState // by sandbox id
 
 	// unattached are running sandboxes on nodes that could not be reached
 	// when this service started: NodeBack attaches them.
@@ -157,11 +163,11 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 	s := &Service{
 		st: st, rt: rt, opts: opts, log: opts.Logger,
 		kick:     make(chan struct{}, 1),
-		attached: map[string]*netState{},
-		box:      opts.Secrets,
-		disk:     diskGuard{dir: opts.DataDir, minPct: opts.MinFreeDiskPercent, log: opts.Logger},
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+		attached: map[string]*netState{}, following: map[string]bool{},
+		box:  opts.Secrets,
+		disk: diskGuard{dir: opts.DataDir, minPct: opts.MinFreeDiskPercent, log: opts.Logger},
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
 	}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.work = live.New(liveHost{s}, opts.Logger)
@@ -194,21 +200,9 @@ func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Op
 	}
 	if opts.Egress != nil {
 		cfg := *opts.Egress
-		next := cfg.OnEvent
+		s.egressNext = cfg.OnEvent
 		cfg.OnOpen = func(e egress.Event) func() { return s.conns.open(e.SandboxID, connEgress, e) }
-		cfg.OnEvent = func(e egress.Event) {
-			s.netlog.Add(e)
-			switch e.Kind {
-			case egress.KindModelUsage, egress.KindModelBudget:
-				s.meterModel(e)
-			default:
-				s.recordNet(e)
-				s.meterEgress(e)
-			}
-			if next != nil {
-				next(e)
-			}
-		}
+		cfg.OnEvent = s.egressEvent
 		if cfg.Logger == nil {
 			cfg.Logger = opts.Logger
 		}
@@ -259,7 +253,13 @@ func (s *Service) closeNetwork() {
 	}
 	s.netMu.Unlock()
 	for _, id := range ids {
-		s.detach(id)
+		s.netMu.Lock()
+		ns := s.attached[id]
+		delete(s.attached, id)
+		s.netMu.Unlock()
+		if ns != nil {
+			ns.att.Leave()
+		}
 	}
 	s.netlog.Close()
 }

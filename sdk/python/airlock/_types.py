@@ -496,6 +496,9 @@ class NetEvent:
     #: with kind: the secret binding's name, never its value
     secret: str | None = None
     usage: ModelUsage | None = None
+    #: set when the policy's ask held the connection for a person: what came of
+    #: it (see Approvals)
+    approval: Literal["allowed", "denied", "timed_out", "unavailable", "abandoned"] | None = None
 
 
 @dataclass(kw_only=True, slots=True)

@@ -607,6 +607,8 @@ export interface NetEvent {
   /** with kind: the secret binding's name, never its value */
   secret?: string;
   usage?: ModelUsage;
+  /** set when the policy's ask held the connection for a person: what came of it (see Approvals) */
+  approval?: "allowed" | "denied" | "timed_out" | "unavailable" | "abandoned";
 }
 
 export interface NetEventList {
