@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/tasks"
+	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
 var errNoTasks = errf(http.StatusServiceUnavailable, codeUnavailable, "this server does not run tasks")
@@ -85,7 +85,7 @@ func (s *server) taskToJSON(t tasks.Task) taskJSON {
 	if t.HasExit {
 		out.ExitCode = &t.ExitCode
 	}
-	if t.State == store.TaskQueued {
+	if t.State == taskrec.Queued {
 		if p := s.tasks.Position(t); p >= 0 {
 			out.Position = &p
 		}
@@ -119,7 +119,7 @@ func (s *server) createTask(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, s.taskToJSON(t))
 }
 
-var taskStates = []string{store.TaskQueued, store.TaskRunning, store.TaskSucceeded, store.TaskFailed, store.TaskTimedOut, store.TaskCancelled}
+var taskStates = []string{taskrec.Queued, taskrec.Running, taskrec.Succeeded, taskrec.Failed, taskrec.TimedOut, taskrec.Cancelled}
 
 func (s *server) listTasks(w http.ResponseWriter, r *http.Request) {
 	if s.tasks == nil {
@@ -131,7 +131,7 @@ func (s *server) listTasks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	var f store.TaskFilter
+	var f taskrec.Filter
 	if v := q.Get("state"); v != "" {
 		for _, st := range strings.Split(v, ",") {
 			if !slices.Contains(taskStates, st) {

@@ -15,6 +15,7 @@ import (
 	"github.com/airlockhq/airlock/internal/approvals"
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/errdefs"
+	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
@@ -318,22 +319,9 @@ type Store interface {
 	// with their attempts.
 	ListDeliveries(ctx context.Context, tenantID, webhookID string, before int64, limit int) ([]Delivery, error)
 
-	// Tasks (tasks.go): CreateTask inserts one (an existing id is
-	// ErrConflict); UpdateTask saves its state, sandbox, exit, summary,
-	// times, token counts and progress; ListTasks orders by id.
-	CreateTask(ctx context.Context, t Task) error
-	GetTask(ctx context.Context, id string) (Task, error)
-	UpdateTask(ctx context.Context, t Task) error
-	ListTasks(ctx context.Context, f TaskFilter) ([]Task, error)
-	// AppendTaskEvents numbers events after the task's newest and stores
-	// them in one transaction; TaskEvents returns those after a Seq.
-	AppendTaskEvents(ctx context.Context, taskID string, events []TaskEvent) error
-	TaskEvents(ctx context.Context, taskID string, after int64, limit int) ([]TaskEvent, error)
-	// SaveTaskArtifacts stores artifacts (replacing same kind and name);
-	// TaskArtifacts lists them without content; TaskArtifact reads one.
-	SaveTaskArtifacts(ctx context.Context, arts []TaskArtifact) error
-	TaskArtifacts(ctx context.Context, taskID string) ([]TaskArtifact, error)
-	TaskArtifact(ctx context.Context, taskID, kind, name string) (TaskArtifact, error)
+	// Tasks, their events and artifacts (tasks.go), whose records and
+	// methods' contract are package taskrec's.
+	taskrec.Store
 
 	// Connections in flight (liveconns.go): UpdateLiveConns adds
 	// and removes them in one transaction; TakeLiveConns returns those

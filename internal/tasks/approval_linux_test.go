@@ -10,8 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock/internal/approvals"
-	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/tasks"
+	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
 // TestTaskAirlockApprove: a generic task's airlock-approve blocks until a
@@ -62,7 +62,7 @@ airlock-approve "drop the database"; echo "drop=$?"`},
 	denied := decide("drop the database", approvals.Decision{Reason: "never"})
 
 	got, evs := e.wait(t, task.ID)
-	if got.State != store.TaskSucceeded {
+	if got.State != taskrec.Succeeded {
 		t.Fatalf("task %s: %s", got.State, got.Reason)
 	}
 	var out, approvalsSeen []string

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
 // A task is tried again, in a new sandbox, when Airlock failed it (its
@@ -31,7 +31,7 @@ type Attempt struct {
 }
 
 // attemptsOf reads the attempts t's record keeps.
-func attemptsOf(t store.Task) []Attempt {
+func attemptsOf(t taskrec.Task) []Attempt {
 	var p progress
 	if t.Progress != "" && json.Unmarshal([]byte(t.Progress), &p) == nil {
 		return p.Attempts
@@ -41,7 +41,7 @@ func attemptsOf(t store.Task) []Attempt {
 
 // endedProgress is what an ended task's record keeps of its progress:
 // its attempts.
-func endedProgress(t store.Task) string {
+func endedProgress(t taskrec.Task) string {
 	a, ws := attemptsOf(t), keptOf(t)
 	if len(a) == 0 && ws == nil {
 		return ""

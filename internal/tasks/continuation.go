@@ -7,8 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/errdefs"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
 // A task asked to keep its workspace (keep_workspace_s) leaves its
@@ -28,7 +30,7 @@ type keptWorkspace struct {
 func workspaceSnapshot(id string) string { return "task-" + id }
 
 // keptOf reads the workspace an ended task kept, nil for none.
-func keptOf(t store.Task) *keptWorkspace {
+func keptOf(t taskrec.Task) *keptWorkspace {
 	var p progress
 	if t.Progress != "" && json.Unmarshal([]byte(t.Progress), &p) == nil {
 		return p.Workspace
@@ -67,7 +69,7 @@ func (s *Service) resolveContinue(ctx context.Context, c sandbox.Caller, req *Re
 		return err
 	}
 	switch ws := keptOf(prev); {
-	case prev.State == store.TaskQueued || prev.State == store.TaskRunning:
+	case prev.State == taskrec.Queued || prev.State == taskrec.Running:
 		return invalid("continue: task %s is %s; a follow-up starts once it has ended", prev.ID, prev.State)
 	case ws == nil:
 		return invalid("continue: task %s kept no workspace (run it with keep_workspace_s)", prev.ID)
@@ -110,11 +112,11 @@ func (s *Service) sweepOnce(ctx context.Context) {
 		}
 		t, err := s.st.GetTask(ctx, id)
 		if err == nil && t.TenantID == d.TenantID {
-			if ws := keptOf(t); ws == nil && (t.State == store.TaskQueued || t.State == store.TaskRunning) ||
+			if ws := keptOf(t); ws == nil && (t.State == taskrec.Queued || t.State == taskrec.Running) ||
 				ws != nil && now.Before(ws.ExpiresAt) {
 				continue // being written, or kept still
 			}
-		} else if !errors.Is(err, store.ErrNotFound) {
+		} else if !errors.Is(err, errdefs.ErrNotFound) {
 			continue
 		}
 		err = s.m.DeleteSnapshot(ctx, sandbox.Caller{TenantID: d.TenantID}, d.Name)

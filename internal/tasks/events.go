@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
 // emit numbers and stores events of the task, linked to its sandbox, and
@@ -27,7 +27,7 @@ func (s *Service) appendEvents(taskID, sandboxID string, remade bool, evs []Even
 		return
 	}
 	now := s.opts.Now().UTC()
-	rows := make([]store.TaskEvent, 0, len(evs))
+	rows := make([]taskrec.Event, 0, len(evs))
 	for _, e := range evs {
 		e.Seq, e.Time, e.SandboxID = 0, time.Time{}, ""
 		e.clip()
@@ -36,7 +36,7 @@ func (s *Service) appendEvents(taskID, sandboxID string, remade bool, evs []Even
 			s.log.Error("task: encode event", "task", taskID, "type", e.Type, "err", err)
 			continue
 		}
-		rows = append(rows, store.TaskEvent{Time: now, Type: e.Type, SandboxID: sandboxID, Data: data})
+		rows = append(rows, taskrec.Event{Time: now, Type: e.Type, SandboxID: sandboxID, Data: data})
 	}
 	s.mu.Lock()
 	if l := s.logs[taskID]; l != nil && l.skip > 0 && remade {
@@ -77,7 +77,7 @@ func (s *Service) waitCh(taskID string) <-chan struct{} {
 	return ch
 }
 
-func toEvent(r store.TaskEvent) (Event, error) {
+func toEvent(r taskrec.Event) (Event, error) {
 	var e Event
 	if err := json.Unmarshal(r.Data, &e); err != nil {
 		return Event{}, fmt.Errorf("task %s event %d: %w", r.TaskID, r.Seq, err)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
 // A task outlives the daemon that runs it. Its harness is a background
@@ -30,7 +30,7 @@ const (
 	phaseCollect = "collect" // it ended; the workspace is being collected
 )
 
-// progress is how far a running task got (store.Task.Progress). The zero
+// progress is how far a running task got (taskrec.Task.Progress). The zero
 // value: its sandbox is being created and prepared.
 type progress struct {
 	Phase  string `json:"phase"`
@@ -62,7 +62,7 @@ const promptFile = stateDir + "/prompt"
 // cut before its harness started loses its sandbox and starts again.
 func (r *taskRun) resume(ctx context.Context) (progress, error) {
 	var p progress
-	if r.rec.State != store.TaskRunning {
+	if r.rec.State != taskrec.Running {
 		r.s.track(r.rec.ID, 0, 0)
 		return p, nil
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/tasks"
+	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
 // failingCreates is the real sandbox layer whose next creates fail as an
@@ -50,7 +51,7 @@ func TestTaskRetriesInfrastructureFailures(t *testing.T) {
 	}
 
 	got, evs := run(1, &tasks.Retry{Max: 2}, "echo ok > out.txt")
-	if got.State != store.TaskSucceeded || len(got.Attempts) != 2 {
+	if got.State != taskrec.Succeeded || len(got.Attempts) != 2 {
 		t.Fatalf("task %s (%s), attempts %+v; events %+v", got.State, got.Reason, got.Attempts, evs)
 	}
 	if a := got.Attempts; a[0].SandboxID != "" || !strings.Contains(a[0].Error, "node n1 did not answer") ||
@@ -78,7 +79,7 @@ func TestTaskRetriesInfrastructureFailures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, evs := run(tc.fails, tc.retry, tc.cmd)
-			if got.State != store.TaskFailed || len(got.Attempts) != tc.want {
+			if got.State != taskrec.Failed || len(got.Attempts) != tc.want {
 				t.Errorf("task %s (%s), %d attempts, want failed after %d; events %+v", got.State, got.Reason, len(got.Attempts), tc.want, evs)
 			}
 		})
@@ -97,13 +98,13 @@ func TestTaskContinue(t *testing.T) {
 	e := newEnv(t, tasks.Options{})
 	first := e.submit(t, tasks.Request{Harness: "generic", Command: []string{"sh", "-c", "echo one > notes.txt; echo s1 > ~/session"},
 		KeepWorkspaceS: 300})
-	if got, evs := e.wait(t, first.ID); got.State != store.TaskSucceeded {
+	if got, evs := e.wait(t, first.ID); got.State != taskrec.Succeeded {
 		t.Fatalf("first turn %s (%s): %+v", got.State, got.Reason, evs)
 	}
 	second := e.submit(t, tasks.Request{Continue: first.ID, Command: []string{"sh", "-c",
 		`cat notes.txt ~/session; echo two >> notes.txt`}, Artifacts: []string{"notes.txt"}})
 	got, evs := e.wait(t, second.ID)
-	if got.State != store.TaskSucceeded || got.Harness != "generic" {
+	if got.State != taskrec.Succeeded || got.Harness != "generic" {
 		t.Fatalf("follow-up %s (%s): %+v", got.State, got.Reason, evs)
 	}
 	var said []string
@@ -145,7 +146,7 @@ func TestTaskContinue(t *testing.T) {
 func TestTaskKeptWorkspaceExpires(t *testing.T) {
 	e := newEnv(t, tasks.Options{})
 	first := e.submit(t, tasks.Request{Harness: "generic", Command: []string{"true"}, KeepWorkspaceS: 1})
-	if got, _ := e.wait(t, first.ID); got.State != store.TaskSucceeded {
+	if got, _ := e.wait(t, first.ID); got.State != taskrec.Succeeded {
 		t.Fatalf("task %s (%s)", got.State, got.Reason)
 	}
 	name := "task-" + first.ID

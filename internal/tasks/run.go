@@ -13,6 +13,7 @@ import (
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
 // Where a task's files live in its sandbox. The snapshot's git directory
@@ -37,12 +38,12 @@ func (s *Service) run(ctx context.Context, id string) {
 		s.log.Error("task: read", "task", id, "err", err)
 		return
 	}
-	if rec.State != store.TaskQueued && rec.State != store.TaskRunning {
+	if rec.State != taskrec.Queued && rec.State != taskrec.Running {
 		return // cancelled meanwhile
 	}
 	t, err := s.decodeToRun(rec)
 	if err != nil {
-		s.finish(bg, &rec, store.TaskFailed, err.Error(), "", nil)
+		s.finish(bg, &rec, taskrec.Failed, err.Error(), "", nil)
 		return
 	}
 	r := &taskRun{s: s, rec: &rec, req: t.Request, h: harnesses[t.Request.Harness],
@@ -53,7 +54,7 @@ func (s *Service) run(ctx context.Context, id string) {
 // taskRun is one task being run.
 type taskRun struct {
 	s   *Service
-	rec *store.Task
+	rec *taskrec.Task
 	req Request
 	h   Harness
 	c   sandbox.Caller
@@ -163,20 +164,20 @@ func (r *taskRun) runIn(ctx context.Context) ending {
 		return r.cut(ctx, context.Cause(ctx), "collect artifacts")
 	}
 	res := *p.Exit
-	e := ending{state: store.TaskSucceeded, summary: p.Summary, res: &res}
+	e := ending{state: taskrec.Succeeded, summary: p.Summary, res: &res}
 	switch {
 	case res.TimedOut:
-		e.state, e.reason = store.TaskTimedOut, fmt.Sprintf("the harness ran past timeout_s (%d)", r.req.TimeoutS)
+		e.state, e.reason = taskrec.TimedOut, fmt.Sprintf("the harness ran past timeout_s (%d)", r.req.TimeoutS)
 	case res.OOMKilled:
-		e.state, e.reason = store.TaskFailed, "the harness ran out of memory"
+		e.state, e.reason = taskrec.Failed, "the harness ran out of memory"
 	case res.ExitCode != 0 || res.Signal != 0:
-		e.state = store.TaskFailed
+		e.state = taskrec.Failed
 		e.reason = fmt.Sprintf("the harness exited %d", res.ExitCode)
 		if res.Signal != 0 {
 			e.reason = fmt.Sprintf("the harness was killed by signal %d", res.Signal)
 		}
 	case p.Failure != "":
-		e.state, e.reason = store.TaskFailed, "the harness reported: "+p.Failure
+		e.state, e.reason = taskrec.Failed, "the harness reported: "+p.Failure
 	}
 	return e
 }
@@ -190,7 +191,7 @@ func (r *taskRun) setUp(ctx context.Context) error {
 	}
 	// Running from here: a task waiting for its tenant's sandbox quota
 	// shows as queued.
-	r.rec.SandboxID, r.rec.State, r.rec.StartedAt = sb.ID, store.TaskRunning, s.opts.Now().UTC()
+	r.rec.SandboxID, r.rec.State, r.rec.StartedAt = sb.ID, taskrec.Running, s.opts.Now().UTC()
 	if err := s.st.UpdateTask(bg, *r.rec); err != nil {
 		s.log.Error("task: save", "task", r.rec.ID, "err", err)
 	}
@@ -207,13 +208,13 @@ func (r *taskRun) setUp(ctx context.Context) error {
 func (r *taskRun) cut(ctx context.Context, err error, what string) ending {
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errCancelled):
-		return ending{state: store.TaskCancelled, reason: "cancelled"}
+		return ending{state: taskrec.Cancelled, reason: "cancelled"}
 	case errors.Is(cause, errShutdown):
 		return ending{detached: true}
 	case errors.Is(cause, errBudget):
-		return ending{state: store.TaskFailed, reason: cause.Error()}
+		return ending{state: taskrec.Failed, reason: cause.Error()}
 	}
-	return ending{state: store.TaskFailed, reason: fmt.Sprintf("%s: %v", what, err), infra: true}
+	return ending{state: taskrec.Failed, reason: fmt.Sprintf("%s: %v", what, err), infra: true}
 }
 
 // createSandbox creates the task's sandbox. A tenant at its sandbox quota
@@ -340,7 +341,7 @@ func commitish(ref string) bool {
 }
 
 // finish saves the task's end and emits task.finished, its last event.
-func (s *Service) finish(ctx context.Context, t *store.Task, state, reason, summary string, res *sandbox.ExecResult) {
+func (s *Service) finish(ctx context.Context, t *taskrec.Task, state, reason, summary string, res *sandbox.ExecResult) {
 	t.State, t.Reason, t.EndedAt, t.Progress = state, reason, s.opts.Now().UTC(), endedProgress(*t)
 	if summary == "" {
 		summary = reason

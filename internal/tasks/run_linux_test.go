@@ -12,8 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/tasks"
+	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
@@ -45,7 +45,7 @@ func TestGenericTask(t *testing.T) {
 		Artifacts: []string{"answer.txt", "**/*.md"},
 	})
 	got, evs := e.wait(t, task.ID)
-	if got.State != store.TaskSucceeded || !got.HasExit || got.ExitCode != 0 || got.Summary != "done" {
+	if got.State != taskrec.Succeeded || !got.HasExit || got.ExitCode != 0 || got.Summary != "done" {
 		t.Fatalf("task ended %s (exit %d, reason %q, summary %q), want succeeded, exit 0, summary done; events %+v",
 			got.State, got.ExitCode, got.Reason, got.Summary, evs)
 	}
@@ -151,7 +151,7 @@ func TestTaskQueue(t *testing.T) {
 	sandboxes := map[string]bool{}
 	for _, id := range ids {
 		got, evs := e.wait(t, id)
-		if got.State != store.TaskSucceeded {
+		if got.State != taskrec.Succeeded {
 			t.Fatalf("task %s ended %s: %s", id, got.State, got.Reason)
 		}
 		var sp span
@@ -191,7 +191,7 @@ func TestTaskCancel(t *testing.T) {
 	queued := e.submit(t, tasks.Request{Harness: "generic", Command: []string{"true"}})
 	waitFor(t, e, running.ID, func(ev tasks.Event) bool { return ev.Type == tasks.EventMessage && ev.Text == "up" })
 
-	if q, err := e.svc.Cancel(context.Background(), e.c, queued.ID); err != nil || q.State != store.TaskCancelled {
+	if q, err := e.svc.Cancel(context.Background(), e.c, queued.ID); err != nil || q.State != taskrec.Cancelled {
 		t.Fatalf("cancel queued: %v, state %s", err, q.State)
 	}
 	start := time.Now()
@@ -202,7 +202,7 @@ func TestTaskCancel(t *testing.T) {
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("cancel took %v, want under 2 s", took)
 	}
-	if got.State != store.TaskCancelled {
+	if got.State != taskrec.Cancelled {
 		t.Errorf("cancelled task is %s (%s)", got.State, got.Reason)
 	}
 	e.gone(t, got.SandboxID)
@@ -215,11 +215,11 @@ func TestTaskTimeout(t *testing.T) {
 	e := newEnv(t, tasks.Options{})
 	task := e.submit(t, tasks.Request{Harness: "generic", Command: []string{"sh", "-c", "echo > started.txt; sleep 60"}, TimeoutS: 1})
 	got, evs := e.wait(t, task.ID)
-	if got.State != store.TaskTimedOut {
+	if got.State != taskrec.TimedOut {
 		t.Fatalf("task ended %s (%s), want timed_out; events %+v", got.State, got.Reason, evs)
 	}
 	last := evs[len(evs)-1]
-	if last.Type != tasks.EventFinished || last.Status != store.TaskTimedOut {
+	if last.Type != tasks.EventFinished || last.Status != taskrec.TimedOut {
 		t.Errorf("last event %+v, want task.finished timed_out", last)
 	}
 	// What the harness did before it was stopped is still collected.
@@ -242,9 +242,9 @@ func TestTaskRestart(t *testing.T) {
 	}
 	spec, _ := json.Marshal(tasks.Request{Harness: "generic", Command: []string{"echo", "again"}, TimeoutS: 60})
 	now := time.Now().UTC()
-	for _, rec := range []store.Task{
-		{ID: "tsk_restart_running_" + e.c.TenantID, TenantID: e.c.TenantID, Harness: "generic", State: store.TaskRunning, Spec: string(spec), SandboxID: sb.ID, CreatedAt: now, StartedAt: now},
-		{ID: "tsk_restart_queued_" + e.c.TenantID, TenantID: e.c.TenantID, Harness: "generic", State: store.TaskQueued, Spec: string(spec), CreatedAt: now},
+	for _, rec := range []taskrec.Task{
+		{ID: "tsk_restart_running_" + e.c.TenantID, TenantID: e.c.TenantID, Harness: "generic", State: taskrec.Running, Spec: string(spec), SandboxID: sb.ID, CreatedAt: now, StartedAt: now},
+		{ID: "tsk_restart_queued_" + e.c.TenantID, TenantID: e.c.TenantID, Harness: "generic", State: taskrec.Queued, Spec: string(spec), CreatedAt: now},
 	} {
 		if err := shared.CreateTask(ctx, rec); err != nil {
 			t.Fatal(err)
@@ -257,7 +257,7 @@ func TestTaskRestart(t *testing.T) {
 	defer svc.Close()
 	e.svc = svc
 	got, evs := e.wait(t, "tsk_restart_running_"+e.c.TenantID)
-	if got.State != store.TaskSucceeded || got.Summary != "again" || got.SandboxID == sb.ID {
+	if got.State != taskrec.Succeeded || got.Summary != "again" || got.SandboxID == sb.ID {
 		t.Errorf("the task cut in its set-up ended %s (%q) in sandbox %s, want succeeded in a new sandbox", got.State, got.Reason, got.SandboxID)
 	}
 	if !hasEvent(evs, func(ev tasks.Event) bool {
@@ -268,7 +268,7 @@ func TestTaskRestart(t *testing.T) {
 	e.gone(t, sb.ID)
 	e.gone(t, got.SandboxID)
 	got, _ = e.wait(t, "tsk_restart_queued_"+e.c.TenantID)
-	if got.State != store.TaskSucceeded {
+	if got.State != taskrec.Succeeded {
 		t.Errorf("the queued task ended %s (%q), want succeeded", got.State, got.Reason)
 	}
 }
@@ -293,7 +293,7 @@ func TestTaskResume(t *testing.T) {
 				Artifacts: []string{"answer.txt"}})
 			waitFor(t, e, task.ID, func(ev tasks.Event) bool { return ev.Type == tasks.EventMessage && ev.Text == "before the prompt" })
 			e.svc.Close()
-			if got, _ := e.svc.Get(context.Background(), e.c, task.ID); got.State != store.TaskRunning {
+			if got, _ := e.svc.Get(context.Background(), e.c, task.ID); got.State != taskrec.Running {
 				t.Fatalf("after the service stopped the task is %s (%q), want running", got.State, got.Reason)
 			}
 			time.Sleep(2 * time.Second)
@@ -304,7 +304,7 @@ func TestTaskResume(t *testing.T) {
 			defer svc.Close()
 			e.svc = svc
 			got, evs := e.wait(t, task.ID)
-			if got.State != store.TaskFailed || !got.HasExit || got.ExitCode != 3 || got.Summary != "after" ||
+			if got.State != taskrec.Failed || !got.HasExit || got.ExitCode != 3 || got.Summary != "after" ||
 				got.InputTokens != 7 || got.OutputTokens != 3 {
 				t.Errorf("task ended %s exit %d (%q), summary %q, tokens %d/%d; want failed, exit 3, summary after, tokens 7/3",
 					got.State, got.ExitCode, got.Reason, got.Summary, got.InputTokens, got.OutputTokens)
@@ -412,7 +412,7 @@ func TestTaskArtifactBounds(t *testing.T) {
 		"mkdir out && head -c 9000000 /dev/zero > out/big.bin && echo small > out/small.txt && " +
 			"mkdir -p /home/user/.airlock-task && ln -sf /dev/zero /home/user/.airlock-task/diff"}})
 	got, evs, arts := e.succeeded(t, task.ID)
-	byName := map[string]store.TaskArtifact{}
+	byName := map[string]taskrec.Artifact{}
 	for _, a := range arts {
 		byName[a.Name] = a
 	}
@@ -438,10 +438,10 @@ func TestTaskArtifactBounds(t *testing.T) {
 
 // succeeded waits for the task, which must succeed, and returns it, its
 // events and its artifacts.
-func (e *env) succeeded(t *testing.T, id string) (tasks.Task, []tasks.Event, []store.TaskArtifact) {
+func (e *env) succeeded(t *testing.T, id string) (tasks.Task, []tasks.Event, []taskrec.Artifact) {
 	t.Helper()
 	got, evs := e.wait(t, id)
-	if got.State != store.TaskSucceeded {
+	if got.State != taskrec.Succeeded {
 		t.Fatalf("task ended %s (%s): %+v", got.State, got.Reason, evs)
 	}
 	arts, err := e.svc.Artifacts(context.Background(), e.c, id)
@@ -478,13 +478,13 @@ func TestTaskSandboxChecked(t *testing.T) {
 		if !errors.Is(err, tc.want) || errors.Is(err, sandbox.ErrTenantQuota) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
-		if l, err := tc.e.svc.List(ctx, tc.e.c, store.TaskFilter{}); err != nil || len(l) != 0 {
+		if l, err := tc.e.svc.List(ctx, tc.e.c, taskrec.Filter{}); err != nil || len(l) != 0 {
 			t.Errorf("%s: tasks stored: %d %v", tc.name, len(l), err)
 		}
 	}
 	// Within the quota, it runs.
 	task := small.submit(t, tasks.Request{Harness: "generic", Command: cmd, Limits: tasks.Limits{MemoryMB: 128}})
-	if got, _ := small.wait(t, task.ID); got.State != store.TaskSucceeded {
+	if got, _ := small.wait(t, task.ID); got.State != taskrec.Succeeded {
 		t.Errorf("task within the quota ended %s (%s)", got.State, got.Reason)
 	}
 }

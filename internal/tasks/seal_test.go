@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/airlockhq/airlock/internal/secrets"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
 // TestSealedEnv: with a master key a task's env values are stored sealed
@@ -19,7 +19,7 @@ func TestSealedEnv(t *testing.T) {
 	}
 	s := &Service{opts: Options{Box: box}}
 	req := Request{Harness: "generic", Command: []string{"true"}, Env: map[string]string{"TOKEN": "s3cret-value", "MODE": "fast"}}
-	rec := store.Task{ID: "tsk_1", TenantID: "ten_a"}
+	rec := taskrec.Task{ID: "tsk_1", TenantID: "ten_a"}
 	sp, err := s.seal(rec, req)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,9 @@
 // caller, so a task can never do what
 // its tenant could not (quotas, secrets, allow-lists, ownership), and it
 // must never answer one tenant with another tenant's task: every lookup
-// treats a foreign task as one that does not exist.
+// treats a foreign task as one that does not exist. Its stored records
+// are package taskrec's, a leaf the stores can import, and it persists
+// them through its own narrow Store.
 package tasks
 
 import (
@@ -25,9 +27,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/airlockhq/airlock/internal/approvals"
+	"github.com/airlockhq/airlock/internal/errdefs"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/secrets"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
 // Options tunes a Service. Zero fields take defaults.
@@ -53,7 +56,7 @@ type Options struct {
 
 // Task is a task as the API shows it.
 type Task struct {
-	store.Task
+	taskrec.Task
 	Request Request
 	// Attempts are its tries; Usage what they used and cost.
 	Attempts []Attempt
@@ -63,7 +66,7 @@ type Task struct {
 // Service queues and runs tasks. It owns the goroutines of running tasks
 // (stopped by Close) but neither the store nor the manager.
 type Service struct {
-	st   store.Store
+	st   Store
 	m    Sandboxes
 	opts Options
 	log  *slog.Logger
@@ -105,7 +108,7 @@ var (
 // New starts the service: tasks an earlier daemon was running go on
 // (resume.go), ahead of the queue and each in a slot of its tenant's;
 // queued tasks queue again, in submission order.
-func New(ctx context.Context, st store.Store, m Sandboxes, opts Options) (*Service, error) {
+func New(ctx context.Context, st Store, m Sandboxes, opts Options) (*Service, error) {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4
 	}
@@ -126,13 +129,13 @@ func New(ctx context.Context, st store.Store, m Sandboxes, opts Options) (*Servi
 		bySandbox:  map[string]string{},
 		streamsEnd: make(chan struct{}), sweepStop: make(chan struct{})}
 	s.q = newQueue(s.limit, s.start)
-	left, err := st.ListTasks(ctx, store.TaskFilter{States: []string{store.TaskQueued, store.TaskRunning}})
+	left, err := st.ListTasks(ctx, taskrec.Filter{States: []string{taskrec.Queued, taskrec.Running}})
 	if err != nil {
 		return nil, fmt.Errorf("recover tasks: %w", err)
 	}
-	var queued []store.Task
+	var queued []taskrec.Task
 	for _, t := range left {
-		if t.State == store.TaskRunning {
+		if t.State == taskrec.Running {
 			s.q.resume(t.TenantID, t.ID)
 			continue
 		}
@@ -201,8 +204,8 @@ func (s *Service) Submit(ctx context.Context, c sandbox.Caller, req Request) (Ta
 	}
 	b := make([]byte, 12)
 	rand.Read(b)
-	t := store.Task{ID: "tsk_" + hex.EncodeToString(b), TenantID: c.TenantID, KeyID: c.KeyID,
-		Harness: req.Harness, State: store.TaskQueued, CreatedAt: s.opts.Now().UTC()}
+	t := taskrec.Task{ID: "tsk_" + hex.EncodeToString(b), TenantID: c.TenantID, KeyID: c.KeyID,
+		Harness: req.Harness, State: taskrec.Queued, CreatedAt: s.opts.Now().UTC()}
 	// A sandbox that could never be had (limits past the host or the
 	// tenant's quota, an unknown secret, a bad allow-list) is refused now,
 	// not after the task waited in the queue.
@@ -238,7 +241,7 @@ func (s *Service) Get(ctx context.Context, c sandbox.Caller, id string) (Task, e
 
 // view is t as the API shows it: its request (sealed env values read as
 // ""), its attempts, and what they used.
-func (s *Service) view(ctx context.Context, t store.Task) (Task, error) {
+func (s *Service) view(ctx context.Context, t taskrec.Task) (Task, error) {
 	d, err := decode(t)
 	if err != nil {
 		return Task{}, err
@@ -249,10 +252,10 @@ func (s *Service) view(ctx context.Context, t store.Task) (Task, error) {
 }
 
 // own reads the task, answering ErrNotFound for another tenant's.
-func (s *Service) own(ctx context.Context, c sandbox.Caller, id string) (store.Task, error) {
+func (s *Service) own(ctx context.Context, c sandbox.Caller, id string) (taskrec.Task, error) {
 	t, err := s.st.GetTask(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || err == nil && t.TenantID != c.TenantID {
-		return store.Task{}, fmt.Errorf("%w: task %q", sandbox.ErrNotFound, id)
+	if errors.Is(err, errdefs.ErrNotFound) || err == nil && t.TenantID != c.TenantID {
+		return taskrec.Task{}, fmt.Errorf("%w: task %q", sandbox.ErrNotFound, id)
 	}
 	return t, err
 }
@@ -267,10 +270,10 @@ type spec struct {
 	EnvNames  []string `json:"env_names,omitempty"`
 }
 
-func envAD(t store.Task) []byte { return []byte("task-env\x00" + t.TenantID + "\x00" + t.ID) }
+func envAD(t taskrec.Task) []byte { return []byte("task-env\x00" + t.TenantID + "\x00" + t.ID) }
 
 // seal encodes req as t's stored spec.
-func (s *Service) seal(t store.Task, req Request) (string, error) {
+func (s *Service) seal(t taskrec.Task, req Request) (string, error) {
 	sp := spec{Request: req}
 	if s.opts.Box != nil && len(req.Env) > 0 {
 		env, err := json.Marshal(req.Env)
@@ -288,7 +291,7 @@ func (s *Service) seal(t store.Task, req Request) (string, error) {
 	return string(b), nil
 }
 
-func readSpec(t store.Task) (spec, error) {
+func readSpec(t taskrec.Task) (spec, error) {
 	var sp spec
 	if err := json.Unmarshal([]byte(t.Spec), &sp); err != nil {
 		return sp, fmt.Errorf("task %s: decode spec: %w", t.ID, err)
@@ -297,7 +300,7 @@ func readSpec(t store.Task) (spec, error) {
 }
 
 // decode reads t's spec for display: sealed env values read as "".
-func decode(t store.Task) (Task, error) {
+func decode(t taskrec.Task) (Task, error) {
 	sp, err := readSpec(t)
 	if err != nil {
 		return Task{}, err
@@ -312,7 +315,7 @@ func decode(t store.Task) (Task, error) {
 }
 
 // decodeToRun reads t's spec with its env values, to run it.
-func (s *Service) decodeToRun(t store.Task) (Task, error) {
+func (s *Service) decodeToRun(t taskrec.Task) (Task, error) {
 	sp, err := readSpec(t)
 	if err != nil {
 		return Task{}, err
@@ -334,7 +337,7 @@ func (s *Service) decodeToRun(t store.Task) (Task, error) {
 
 // List returns the caller's tasks f selects (its TenantID is the
 // caller's).
-func (s *Service) List(ctx context.Context, c sandbox.Caller, f store.TaskFilter) ([]Task, error) {
+func (s *Service) List(ctx context.Context, c sandbox.Caller, f taskrec.Filter) ([]Task, error) {
 	f.TenantID = c.TenantID
 	list, err := s.st.ListTasks(ctx, f)
 	if err != nil {
@@ -367,7 +370,7 @@ func (s *Service) Cancel(ctx context.Context, c sandbox.Caller, id string) (Task
 	// waiting nor running for a moment: look again.
 	for range 50 {
 		if s.q.remove(t.TenantID, t.ID) {
-			s.finish(ctx, &t, store.TaskCancelled, "cancelled while queued", "", nil)
+			s.finish(ctx, &t, taskrec.Cancelled, "cancelled while queued", "", nil)
 			return decode(t)
 		}
 		s.mu.Lock()
@@ -383,7 +386,7 @@ func (s *Service) Cancel(ctx context.Context, c sandbox.Caller, id string) (Task
 			}
 			break
 		}
-		if t, err = s.st.GetTask(ctx, id); err != nil || t.State != store.TaskQueued && t.State != store.TaskRunning {
+		if t, err = s.st.GetTask(ctx, id); err != nil || t.State != taskrec.Queued && t.State != taskrec.Running {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -418,6 +421,6 @@ func (s *Service) start(tenant, id string) {
 	}()
 }
 
-func sortByCreated(ts []store.Task) {
-	slices.SortStableFunc(ts, func(a, b store.Task) int { return a.CreatedAt.Compare(b.CreatedAt) })
+func sortByCreated(ts []taskrec.Task) {
+	slices.SortStableFunc(ts, func(a, b taskrec.Task) int { return a.CreatedAt.Compare(b.CreatedAt) })
 }

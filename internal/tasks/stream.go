@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"strings"
 
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
 // maxLine bounds one line of harness output held before it is parsed; a
@@ -17,13 +17,13 @@ const maxLine = 4 << 20
 // goroutine.
 type eventStream struct {
 	s        *Service
-	rec      *store.Task
+	rec      *taskrec.Task
 	sb       string
 	p        Parser
 	out, err []byte
 }
 
-func newEventStream(s *Service, rec *store.Task, sb string, p Parser) *eventStream {
+func newEventStream(s *Service, rec *taskrec.Task, sb string, p Parser) *eventStream {
 	return &eventStream{s: s, rec: rec, sb: sb, p: p}
 }
 

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
 // A task is exported, once it has ended, as one OpenTelemetry trace: the
@@ -19,7 +19,7 @@ import (
 // so a task that outlived a daemon restart is whole.
 
 // exportTrace sends t's trace through Options.Tracer (nil: none).
-func (s *Service) exportTrace(ctx context.Context, t store.Task) {
+func (s *Service) exportTrace(ctx context.Context, t taskrec.Task) {
 	tr := s.opts.Tracer
 	if tr == nil {
 		return
@@ -48,7 +48,7 @@ func (s *Service) exportTrace(ctx context.Context, t store.Task) {
 	if t.Reason != "" {
 		root.SetAttributes(attribute.String("airlock.reason", t.Reason))
 	}
-	if t.State != store.TaskSucceeded {
+	if t.State != taskrec.Succeeded {
 		root.SetStatus(codes.Error, t.State)
 	}
 	rctx := trace.ContextWithSpan(context.Background(), root)

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
 // What a task's model calls used is counted where it is spent: at the
@@ -68,7 +68,7 @@ func (s *Service) unwatch(sb string) {
 // live says whether a stored event came from outside the harness's
 // output (the proxy's usage, a spent budget): a resumed task makes its
 // harness's events again, never these, so they are not skipped then.
-func live(r store.TaskEvent) bool {
+func live(r taskrec.Event) bool {
 	return r.Type == EventBudget || r.Type == EventAttempt || r.Type == EventUsage && strings.Contains(string(r.Data), `"source":"`+SourceProxy+`"`)
 }
 
@@ -92,7 +92,7 @@ type ReportedUsage struct {
 
 // usage sums what the sandboxes of t's attempts used (the current one
 // live while it runs).
-func (s *Service) usage(ctx context.Context, t store.Task, attempts []Attempt) Usage {
+func (s *Service) usage(ctx context.Context, t taskrec.Task, attempts []Attempt) Usage {
 	u := Usage{Reported: ReportedUsage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens}}
 	ids := make([]string, 0, len(attempts)+1)
 	for _, a := range attempts {

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
 // Bounds of what a task keeps. Past them the artifact (or the diff) is
@@ -73,7 +73,7 @@ func (r *taskRun) collect(ctx context.Context, sbID string) error {
 	if err := r.git(ctx, sbID, collectScript); err != nil {
 		r.note(sbID, "no workspace diff: %v", err)
 	}
-	var arts []store.TaskArtifact
+	var arts []taskrec.Artifact
 	if diff, err := r.read(ctx, sbID, stateDir+"/diff", MaxDiffBytes); err != nil {
 		r.note(sbID, "no workspace diff: %v", err)
 	} else {
@@ -123,8 +123,8 @@ func (r *taskRun) note(sbID, format string, args ...any) {
 }
 
 // artifacts reads the workspace files names, within the bounds.
-func (r *taskRun) artifacts(ctx context.Context, sbID string, names []string) []store.TaskArtifact {
-	var out []store.TaskArtifact
+func (r *taskRun) artifacts(ctx context.Context, sbID string, names []string) []taskrec.Artifact {
+	var out []taskrec.Artifact
 	var total int64
 	skipped := 0
 	for _, name := range names {
@@ -163,20 +163,20 @@ func (r *taskRun) wanted(name string) bool {
 // read reads a sandbox file, keeping at most max bytes and reading no
 // further (the harness may have made it a link to /dev/zero); Size is
 // the file's size as it stats, SHA256 the hash of what is kept.
-func (r *taskRun) read(ctx context.Context, sbID, p string, limit int64) (store.TaskArtifact, error) {
+func (r *taskRun) read(ctx context.Context, sbID, p string, limit int64) (taskrec.Artifact, error) {
 	fi, err := r.s.m.Stat(ctx, r.c, sbID, p)
 	if err != nil {
-		return store.TaskArtifact{}, fmt.Errorf("stat %s: %w", p, err)
+		return taskrec.Artifact{}, fmt.Errorf("stat %s: %w", p, err)
 	}
 	if !fi.Mode.IsRegular() {
-		return store.TaskArtifact{}, fmt.Errorf("%s is not a regular file", p)
+		return taskrec.Artifact{}, fmt.Errorf("%s is not a regular file", p)
 	}
 	w := &capWriter{max: limit}
 	if _, err := r.s.m.ReadFile(ctx, r.c, sbID, p, w); err != nil && !w.full {
-		return store.TaskArtifact{}, fmt.Errorf("read %s: %w", p, err)
+		return taskrec.Artifact{}, fmt.Errorf("read %s: %w", p, err)
 	}
 	sum := sha256.Sum256(w.buf)
-	return store.TaskArtifact{Size: max(fi.Size, int64(len(w.buf))), SHA256: hex.EncodeToString(sum[:]),
+	return taskrec.Artifact{Size: max(fi.Size, int64(len(w.buf))), SHA256: hex.EncodeToString(sum[:]),
 		Truncated: w.full, Content: w.buf}, nil
 }
 

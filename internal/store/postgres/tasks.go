@@ -11,9 +11,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
-func taskArgs(t store.Task) []any {
+func taskArgs(t taskrec.Task) []any {
 	var exit sql.NullInt64
 	if t.HasExit {
 		exit = sql.NullInt64{Int64: int64(t.ExitCode), Valid: true}
@@ -24,7 +25,7 @@ func taskArgs(t store.Task) []any {
 
 // CreateTask inserts t (its spec counts against its tenant's storage);
 // an existing id is ErrConflict.
-func (s *Store) CreateTask(ctx context.Context, t store.Task) error {
+func (s *Store) CreateTask(ctx context.Context, t taskrec.Task) error {
 	err := s.storageTx(ctx, "create task", func(tx pgx.Tx, d delta) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO tasks (`+store.TaskCols+`)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`, taskArgs(t)...); err != nil {
@@ -51,17 +52,17 @@ func taskTenant(ctx context.Context, tx pgx.Tx, taskID string) (string, error) {
 }
 
 // GetTask returns the task with the id, or ErrNotFound.
-func (s *Store) GetTask(ctx context.Context, id string) (store.Task, error) {
+func (s *Store) GetTask(ctx context.Context, id string) (taskrec.Task, error) {
 	t, err := store.ScanTask(s.pool.QueryRow(ctx, `SELECT `+store.TaskCols+` FROM tasks WHERE id = $1`, id))
 	if err != nil {
-		return store.Task{}, fmt.Errorf("get task %s: %w", id, err)
+		return taskrec.Task{}, fmt.Errorf("get task %s: %w", id, err)
 	}
 	return t, nil
 }
 
 // UpdateTask replaces every column of the task with t.ID but its tenant,
 // key, harness, spec and creation time, which never change.
-func (s *Store) UpdateTask(ctx context.Context, t store.Task) error {
+func (s *Store) UpdateTask(ctx context.Context, t taskrec.Task) error {
 	a := taskArgs(t)
 	n, err := s.exec(ctx, `UPDATE tasks SET state = $1, reason = $2, sandbox_id = $3, exit_code = $4,
 		summary = $5, started_at = $6, ended_at = $7, input_tokens = $8, output_tokens = $9, progress = $10 WHERE id = $11`,
@@ -76,7 +77,7 @@ func (s *Store) UpdateTask(ctx context.Context, t store.Task) error {
 }
 
 // ListTasks returns the tasks f selects, ordered by id.
-func (s *Store) ListTasks(ctx context.Context, f store.TaskFilter) ([]store.Task, error) {
+func (s *Store) ListTasks(ctx context.Context, f taskrec.Filter) ([]taskrec.Task, error) {
 	var where []string
 	var args []any
 	arg := func(v any) string {
@@ -113,7 +114,7 @@ func (s *Store) ListTasks(ctx context.Context, f store.TaskFilter) ([]store.Task
 // AppendTaskEvents adds events to one task's log in one transaction,
 // numbering them after the task's newest (setting each one's Seq). The
 // task's lock serializes appenders, so two replicas never number alike.
-func (s *Store) AppendTaskEvents(ctx context.Context, taskID string, events []store.TaskEvent) error {
+func (s *Store) AppendTaskEvents(ctx context.Context, taskID string, events []taskrec.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -153,14 +154,14 @@ func (s *Store) AppendTaskEvents(ctx context.Context, taskID string, events []st
 
 // TaskEvents returns up to limit (0: all) of a task's events with a Seq
 // above after, oldest first.
-func (s *Store) TaskEvents(ctx context.Context, taskID string, after int64, n int) ([]store.TaskEvent, error) {
+func (s *Store) TaskEvents(ctx context.Context, taskID string, after int64, n int) ([]taskrec.Event, error) {
 	if n <= 0 {
 		n = -1
 	}
 	out, err := query(ctx, s.pool, `SELECT task_id, seq, time, type, sandbox_id, data FROM task_events
 		WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, []any{taskID, after, limit(n)},
-		func(r store.Scanner) (store.TaskEvent, error) {
-			var e store.TaskEvent
+		func(r store.Scanner) (taskrec.Event, error) {
+			var e taskrec.Event
 			var at sql.NullInt64
 			err := r.Scan(&e.TaskID, &e.Seq, &at, &e.Type, &e.SandboxID, &e.Data)
 			e.Time = store.FromNanos(at)
@@ -176,7 +177,7 @@ func (s *Store) TaskEvents(ctx context.Context, taskID string, after int64, n in
 // the same kind and name, and counts them (less what they replace)
 // against their tenants' storage. Each task's lock is held first (in id
 // order), so the size replaced is the size counted.
-func (s *Store) SaveTaskArtifacts(ctx context.Context, arts []store.TaskArtifact) error {
+func (s *Store) SaveTaskArtifacts(ctx context.Context, arts []taskrec.Artifact) error {
 	return s.storageTx(ctx, "save task artifacts", func(tx pgx.Tx, d delta) error {
 		tenants := map[string]string{}
 		var ids []string
@@ -226,10 +227,10 @@ func (s *Store) SaveTaskArtifacts(ctx context.Context, arts []store.TaskArtifact
 
 // TaskArtifacts lists a task's artifacts without their content, diff
 // first, then files by name.
-func (s *Store) TaskArtifacts(ctx context.Context, taskID string) ([]store.TaskArtifact, error) {
+func (s *Store) TaskArtifacts(ctx context.Context, taskID string) ([]taskrec.Artifact, error) {
 	out, err := query(ctx, s.pool, `SELECT task_id, name, kind, size, sha256, truncated FROM task_artifacts
-		WHERE task_id = $1 ORDER BY kind, name`, []any{taskID}, func(r store.Scanner) (store.TaskArtifact, error) {
-		var a store.TaskArtifact
+		WHERE task_id = $1 ORDER BY kind, name`, []any{taskID}, func(r store.Scanner) (taskrec.Artifact, error) {
+		var a taskrec.Artifact
 		err := r.Scan(&a.TaskID, &a.Name, &a.Kind, &a.Size, &a.SHA256, &a.Truncated)
 		return a, err
 	})
@@ -240,13 +241,13 @@ func (s *Store) TaskArtifacts(ctx context.Context, taskID string) ([]store.TaskA
 }
 
 // TaskArtifact returns one artifact with its content, or ErrNotFound.
-func (s *Store) TaskArtifact(ctx context.Context, taskID, kind, name string) (store.TaskArtifact, error) {
-	var a store.TaskArtifact
+func (s *Store) TaskArtifact(ctx context.Context, taskID, kind, name string) (taskrec.Artifact, error) {
+	var a taskrec.Artifact
 	err := s.pool.QueryRow(ctx, `SELECT task_id, name, kind, size, sha256, truncated, content FROM task_artifacts
 		WHERE task_id = $1 AND kind = $2 AND name = $3`, taskID, kind, name).
 		Scan(&a.TaskID, &a.Name, &a.Kind, &a.Size, &a.SHA256, &a.Truncated, &a.Content)
 	if err != nil {
-		return store.TaskArtifact{}, fmt.Errorf("artifact %s of task %s: %w", name, taskID, mapErr(err))
+		return taskrec.Artifact{}, fmt.Errorf("artifact %s of task %s: %w", name, taskID, mapErr(err))
 	}
 	return a, nil
 }

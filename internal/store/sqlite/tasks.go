@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
 // tasksSchema holds tasks, their events and their artifacts. Events and
@@ -56,7 +57,7 @@ const tasksSchema = `CREATE TABLE tasks (
 		DELETE FROM task_artifacts WHERE task_id = OLD.id;
 	END;`
 
-func taskArgs(t store.Task) []any {
+func taskArgs(t taskrec.Task) []any {
 	var exit sql.NullInt64
 	if t.HasExit {
 		exit = sql.NullInt64{Int64: int64(t.ExitCode), Valid: true}
@@ -67,7 +68,7 @@ func taskArgs(t store.Task) []any {
 
 // CreateTask inserts t (its spec counts against its tenant's storage);
 // an existing id is ErrConflict.
-func (s *Store) CreateTask(ctx context.Context, t store.Task) error {
+func (s *Store) CreateTask(ctx context.Context, t taskrec.Task) error {
 	err := s.storageTx(ctx, "create task", func(tx *sql.Tx, d storageDelta) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (`+store.TaskCols+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, taskArgs(t)...); err != nil {
@@ -94,17 +95,17 @@ func taskTenant(ctx context.Context, tx *sql.Tx, taskID string) (string, error) 
 }
 
 // GetTask returns the task with the id, or ErrNotFound.
-func (s *Store) GetTask(ctx context.Context, id string) (store.Task, error) {
+func (s *Store) GetTask(ctx context.Context, id string) (taskrec.Task, error) {
 	t, err := store.ScanTask(s.queryRow(ctx, `SELECT `+store.TaskCols+` FROM tasks WHERE id = ?`, id))
 	if err != nil {
-		return store.Task{}, fmt.Errorf("get task %s: %w", id, err)
+		return taskrec.Task{}, fmt.Errorf("get task %s: %w", id, err)
 	}
 	return t, nil
 }
 
 // UpdateTask replaces every column of the task with t.ID but its tenant,
 // key, harness, spec and creation time, which never change.
-func (s *Store) UpdateTask(ctx context.Context, t store.Task) error {
+func (s *Store) UpdateTask(ctx context.Context, t taskrec.Task) error {
 	a := taskArgs(t)
 	n, err := s.exec(ctx, `UPDATE tasks SET state = ?, reason = ?, sandbox_id = ?, exit_code = ?,
 		summary = ?, started_at = ?, ended_at = ?, input_tokens = ?, output_tokens = ?, progress = ? WHERE id = ?`,
@@ -119,7 +120,7 @@ func (s *Store) UpdateTask(ctx context.Context, t store.Task) error {
 }
 
 // ListTasks returns the tasks f selects, ordered by id.
-func (s *Store) ListTasks(ctx context.Context, f store.TaskFilter) ([]store.Task, error) {
+func (s *Store) ListTasks(ctx context.Context, f taskrec.Filter) ([]taskrec.Task, error) {
 	var where []string
 	var args []any
 	if f.TenantID != "" {
@@ -145,7 +146,7 @@ func (s *Store) ListTasks(ctx context.Context, f store.TaskFilter) ([]store.Task
 
 // AppendTaskEvents adds events to one task's log in one transaction,
 // numbering them after the task's newest (setting each one's Seq).
-func (s *Store) AppendTaskEvents(ctx context.Context, taskID string, events []store.TaskEvent) error {
+func (s *Store) AppendTaskEvents(ctx context.Context, taskID string, events []taskrec.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -176,7 +177,7 @@ func (s *Store) AppendTaskEvents(ctx context.Context, taskID string, events []st
 
 // TaskEvents returns up to limit (0: all) of a task's events with a Seq
 // above after, oldest first.
-func (s *Store) TaskEvents(ctx context.Context, taskID string, after int64, limit int) ([]store.TaskEvent, error) {
+func (s *Store) TaskEvents(ctx context.Context, taskID string, after int64, limit int) ([]taskrec.Event, error) {
 	if limit <= 0 {
 		limit = -1
 	}
@@ -185,8 +186,8 @@ func (s *Store) TaskEvents(ctx context.Context, taskID string, after int64, limi
 	if err != nil {
 		return nil, fmt.Errorf("task events of %s: %w", taskID, err)
 	}
-	out, err := scanAll(rows, func(r store.Scanner) (store.TaskEvent, error) {
-		var e store.TaskEvent
+	out, err := scanAll(rows, func(r store.Scanner) (taskrec.Event, error) {
+		var e taskrec.Event
 		var at sql.NullInt64
 		err := r.Scan(&e.TaskID, &e.Seq, &at, &e.Type, &e.SandboxID, &e.Data)
 		e.Time = store.FromNanos(at)
@@ -201,7 +202,7 @@ func (s *Store) TaskEvents(ctx context.Context, taskID string, after int64, limi
 // SaveTaskArtifacts stores a task's artifacts in one transaction,
 // replacing any of the same kind and name, and counts them (less what
 // they replace) against their tenants' storage.
-func (s *Store) SaveTaskArtifacts(ctx context.Context, arts []store.TaskArtifact) error {
+func (s *Store) SaveTaskArtifacts(ctx context.Context, arts []taskrec.Artifact) error {
 	return s.storageTx(ctx, "save task artifacts", func(tx *sql.Tx, d storageDelta) error {
 		tenants := map[string]string{}
 		for _, a := range arts {
@@ -242,14 +243,14 @@ func (s *Store) SaveTaskArtifacts(ctx context.Context, arts []store.TaskArtifact
 
 // TaskArtifacts lists a task's artifacts without their content, diff
 // first, then files by name.
-func (s *Store) TaskArtifacts(ctx context.Context, taskID string) ([]store.TaskArtifact, error) {
+func (s *Store) TaskArtifacts(ctx context.Context, taskID string) ([]taskrec.Artifact, error) {
 	rows, err := s.query(ctx, `SELECT task_id, name, kind, size, sha256, truncated FROM task_artifacts
 		WHERE task_id = ? ORDER BY kind, name`, taskID)
 	if err != nil {
 		return nil, fmt.Errorf("artifacts of task %s: %w", taskID, err)
 	}
-	out, err := scanAll(rows, func(r store.Scanner) (store.TaskArtifact, error) {
-		var a store.TaskArtifact
+	out, err := scanAll(rows, func(r store.Scanner) (taskrec.Artifact, error) {
+		var a taskrec.Artifact
 		err := r.Scan(&a.TaskID, &a.Name, &a.Kind, &a.Size, &a.SHA256, &a.Truncated)
 		return a, err
 	})
@@ -260,13 +261,13 @@ func (s *Store) TaskArtifacts(ctx context.Context, taskID string) ([]store.TaskA
 }
 
 // TaskArtifact returns one artifact with its content, or ErrNotFound.
-func (s *Store) TaskArtifact(ctx context.Context, taskID, kind, name string) (store.TaskArtifact, error) {
-	var a store.TaskArtifact
+func (s *Store) TaskArtifact(ctx context.Context, taskID, kind, name string) (taskrec.Artifact, error) {
+	var a taskrec.Artifact
 	err := s.queryRow(ctx, `SELECT task_id, name, kind, size, sha256, truncated, content FROM task_artifacts
 		WHERE task_id = ? AND kind = ? AND name = ?`, taskID, kind, name).
 		Scan(&a.TaskID, &a.Name, &a.Kind, &a.Size, &a.SHA256, &a.Truncated, &a.Content)
 	if err != nil {
-		return store.TaskArtifact{}, fmt.Errorf("artifact %s of task %s: %w", name, taskID, store.NotFound(err))
+		return taskrec.Artifact{}, fmt.Errorf("artifact %s of task %s: %w", name, taskID, store.NotFound(err))
 	}
 	return a, nil
 }

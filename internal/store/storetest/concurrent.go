@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
 const writers = 8
@@ -47,7 +48,7 @@ func appendLinked(s store.Store, sandbox string, n int) error {
 // task's numbers run 1..n, and the storage count adds up.
 func testConcurrentAppends(t *testing.T, h *harness) {
 	s := h.s
-	must(t, s.CreateTask(ctx, store.Task{ID: "tsk", TenantID: "ten_c", Harness: "x", State: store.TaskRunning, Spec: "", CreatedAt: t0}))
+	must(t, s.CreateTask(ctx, taskrec.Task{ID: "tsk", TenantID: "ten_c", Harness: "x", State: taskrec.Running, Spec: "", CreatedAt: t0}))
 	const rounds = 10
 	var wg sync.WaitGroup
 	errs := make(chan error, writers*rounds*3)
@@ -70,7 +71,7 @@ func testConcurrentAppends(t *testing.T, h *harness) {
 				if err := appendLinked(s, "sb_c", w*rounds+r); err != nil {
 					errs <- err
 				}
-				if err := s.AppendTaskEvents(ctx, "tsk", []store.TaskEvent{{Time: t0, Type: "m", Data: []byte(`{}`)}}); err != nil {
+				if err := s.AppendTaskEvents(ctx, "tsk", []taskrec.Event{{Time: t0, Type: "m", Data: []byte(`{}`)}}); err != nil {
 					errs <- err
 				}
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
 func testNetEvents(t *testing.T, h *harness) {
@@ -243,21 +244,21 @@ func testStorageBytes(t *testing.T, h *harness) {
 				{TenantID: "ten_b", SandboxID: "sb_b", Type: audit.ExecExited, Time: t0, Data: []byte(`{"exit_code":1}`)}})
 		}, map[string]int64{"ten_a": 15 + store.EventRowBytes, "ten_b": 15 + store.EventRowBytes}},
 		{"task", func() error {
-			return s.CreateTask(ctx, store.Task{ID: "tsk_a", TenantID: "ten_a", Harness: "command", State: store.TaskQueued, Spec: spec, CreatedAt: t0})
+			return s.CreateTask(ctx, taskrec.Task{ID: "tsk_a", TenantID: "ten_a", Harness: "command", State: taskrec.Queued, Spec: spec, CreatedAt: t0})
 		}, map[string]int64{"ten_a": int64(len(spec)) + store.TaskRowBytes}},
 		{"task events", func() error {
-			return s.AppendTaskEvents(ctx, "tsk_a", []store.TaskEvent{{Time: t0, Type: "message", Data: []byte(`{"text":"hi"}`)}})
+			return s.AppendTaskEvents(ctx, "tsk_a", []taskrec.Event{{Time: t0, Type: "message", Data: []byte(`{"text":"hi"}`)}})
 		}, map[string]int64{"ten_a": 13 + store.TaskEventRowBytes}},
 		{"events of a task that does not exist count for nobody", func() error {
-			return s.AppendTaskEvents(ctx, "tsk_none", []store.TaskEvent{{Time: t0, Type: "message", Data: []byte(`{}`)}})
+			return s.AppendTaskEvents(ctx, "tsk_none", []taskrec.Event{{Time: t0, Type: "message", Data: []byte(`{}`)}})
 		}, map[string]int64{}},
 		{"task artifacts", func() error {
-			return s.SaveTaskArtifacts(ctx, []store.TaskArtifact{
+			return s.SaveTaskArtifacts(ctx, []taskrec.Artifact{
 				{TaskID: "tsk_a", Name: "out.txt", Kind: "file", Size: 5000, Content: make([]byte, 5000)},
 				{TaskID: "tsk_a", Name: "workspace.diff", Kind: "diff", Size: 10, Content: make([]byte, 10)}})
 		}, map[string]int64{"ten_a": 5010 + 2*store.ArtifactRowBytes}},
 		{"an artifact replaced by a smaller one", func() error {
-			return s.SaveTaskArtifacts(ctx, []store.TaskArtifact{{TaskID: "tsk_a", Name: "out.txt", Kind: "file", Size: 100, Content: make([]byte, 100)}})
+			return s.SaveTaskArtifacts(ctx, []taskrec.Artifact{{TaskID: "tsk_a", Name: "out.txt", Kind: "file", Size: 100, Content: make([]byte, 100)}})
 		}, map[string]int64{"ten_a": -4900}},
 		{"events past retention pruned", func() error { _, err := s.PruneEvents(ctx, t0.Add(-time.Hour), 0); return err },
 			map[string]int64{"ten_a": -(15 + store.EventRowBytes)}},

@@ -8,21 +8,22 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
 func testTasks(t *testing.T, h *harness) {
 	s := h.s
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
-	a := store.Task{ID: "tsk_a", TenantID: "t1", KeyID: "k1", Harness: "generic", State: store.TaskQueued, Spec: `{"x":1}`, CreatedAt: t0}
-	b := store.Task{ID: "tsk_b", TenantID: "t1", Harness: "codex", State: store.TaskQueued, Spec: `{}`, CreatedAt: t0.Add(time.Second)}
-	c := store.Task{ID: "tsk_c", TenantID: "t2", Harness: "generic", State: store.TaskQueued, Spec: `{}`, CreatedAt: t0}
-	for _, task := range []store.Task{a, b, c} {
+	a := taskrec.Task{ID: "tsk_a", TenantID: "t1", KeyID: "k1", Harness: "generic", State: taskrec.Queued, Spec: `{"x":1}`, CreatedAt: t0}
+	b := taskrec.Task{ID: "tsk_b", TenantID: "t1", Harness: "codex", State: taskrec.Queued, Spec: `{}`, CreatedAt: t0.Add(time.Second)}
+	c := taskrec.Task{ID: "tsk_c", TenantID: "t2", Harness: "generic", State: taskrec.Queued, Spec: `{}`, CreatedAt: t0}
+	for _, task := range []taskrec.Task{a, b, c} {
 		must(t, s.CreateTask(ctx, task))
 	}
 	if err := s.CreateTask(ctx, a); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("second create: %v, want conflict", err)
 	}
-	a.State, a.SandboxID, a.HasExit, a.ExitCode, a.Summary = store.TaskSucceeded, "sb-1", true, 0, "done"
+	a.State, a.SandboxID, a.HasExit, a.ExitCode, a.Summary = taskrec.Succeeded, "sb-1", true, 0, "done"
 	a.StartedAt, a.EndedAt, a.InputTokens, a.OutputTokens = t0.Add(time.Second), t0.Add(2*time.Second), 10, 20
 	a.Progress = `{"turn":3}`
 	a.Spec = "ignored: the spec never changes"
@@ -39,20 +40,20 @@ func testTasks(t *testing.T, h *harness) {
 	if _, err := s.GetTask(ctx, "tsk_nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("get unknown: %v", err)
 	}
-	if err := s.UpdateTask(ctx, store.Task{ID: "tsk_nope"}); !errors.Is(err, store.ErrNotFound) {
+	if err := s.UpdateTask(ctx, taskrec.Task{ID: "tsk_nope"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("update unknown: %v", err)
 	}
 	for _, tc := range []struct {
-		f    store.TaskFilter
+		f    taskrec.Filter
 		want []string
 	}{
-		{store.TaskFilter{TenantID: "t1"}, []string{"tsk_a", "tsk_b"}},
-		{store.TaskFilter{TenantID: "t1", States: []string{store.TaskQueued, store.TaskRunning}}, []string{"tsk_b"}},
-		{store.TaskFilter{TenantID: "t1", Harness: "generic"}, []string{"tsk_a"}},
-		{store.TaskFilter{TenantID: "t1", After: "tsk_a"}, []string{"tsk_b"}},
-		{store.TaskFilter{States: []string{store.TaskQueued}, Limit: 1}, []string{"tsk_b"}},
-		{store.TaskFilter{}, []string{"tsk_a", "tsk_b", "tsk_c"}},
-		{store.TaskFilter{TenantID: "t3"}, nil},
+		{taskrec.Filter{TenantID: "t1"}, []string{"tsk_a", "tsk_b"}},
+		{taskrec.Filter{TenantID: "t1", States: []string{taskrec.Queued, taskrec.Running}}, []string{"tsk_b"}},
+		{taskrec.Filter{TenantID: "t1", Harness: "generic"}, []string{"tsk_a"}},
+		{taskrec.Filter{TenantID: "t1", After: "tsk_a"}, []string{"tsk_b"}},
+		{taskrec.Filter{States: []string{taskrec.Queued}, Limit: 1}, []string{"tsk_b"}},
+		{taskrec.Filter{}, []string{"tsk_a", "tsk_b", "tsk_c"}},
+		{taskrec.Filter{TenantID: "t3"}, nil},
 	} {
 		list, err := s.ListTasks(ctx, tc.f)
 		must(t, err)
@@ -67,13 +68,13 @@ func testTasks(t *testing.T, h *harness) {
 
 	// Events are numbered per task, after the newest.
 	for i := range 2 {
-		evs := []store.TaskEvent{{Time: t0, Type: "message", SandboxID: "sb-1", Data: []byte(`{}`)}, {Time: t0, Type: "raw", Data: []byte(`{}`)}}
+		evs := []taskrec.Event{{Time: t0, Type: "message", SandboxID: "sb-1", Data: []byte(`{}`)}, {Time: t0, Type: "raw", Data: []byte(`{}`)}}
 		must(t, s.AppendTaskEvents(ctx, "tsk_a", evs))
 		if evs[0].Seq != int64(2*i+1) || evs[1].Seq != int64(2*i+2) || evs[0].TaskID != "tsk_a" {
 			t.Errorf("batch %d numbered %d, %d", i, evs[0].Seq, evs[1].Seq)
 		}
 	}
-	must(t, s.AppendTaskEvents(ctx, "tsk_b", []store.TaskEvent{{Time: t0, Type: "raw", Data: []byte(`{}`)}}))
+	must(t, s.AppendTaskEvents(ctx, "tsk_b", []taskrec.Event{{Time: t0, Type: "raw", Data: []byte(`{}`)}}))
 	must(t, s.AppendTaskEvents(ctx, "tsk_b", nil))
 	evs, err := s.TaskEvents(ctx, "tsk_a", 1, 2)
 	must(t, err)
@@ -88,7 +89,7 @@ func testTasks(t *testing.T, h *harness) {
 	}
 
 	// Artifacts: listed without content, read with it, replaced by name.
-	arts := []store.TaskArtifact{
+	arts := []taskrec.Artifact{
 		{TaskID: "tsk_a", Name: "workspace.diff", Kind: "diff", Size: 3, SHA256: "h", Content: []byte("+x\n")},
 		{TaskID: "tsk_a", Name: "out/a.txt", Kind: "file", Size: 10, SHA256: "h2", Truncated: true, Content: []byte("abc")},
 	}
@@ -102,7 +103,7 @@ func testTasks(t *testing.T, h *harness) {
 	if err != nil || string(one.Content) != "abc" || one.Size != 10 || one.SHA256 != "h2" {
 		t.Errorf("artifact: %+v, %v", one, err)
 	}
-	must(t, s.SaveTaskArtifacts(ctx, []store.TaskArtifact{{TaskID: "tsk_a", Name: "out/a.txt", Kind: "file", Size: 2, SHA256: "h3", Content: []byte("zz")}}))
+	must(t, s.SaveTaskArtifacts(ctx, []taskrec.Artifact{{TaskID: "tsk_a", Name: "out/a.txt", Kind: "file", Size: 2, SHA256: "h3", Content: []byte("zz")}}))
 	if one, err := s.TaskArtifact(ctx, "tsk_a", "file", "out/a.txt"); err != nil || string(one.Content) != "zz" || one.Truncated {
 		t.Errorf("replaced artifact: %+v, %v", one, err)
 	}
