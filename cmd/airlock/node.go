@@ -35,7 +35,9 @@ in DIR/node; later starts need neither --token nor --join. The node serves
 its API on --addr, over mutual TLS, to the control plane only.
 
 The control plane places sandboxes on it and reaches them through it:
-commands, files, terminals, ports and the egress proxy's connections.
+commands, files, terminals and ports. Each sandbox's egress proxy runs
+here, with the --egress-* flags (give the control plane's): its traffic
+leaves from this host, and goes on while the control plane is down.
 Sandboxes outlive the node process: a node restarted with the same data
 dir takes them back.
 
