@@ -38,6 +38,7 @@ func custom() map[string]any {
 		},
 		"serviceMonitor": map[string]any{"enabled": true},
 		"networkPolicy":  map[string]any{"enabled": false},
+		"egress":         map[string]any{"dns": "10.0.0.10:53", "allowPrivate": []any{"10.20.0.0/16", "192.168.7.0/24"}},
 	}
 }
 
@@ -338,7 +339,16 @@ func TestCustomRender(t *testing.T) {
 	if got := sub(c, "resources", "limits", "memory"); got != "1Gi" {
 		t.Errorf("control plane memory limit = %v, want 1Gi", got)
 	}
+	// The egress flags, the same for the control plane, which checks
+	// policies against them, and the nodes, whose proxies use them.
+	wantEgress := []any{"--egress-dns", "10.0.0.10:53", "--egress-allow-private", "10.20.0.0/16", "--egress-allow-private", "192.168.7.0/24"}
+	if cmd := c["command"].([]any); !cmp.Equal(cmd[len(cmd)-len(wantEgress):], wantEgress) {
+		t.Errorf("control plane command %v, want it to end with %v", cmd, wantEgress)
+	}
 	ds := r.get(t, "DaemonSet/airlock-node")
+	if cmd := container(t, ds)["command"].([]any); !cmp.Equal(cmd[len(cmd)-len(wantEgress):], wantEgress) {
+		t.Errorf("node command %v, want it to end with %v", cmd, wantEgress)
+	}
 	if got := field(t, ds, "spec", "template", "spec", "nodeSelector"); !cmp.Equal(got, map[string]any{"airlock.dev/sandboxes": "true"}) {
 		t.Errorf("node nodeSelector = %v, want airlock.dev/sandboxes=true", got)
 	}

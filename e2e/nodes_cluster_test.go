@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/e2e/modelmock"
 	"github.com/airlockhq/airlock/internal/egress/fakenet"
 )
 
@@ -474,5 +475,37 @@ func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not within %s", what, within)
 		}
+	}
+}
+
+// TestNodesBudgetOnNode: a budget holds on the node that proxies the
+// sandbox's model calls: three calls back to back under a budget of two
+// calls' tokens, the third refused 429 (the node waits until the control
+// plane has counted the first two).
+func TestNodesBudgetOnNode(t *testing.T) {
+	c := startCluster(t, "b1")
+	u := mockUsage
+	mock := modelmock.New(modelmock.Script{Usage: &u})
+	c.net.Handle("/v1/", mock)
+	admin := c.admin
+	must[client.Secret](t)(admin.CreateSecret(ctx, client.SecretRequest{Name: "MODEL_KEY", Value: "sk-REAL-" + randHex(16),
+		Hosts: []string{fakenet.AllowedName}}))
+	script := `for i in 1 2 3; do
+  curl -sS -o out$i.json -w '%{http_code}\n' -H "Authorization: Bearer $MODEL_KEY" -H 'content-type: application/json' \
+    -d '{"model":"gpt-test","messages":[{"role":"user","content":"hi"}]}' https://` + fakenet.AllowedName + `/v1/chat/completions >> codes.txt
+done
+cat codes.txt out3.json`
+	const rounds = 3
+	for round := range rounds {
+		sb := must[client.Sandbox](t)(admin.CreateSandbox(ctx, client.CreateRequest{Secrets: []string{"MODEL_KEY"},
+			Budget: client.TokenBudget(3000)}))
+		res := must[client.ExecResult](t)(admin.Exec(ctx, sb.ID, client.ExecRequest{Command: script, Timeout: time.Minute}))
+		if !strings.HasPrefix(res.Stdout, "200\n200\n429\n") || !strings.Contains(res.Stdout, "budget") {
+			t.Errorf("round %d: three calls under a two-call budget on a node:\n%s%s", round, res.Stdout, res.Stderr)
+		}
+		admin.DeleteSandbox(ctx, sb.ID)
+	}
+	if got := len(mock.Requests()); got != 2*rounds {
+		t.Errorf("the model got %d calls, want %d", got, 2*rounds)
 	}
 }

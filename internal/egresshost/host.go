@@ -33,6 +33,7 @@ type Host struct {
 	changed  chan struct{} // closed and replaced when an event or ask comes
 	closed   bool
 	putLocks map[string]*sync.Mutex // sandbox id -> its puts, one at a time
+	usage    map[string]int64       // sandbox id -> seq of its last model usage event
 }
 
 type attachment struct {
@@ -45,6 +46,7 @@ type attachment struct {
 type gate struct {
 	mu     sync.Mutex
 	reason string
+	budget bool // Spec.Budget
 }
 
 func (g *gate) check() error {
@@ -69,7 +71,7 @@ func New(dataDir string, cfg egress.Config, rt runtime.Runtime) (*Host, error) {
 		cfg.Logger = slog.Default()
 	}
 	h := &Host{rt: rt, log: cfg.Logger, boot: newID(), atts: map[string]*attachment{}, asks: map[string]*pendingAsk{},
-		changed: make(chan struct{}), putLocks: map[string]*sync.Mutex{}}
+		changed: make(chan struct{}), putLocks: map[string]*sync.Mutex{}, usage: map[string]int64{}}
 	path := journalPath(dataDir)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("egress journal: %w", err)
@@ -79,12 +81,41 @@ func New(dataDir string, cfg egress.Config, rt runtime.Runtime) (*Host, error) {
 		return nil, err
 	}
 	h.j = j
-	cfg.OnEvent = j.add
+	cfg.OnEvent = h.event
 	cfg.OnOpen = j.open
 	cfg.Ask = h.ask
 	cfg.LogSize = 0
 	h.proxy = egress.New(cfg)
 	return h, nil
+}
+
+// event journals an event of a proxy.
+func (h *Host) event(e egress.Event) {
+	seq := h.j.add(e)
+	if e.Kind == egress.KindModelUsage {
+		h.mu.Lock()
+		h.usage[e.SandboxID] = seq
+		h.mu.Unlock()
+	}
+}
+
+// modelGate is sandbox id's budget gate: with a budget, it first waits
+// until the control plane has counted the sandbox's model calls so far.
+func (h *Host) modelGate(id string, g *gate) func() error {
+	return func() error {
+		g.mu.Lock()
+		budget := g.budget
+		g.mu.Unlock()
+		if budget {
+			h.mu.Lock()
+			seq := h.usage[id]
+			h.mu.Unlock()
+			if seq > 0 && !h.j.waitAcked(context.Background(), seq, BudgetWait) {
+				return errors.New("the budget cannot be checked: the control plane has not counted this sandbox's previous model calls")
+			}
+		}
+		return g.check()
+	}
 }
 
 // wake tells the waiting events calls that something is new.
@@ -140,7 +171,7 @@ func (h *Host) put(ctx context.Context, id string, spec Spec) error {
 		}
 		att.sb.SetRules(rules)
 		att.gate.mu.Lock()
-		att.gate.reason = spec.Gate
+		att.gate.reason, att.gate.budget = spec.Gate, spec.Budget
 		att.gate.mu.Unlock()
 		h.mu.Lock()
 		att.spec = spec
@@ -164,9 +195,9 @@ func (h *Host) put(ctx context.Context, id string, spec Spec) error {
 		httpLn.Close()
 		return fmt.Errorf("egress proxy for %s: %w", id, err)
 	}
-	att = &attachment{spec: spec, gate: &gate{reason: spec.Gate}}
+	att = &attachment{spec: spec, gate: &gate{reason: spec.Gate, budget: spec.Budget}}
 	att.sb = h.proxy.Attach(id, spec.Tenant, rules, httpLn, socksLn)
-	att.sb.SetModelGate(att.gate.check)
+	att.sb.SetModelGate(h.modelGate(id, att.gate))
 	if err := att.sb.SetSecrets(ca, bindings); err != nil {
 		att.sb.Close()
 		return fmt.Errorf("%w: secrets: %v", runtime.ErrInvalid, err)
@@ -187,6 +218,7 @@ func (h *Host) Delete(id string) error {
 	att := h.atts[id]
 	delete(h.atts, id)
 	delete(h.putLocks, id)
+	delete(h.usage, id)
 	h.mu.Unlock()
 	if att == nil {
 		return nil

@@ -3,6 +3,7 @@ package egresshost
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,12 +57,13 @@ type journal struct {
 	pending []Record // seq > acked, in order
 	opens   map[string]egress.Event
 	dropped int64
+	ackCh   chan struct{} // closed and replaced at each acknowledgement
 }
 
 // openJournal reads the journal at path (none: an empty one) and logs
 // the connections a node that went away left open as cut.
 func openJournal(path string, log *slog.Logger, now func() time.Time, wake func()) (*journal, error) {
-	j := &journal{path: path, log: log, now: now, wake: wake, next: 1, opens: map[string]egress.Event{}}
+	j := &journal{path: path, log: log, now: now, wake: wake, next: 1, opens: map[string]egress.Event{}, ackCh: make(chan struct{})}
 	if err := j.read(); err != nil {
 		return nil, err
 	}
@@ -176,8 +178,8 @@ func (j *journal) writeLocked(l line) {
 	}
 }
 
-// add appends an event.
-func (j *journal) add(e egress.Event) {
+// add appends an event and returns its seq.
+func (j *journal) add(e egress.Event) int64 {
 	j.mu.Lock()
 	r := Record{Seq: j.next, Event: e}
 	j.next++
@@ -192,6 +194,7 @@ func (j *journal) add(e egress.Event) {
 	j.pending = append(j.pending, r)
 	j.mu.Unlock()
 	j.wake()
+	return r.Seq
 }
 
 // open notes a connection in flight; ended notes its end.
@@ -221,6 +224,8 @@ func (j *journal) ack(seq int64) {
 		return
 	}
 	j.acked = seq
+	close(j.ackCh)
+	j.ackCh = make(chan struct{})
 	i := 0
 	for i < len(j.pending) && j.pending[i].Seq <= seq {
 		i++
@@ -233,6 +238,28 @@ func (j *journal) ack(seq int64) {
 		return
 	}
 	j.writeLocked(line{A: seq})
+}
+
+// waitAcked waits until every event up to seq is acknowledged, or until
+// d passes or ctx ends; it says which.
+func (j *journal) waitAcked(ctx context.Context, seq int64, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		j.mu.Lock()
+		acked, ch := j.acked, j.ackCh
+		j.mu.Unlock()
+		if acked >= seq {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // since returns up to maxBatch events after seq. A seq past the last

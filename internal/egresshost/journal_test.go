@@ -177,3 +177,21 @@ func TestEventsWaitsAndAsks(t *testing.T) {
 		t.Errorf("answered question still open: %+v", b2)
 	}
 }
+
+// TestWaitAcked: a wait for an acknowledgement returns when it comes,
+// and says so; without one it gives up.
+func TestWaitAcked(t *testing.T) {
+	j := testJournal(t, filepath.Join(t.TempDir(), "egress.journal"))
+	defer j.close()
+	seq := j.add(egress.Event{Host: "a"})
+	if j.waitAcked(context.Background(), seq, 20*time.Millisecond) {
+		t.Fatal("acknowledged without an ack")
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		j.ack(seq)
+	}()
+	if !j.waitAcked(context.Background(), seq, 10*time.Second) {
+		t.Fatal("the ack was not seen")
+	}
+}

@@ -39,7 +39,17 @@ type Spec struct {
 	// Gate, when set, refuses every model API call with this reason: the
 	// sandbox's budget is spent (egress.Sandbox.SetModelGate).
 	Gate string `json:"gate,omitempty"`
+	// Budget says the sandbox has a budget: each model API call waits
+	// until the control plane has acknowledged the usage of the
+	// sandbox's previous ones (up to BudgetWait; past it the call is
+	// refused), so Gate is its word on all of them: the control plane
+	// puts Gate before it acknowledges.
+	Budget bool `json:"budget,omitempty"`
 }
+
+// BudgetWait bounds how long a model call of a sandbox with a budget
+// waits for the control plane to count the calls before it.
+const BudgetWait = 10 * time.Second
 
 // PutReply is the answer to a Spec put.
 type PutReply struct {

@@ -195,7 +195,7 @@ func TestAskApproval(t *testing.T) {
 				case <-time.After(10 * time.Second):
 					t.Fatal("the client was not asked")
 				}
-				a := f.pending(id)
+				a := f.asked(id)
 				if !strings.Contains(q.Message, a.ID) || !strings.Contains(q.Message, "connect to a.test:80 (http)") || !strings.Contains(q.Message, id) {
 					t.Errorf("asked %q", q.Message)
 				}

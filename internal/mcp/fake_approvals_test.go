@@ -116,11 +116,23 @@ func (f *approvalFake) open(sandbox, task, host string) string {
 // pending waits for the first pending approval of sandbox and returns it.
 func (f *approvalFake) pending(sandbox string) client.Approval {
 	f.t.Helper()
+	return f.await(sandbox, true)
+}
+
+// asked waits for the first approval of a sandbox in whatever state: one
+// the MCP client answered at once may be decided before the test looks.
+func (f *approvalFake) asked(sandbox string) client.Approval {
+	f.t.Helper()
+	return f.await(sandbox, false)
+}
+
+func (f *approvalFake) await(sandbox string, pendingOnly bool) client.Approval {
+	f.t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
 		f.mu.Lock()
 		for _, a := range f.approvals {
-			if a.SandboxID == sandbox && a.State == client.ApprovalPending {
+			if a.SandboxID == sandbox && (!pendingOnly || a.State == client.ApprovalPending) {
 				found := *a
 				f.mu.Unlock()
 				return found
@@ -131,7 +143,7 @@ func (f *approvalFake) pending(sandbox string) client.Approval {
 		select {
 		case <-wake:
 		case <-deadline:
-			f.t.Fatalf("no pending approval for %s", sandbox)
+			f.t.Fatalf("no approval (pending only: %v) for %s", pendingOnly, sandbox)
 		}
 	}
 }

@@ -111,7 +111,7 @@ func (a *remoteAtt) Leave()       {}
 // no error when the node runs none: the caller attaches the control
 // plane's own.
 func (s *Service) attachRemote(ctx context.Context, rec store.Sandbox, sb runtime.Sandbox, rules *egress.Rules, sec *sandboxSecrets) (*remoteAtt, error) {
-	if _, ok := sb.(egressSandbox); !ok || s.proxy == nil {
+	if _, ok := sb.(egressSandbox); !ok {
 		return nil, nil
 	}
 	node := runtime.NodeOf(s.rt, rec.ID) // a create's record has no node yet
@@ -120,6 +120,7 @@ func (s *Service) attachRemote(ctx context.Context, rec store.Sandbox, sb runtim
 	}
 	a := &remoteAtt{s: s, id: rec.ID, node: node, spec: egresshost.Spec{Tenant: rec.TenantID, Policy: rules.Policy()}}
 	if b := lifecycleOf(rec).Budget; b != nil {
+		a.spec.Budget = true
 		a.gate = s.modelGate(rec.ID, b)
 		if err := a.gate(); err != nil {
 			a.spec.Gate = err.Error()

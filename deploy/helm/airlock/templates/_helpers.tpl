@@ -84,3 +84,18 @@ app.kubernetes.io/component: {{ .component }}
           {{- toYaml . | nindent 10 }}
         {{- end }}
 {{- end -}}
+
+{{/*
+The egress proxy's flags, the same for the control plane and the nodes
+(values egress.dns, egress.allowPrivate); nothing when both are unset.
+*/}}
+{{- define "airlock.egressArgs" -}}
+{{- with .Values.egress.dns }}
+- --egress-dns
+- {{ . | quote }}
+{{- end }}
+{{- range .Values.egress.allowPrivate }}
+- --egress-allow-private
+- {{ . | quote }}
+{{- end }}
+{{- end }}
