@@ -480,8 +480,9 @@ func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool
 
 // TestNodesBudgetOnNode: a budget holds on the node that proxies the
 // sandbox's model calls: three calls back to back under a budget of two
-// calls' tokens, the third refused 429 (the node waits until the control
-// plane has counted the first two).
+// calls' tokens, the third refused 429. (That it holds however fast the
+// third call comes, the node waiting until the control plane has counted
+// the first two, is egresshost's TestBudgetGateWaitsForTheCount.)
 func TestNodesBudgetOnNode(t *testing.T) {
 	c := startCluster(t, "b1")
 	u := mockUsage

@@ -99,6 +99,9 @@ func (h *Host) event(e egress.Event) {
 	}
 }
 
+// budgetWait is BudgetWait, shortened by tests.
+var budgetWait = BudgetWait
+
 // modelGate is sandbox id's budget gate: with a budget, it first waits
 // until the control plane has counted the sandbox's model calls so far.
 func (h *Host) modelGate(id string, g *gate) func() error {
@@ -110,7 +113,7 @@ func (h *Host) modelGate(id string, g *gate) func() error {
 			h.mu.Lock()
 			seq := h.usage[id]
 			h.mu.Unlock()
-			if seq > 0 && !h.j.waitAcked(context.Background(), seq, BudgetWait) {
+			if seq > 0 && !h.j.waitAcked(context.Background(), seq, budgetWait) {
 				return errors.New("the budget cannot be checked: the control plane has not counted this sandbox's previous model calls")
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -193,5 +194,48 @@ func TestWaitAcked(t *testing.T) {
 	}()
 	if !j.waitAcked(context.Background(), seq, 10*time.Second) {
 		t.Fatal("the ack was not seen")
+	}
+}
+
+// TestBudgetGateWaitsForTheCount: a model call of a sandbox with a
+// budget waits until the control plane has acknowledged the usage of the
+// calls before it, and then obeys the gate put before that
+// acknowledgement; without a budget it does not wait; with no
+// acknowledgement it is refused.
+func TestBudgetGateWaitsForTheCount(t *testing.T) {
+	h, err := New(t.TempDir(), egress.Config{Logger: slog.New(slog.DiscardHandler)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	g := &gate{budget: true}
+	check := h.modelGate("sb", g)
+	if err := check(); err != nil {
+		t.Fatalf("the first call: %v", err)
+	}
+	h.event(egress.Event{SandboxID: "sb", Kind: egress.KindModelUsage})
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		g.mu.Lock()
+		g.reason = "the budget is spent"
+		g.mu.Unlock()
+		h.j.ack(1)
+	}()
+	if err := check(); err == nil || err.Error() != "the budget is spent" {
+		t.Errorf("the call after a counted one: %v, want the gate's refusal", err)
+	}
+
+	other := h.modelGate("other", &gate{})
+	h.event(egress.Event{SandboxID: "other", Kind: egress.KindModelUsage})
+	start := time.Now()
+	if err := other(); err != nil || time.Since(start) > time.Second {
+		t.Errorf("without a budget: %v after %s", err, time.Since(start))
+	}
+
+	budgetWait = 50 * time.Millisecond
+	defer func() { budgetWait = BudgetWait }()
+	h.event(egress.Event{SandboxID: "sb", Kind: egress.KindModelUsage})
+	if err := check(); err == nil || !strings.Contains(err.Error(), "cannot be checked") {
+		t.Errorf("with the control plane silent: %v", err)
 	}
 }
