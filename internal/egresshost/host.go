@@ -113,7 +113,7 @@ func (h *Host) modelGate(id string, g *gate) func() error {
 			h.mu.Lock()
 			seq := h.usage[id]
 			h.mu.Unlock()
-			if seq > 0 && !h.j.waitAcked(context.Background(), seq, budgetWait) {
+			if seq > 0 && !h.j.waitAcked(seq, budgetWait) {
 				return errors.New("the budget cannot be checked: the control plane has not counted this sandbox's previous model calls")
 			}
 		}
@@ -227,13 +227,6 @@ func (h *Host) Delete(id string) error {
 		return nil
 	}
 	return att.sb.Close()
-}
-
-// Attached says whether sandbox id's proxy runs here.
-func (h *Host) Attached(id string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.atts[id] != nil
 }
 
 // Events acknowledges every event up to after and returns those after it

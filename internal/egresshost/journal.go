@@ -3,7 +3,6 @@ package egresshost
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,7 +45,6 @@ const maxPending = 200_000
 type journal struct {
 	path string
 	log  *slog.Logger
-	now  func() time.Time
 	wake func() // something new to read
 
 	mu      sync.Mutex
@@ -63,7 +61,7 @@ type journal struct {
 // openJournal reads the journal at path (none: an empty one) and logs
 // the connections a node that went away left open as cut.
 func openJournal(path string, log *slog.Logger, now func() time.Time, wake func()) (*journal, error) {
-	j := &journal{path: path, log: log, now: now, wake: wake, next: 1, opens: map[string]egress.Event{}, ackCh: make(chan struct{})}
+	j := &journal{path: path, log: log, wake: wake, next: 1, opens: map[string]egress.Event{}, ackCh: make(chan struct{})}
 	if err := j.read(); err != nil {
 		return nil, err
 	}
@@ -241,8 +239,8 @@ func (j *journal) ack(seq int64) {
 }
 
 // waitAcked waits until every event up to seq is acknowledged, or until
-// d passes or ctx ends; it says which.
-func (j *journal) waitAcked(ctx context.Context, seq int64, d time.Duration) bool {
+// d passes; it says which.
+func (j *journal) waitAcked(seq int64, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
@@ -255,8 +253,6 @@ func (j *journal) waitAcked(ctx context.Context, seq int64, d time.Duration) boo
 		select {
 		case <-ch:
 		case <-t.C:
-			return false
-		case <-ctx.Done():
 			return false
 		}
 	}

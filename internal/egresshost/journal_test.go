@@ -185,14 +185,14 @@ func TestWaitAcked(t *testing.T) {
 	j := testJournal(t, filepath.Join(t.TempDir(), "egress.journal"))
 	defer j.close()
 	seq := j.add(egress.Event{Host: "a"})
-	if j.waitAcked(context.Background(), seq, 20*time.Millisecond) {
+	if j.waitAcked(seq, 20*time.Millisecond) {
 		t.Fatal("acknowledged without an ack")
 	}
 	go func() {
 		time.Sleep(20 * time.Millisecond)
 		j.ack(seq)
 	}()
-	if !j.waitAcked(context.Background(), seq, 10*time.Second) {
+	if !j.waitAcked(seq, 10*time.Second) {
 		t.Fatal("the ack was not seen")
 	}
 }
