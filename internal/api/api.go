@@ -3,7 +3,6 @@ package api
 import (
 	"crypto/ed25519"
 	_ "embed"
-	"go.opentelemetry.io/otel/propagation"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -11,10 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/airlockhq/airlock/internal/approvals"
 	"github.com/airlockhq/airlock/internal/events"
 	"github.com/airlockhq/airlock/internal/metrics"
-	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/tasks"
 	"github.com/airlockhq/airlock/internal/tenancy"
 )
@@ -218,8 +218,17 @@ type Handler struct {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.h.ServeHTTP(w, r) }
 
+// Store is what the API reads and writes itself (store.Store has it):
+// tenants, keys, tokens and console sessions through package tenancy, and
+// a sandbox's record by id alone for routed ports (sandboxRecords).
+// Everything else goes through the packages that own it.
+type Store interface {
+	tenancy.Store
+	sandboxRecords
+}
+
 // New returns the HTTP handler of the API.
-func New(m Manager, st store.Store, opts Options) *Handler {
+func New(m Manager, st Store, opts Options) *Handler {
 	s := &server{m: m, maxJSON: opts.MaxJSONBody, now: opts.Now, log: opts.Logger, keepAlive: opts.KeepAlive, signer: opts.AuditSigner, records: st}
 	if opts.Metrics != nil {
 		s.metricsHandler = opts.Metrics.Handler()

@@ -23,8 +23,8 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/events"
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/secrets"
-	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/store/teststore"
 )
 
@@ -40,7 +40,7 @@ func (m auditingManager) emit(c sandbox.Caller, id, typ string, data any) {
 	m.publish(audit.Event{Time: time.Now().UTC(), Sandbox: id, Tenant: c.TenantID, Actor: c.KeyID, Type: typ, Data: b})
 }
 
-func (m auditingManager) Create(ctx context.Context, c sandbox.Caller, req sandbox.CreateRequest) (store.Sandbox, error) {
+func (m auditingManager) Create(ctx context.Context, c sandbox.Caller, req sandbox.CreateRequest) (sandboxrec.Sandbox, error) {
 	sb, err := m.fakeManager.Create(ctx, c, req)
 	if err == nil {
 		m.emit(c, sb.ID, audit.SandboxCreated, map[string]any{"template": sb.Template})

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // The fake's pause, snapshots and forks: states and records in memory,
@@ -28,27 +28,27 @@ func snaps(m *fakeManager) map[string]sandbox.Snapshot {
 	return fakeSnapshots.m[m]
 }
 
-func (m *fakeManager) setState(c sandbox.Caller, id, from, to string) (store.Sandbox, error) {
+func (m *fakeManager) setState(c sandbox.Caller, id, from, to string) (sandboxrec.Sandbox, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	sb, err := m.lookup(c, id)
 	if err != nil {
-		return store.Sandbox{}, err
+		return sandboxrec.Sandbox{}, err
 	}
 	if sb.State != from && sb.State != to {
-		return store.Sandbox{}, fmt.Errorf("%w: sandbox %s is %s", sandbox.ErrConflict, id, sb.State)
+		return sandboxrec.Sandbox{}, fmt.Errorf("%w: sandbox %s is %s", sandbox.ErrConflict, id, sb.State)
 	}
 	sb.State = to
 	m.sandboxes[id] = sb
 	return sb, nil
 }
 
-func (m *fakeManager) Pause(_ context.Context, c sandbox.Caller, id string) (store.Sandbox, error) {
-	return m.setState(c, id, store.StateRunning, store.StatePaused)
+func (m *fakeManager) Pause(_ context.Context, c sandbox.Caller, id string) (sandboxrec.Sandbox, error) {
+	return m.setState(c, id, sandboxrec.Running, sandboxrec.Paused)
 }
 
-func (m *fakeManager) Resume(_ context.Context, c sandbox.Caller, id string) (store.Sandbox, error) {
-	return m.setState(c, id, store.StatePaused, store.StateRunning)
+func (m *fakeManager) Resume(_ context.Context, c sandbox.Caller, id string) (sandboxrec.Sandbox, error) {
+	return m.setState(c, id, sandboxrec.Paused, sandboxrec.Running)
 }
 
 func (m *fakeManager) CreateSnapshot(_ context.Context, c sandbox.Caller, id, name string) (sandbox.Snapshot, error) {
@@ -103,7 +103,7 @@ func (m *fakeManager) DeleteSnapshot(ctx context.Context, c sandbox.Caller, name
 	return nil
 }
 
-func (m *fakeManager) Fork(ctx context.Context, c sandbox.Caller, id string, req sandbox.ForkRequest) ([]store.Sandbox, error) {
+func (m *fakeManager) Fork(ctx context.Context, c sandbox.Caller, id string, req sandbox.ForkRequest) ([]sandboxrec.Sandbox, error) {
 	m.mu.Lock()
 	parent, err := m.lookup(c, id)
 	m.mu.Unlock()
@@ -113,7 +113,7 @@ func (m *fakeManager) Fork(ctx context.Context, c sandbox.Caller, id string, req
 	if req.Count < 1 || req.Count > sandbox.MaxForks {
 		return nil, fmt.Errorf("%w: count %d", sandbox.ErrInvalid, req.Count)
 	}
-	var out []store.Sandbox
+	var out []sandboxrec.Sandbox
 	for range req.Count {
 		cr := req.CreateRequest
 		cr.Template = parent.Template

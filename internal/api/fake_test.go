@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/airlockhq/airlock/internal/audit"
 	"io"
 	"io/fs"
 	"net"
@@ -15,6 +14,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/runtime"
@@ -31,14 +33,14 @@ var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 type fakeManager struct {
 	mu        sync.Mutex
 	n         int
-	sandboxes map[string]store.Sandbox
+	sandboxes map[string]sandboxrec.Sandbox
 	files     map[string]map[string]fakeFile     // sandbox id -> path -> file
 	netlog    map[string][]egress.Event          // sandbox id -> events
 	audit     map[string][]audit.Event           // sandbox id -> audit log
 	secrets   map[string]map[string]secrets.Spec // tenant -> name -> spec
 	templates map[string]runtime.TemplateInfo    // built ones, by name
 	lastMode  fs.FileMode
-	lastList  store.SandboxFilter
+	lastList  sandboxrec.Filter
 	lastExec  sandbox.ExecRequest
 	lastUsage sandbox.UsageQuery // metering_fake_test.go
 	// err, when set, is returned by every call (error mapping tests).
@@ -59,30 +61,30 @@ type fakeFile struct {
 }
 
 func newFakeManager() *fakeManager {
-	return &fakeManager{sandboxes: map[string]store.Sandbox{}, files: map[string]map[string]fakeFile{}}
+	return &fakeManager{sandboxes: map[string]sandboxrec.Sandbox{}, files: map[string]map[string]fakeFile{}}
 }
 
 // lookup returns the caller's sandbox; m.mu is held.
-func (m *fakeManager) lookup(c sandbox.Caller, id string) (store.Sandbox, error) {
+func (m *fakeManager) lookup(c sandbox.Caller, id string) (sandboxrec.Sandbox, error) {
 	if m.err != nil {
-		return store.Sandbox{}, m.err
+		return sandboxrec.Sandbox{}, m.err
 	}
 	sb, ok := m.sandboxes[id]
 	if !ok || sb.TenantID != c.TenantID || (c.SandboxID != "" && c.SandboxID != id) {
-		return store.Sandbox{}, fmt.Errorf("sandbox %q: %w", id, sandbox.ErrNotFound)
+		return sandboxrec.Sandbox{}, fmt.Errorf("sandbox %q: %w", id, sandbox.ErrNotFound)
 	}
 	return sb, nil
 }
 
-func (m *fakeManager) Create(_ context.Context, c sandbox.Caller, req sandbox.CreateRequest) (store.Sandbox, error) {
+func (m *fakeManager) Create(_ context.Context, c sandbox.Caller, req sandbox.CreateRequest) (sandboxrec.Sandbox, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.err != nil {
-		return store.Sandbox{}, m.err
+		return sandboxrec.Sandbox{}, m.err
 	}
 	m.n++
-	sb := store.Sandbox{
-		ID: fmt.Sprintf("sb_%03d", m.n), TenantID: c.TenantID, State: store.StateRunning, Node: "local",
+	sb := sandboxrec.Sandbox{
+		ID: fmt.Sprintf("sb_%03d", m.n), TenantID: c.TenantID, State: sandboxrec.Running, Node: "local",
 		Template: "base", CPUs: 1, MemoryMB: 512, Pids: 256, DiskMB: 1024,
 		Metadata: req.Metadata, Workdir: "/home/user", CreatedAt: t0, ExpiresAt: t0.Add(300 * time.Second),
 	}
@@ -121,7 +123,7 @@ func (m *fakeManager) DialPort(_ context.Context, c sandbox.Caller, id string, p
 // ForgetTenant: the fake keeps nothing of tenants.
 func (m *fakeManager) ForgetTenant(string) {}
 
-func (m *fakeManager) Get(_ context.Context, c sandbox.Caller, id string) (store.Sandbox, error) {
+func (m *fakeManager) Get(_ context.Context, c sandbox.Caller, id string) (sandboxrec.Sandbox, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.lookup(c, id)
@@ -143,18 +145,18 @@ func (m *fakeManager) ExecOutput(ctx context.Context, c sandbox.Caller, id, exec
 }
 
 // AgentVersion: the fake's sandboxes have no agent to ask.
-func (m *fakeManager) AgentVersion(context.Context, store.Sandbox) int { return 0 }
+func (m *fakeManager) AgentVersion(context.Context, sandboxrec.Sandbox) int { return 0 }
 
 func (m *fakeManager) AgentVersions(context.Context) (map[int]int, error) { return map[int]int{}, nil }
 
-func (m *fakeManager) List(_ context.Context, c sandbox.Caller, f store.SandboxFilter) ([]store.Sandbox, error) {
+func (m *fakeManager) List(_ context.Context, c sandbox.Caller, f sandboxrec.Filter) ([]sandboxrec.Sandbox, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.err != nil {
 		return nil, m.err
 	}
 	m.lastList = f
-	var out []store.Sandbox
+	var out []sandboxrec.Sandbox
 	for _, sb := range m.sandboxes {
 		if sb.TenantID != f.TenantID || sb.ID <= f.After || (f.State != "" && sb.State != f.State) {
 			continue
@@ -184,7 +186,7 @@ func (m *fakeManager) Delete(_ context.Context, c sandbox.Caller, id string) err
 	return nil
 }
 
-func (m *fakeManager) SetTimeout(_ context.Context, c sandbox.Caller, id string, d time.Duration) (store.Sandbox, error) {
+func (m *fakeManager) SetTimeout(_ context.Context, c sandbox.Caller, id string, d time.Duration) (sandboxrec.Sandbox, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	sb, err := m.lookup(c, id)

@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // Pause and resume, snapshots and forks (the sandbox package's
@@ -99,7 +99,7 @@ func (s *server) forkSandbox(w http.ResponseWriter, r *http.Request) {
 
 // lifecycleJSON is a sandbox's pause settings and origins, as the API
 // shows them.
-func lifecycleJSON(sb store.Sandbox) *sandbox.Lifecycle {
+func lifecycleJSON(sb sandboxrec.Sandbox) *sandbox.Lifecycle {
 	l := sandbox.LifecycleOf(sb)
 	if !l.PausedAt.IsZero() {
 		l.PausedAt = l.PausedAt.UTC()

@@ -11,6 +11,7 @@ import (
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/secrets"
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -38,13 +39,13 @@ type Manager interface {
 // Lifecycle is pause and resume, snapshots, forks and volumes
 // (lifecycle.go).
 type Lifecycle interface {
-	Pause(ctx context.Context, c sandbox.Caller, id string) (store.Sandbox, error)
-	Resume(ctx context.Context, c sandbox.Caller, id string) (store.Sandbox, error)
+	Pause(ctx context.Context, c sandbox.Caller, id string) (sandboxrec.Sandbox, error)
+	Resume(ctx context.Context, c sandbox.Caller, id string) (sandboxrec.Sandbox, error)
 	CreateSnapshot(ctx context.Context, c sandbox.Caller, id, name string) (sandbox.Snapshot, error)
 	Snapshots(ctx context.Context, c sandbox.Caller) ([]sandbox.Snapshot, error)
 	GetSnapshot(ctx context.Context, c sandbox.Caller, name string) (sandbox.Snapshot, error)
 	DeleteSnapshot(ctx context.Context, c sandbox.Caller, name string) error
-	Fork(ctx context.Context, c sandbox.Caller, id string, req sandbox.ForkRequest) ([]store.Sandbox, error)
+	Fork(ctx context.Context, c sandbox.Caller, id string, req sandbox.ForkRequest) ([]sandboxrec.Sandbox, error)
 	CreateVolume(ctx context.Context, c sandbox.Caller, req sandbox.VolumeRequest) (sandbox.Volume, error)
 	Volumes(ctx context.Context, c sandbox.Caller) ([]sandbox.Volume, error)
 	GetVolume(ctx context.Context, c sandbox.Caller, name string) (sandbox.Volume, error)
@@ -56,14 +57,14 @@ var _ Manager = (*sandbox.Service)(nil)
 // Sandboxes is the lifecycle of sandboxes (sandboxes.go, server_info.go,
 // admin.go).
 type Sandboxes interface {
-	Create(ctx context.Context, c sandbox.Caller, req sandbox.CreateRequest) (store.Sandbox, error)
-	Get(ctx context.Context, c sandbox.Caller, id string) (store.Sandbox, error)
-	List(ctx context.Context, c sandbox.Caller, f store.SandboxFilter) ([]store.Sandbox, error)
+	Create(ctx context.Context, c sandbox.Caller, req sandbox.CreateRequest) (sandboxrec.Sandbox, error)
+	Get(ctx context.Context, c sandbox.Caller, id string) (sandboxrec.Sandbox, error)
+	List(ctx context.Context, c sandbox.Caller, f sandboxrec.Filter) ([]sandboxrec.Sandbox, error)
 	Delete(ctx context.Context, c sandbox.Caller, id string) error
-	SetTimeout(ctx context.Context, c sandbox.Caller, id string, d time.Duration) (store.Sandbox, error)
+	SetTimeout(ctx context.Context, c sandbox.Caller, id string, d time.Duration) (sandboxrec.Sandbox, error)
 	// AgentVersion is the agent protocol version of a running sandbox, 0
 	// when not known.
-	AgentVersion(ctx context.Context, rec store.Sandbox) int
+	AgentVersion(ctx context.Context, rec sandboxrec.Sandbox) int
 	// AgentVersions counts the running sandboxes by agent version (admin).
 	AgentVersions(ctx context.Context) (map[int]int, error)
 	// ForgetTenant drops what the manager keeps of the tenant with id, so

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -42,7 +43,7 @@ type portRefusal interface {
 // learn the sandbox's tenant and metadata; every connection is then made
 // by the sandbox layer as a caller of that sandbox, which checks it again.
 type sandboxRecords interface {
-	GetSandbox(ctx context.Context, id string) (store.Sandbox, error)
+	GetSandbox(ctx context.Context, id string) (sandboxrec.Sandbox, error)
 }
 
 // ServePort serves r, which a front routed to port p.Port of sandbox
@@ -77,7 +78,7 @@ func (h *Handler) ServePort(w http.ResponseWriter, r *http.Request, p PortReques
 		p.Fail(w, r, status, msg)
 	}
 	rec, err := s.records.GetSandbox(r.Context(), p.Sandbox)
-	if errors.Is(err, store.ErrNotFound) || err == nil && (rec.State == store.StateStopped || rec.State == store.StateFailed) {
+	if errors.Is(err, store.ErrNotFound) || err == nil && (rec.State == sandboxrec.Stopped || rec.State == sandboxrec.Failed) {
 		err = errf(http.StatusNotFound, codeNotFound, "sandbox %q not found", p.Sandbox)
 	}
 	if err != nil {
@@ -93,7 +94,7 @@ func (h *Handler) ServePort(w http.ResponseWriter, r *http.Request, p PortReques
 }
 
 // portCaller is who a routed port request is made as (see ServePort).
-func (s *server) portCaller(r *http.Request, rec store.Sandbox, open func(*http.Request, map[string]string) error) (sandbox.Caller, error) {
+func (s *server) portCaller(r *http.Request, rec sandboxrec.Sandbox, open func(*http.Request, map[string]string) error) (sandbox.Caller, error) {
 	refused := open(r, rec.Metadata)
 	if refused == nil {
 		return sandbox.Caller{TenantID: rec.TenantID, SandboxID: rec.ID}, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/store/teststore"
 	"github.com/airlockhq/airlock/internal/tenancy"
@@ -66,7 +67,7 @@ func newRoutedEnv(t *testing.T) *routedEnv {
 			t.Fatal(err)
 		}
 		id := []string{"sb_1", "sb_2"}[i]
-		rec := store.Sandbox{ID: id, TenantID: tenant, State: store.StateRunning, Template: "base", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour),
+		rec := sandboxrec.Sandbox{ID: id, TenantID: tenant, State: sandboxrec.Running, Template: "base", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour),
 			Metadata: map[string]string{"rule": name}}
 		if err := st.CreateSandbox(ctx, rec); err != nil {
 			t.Fatal(err)
@@ -83,7 +84,7 @@ func newRoutedEnv(t *testing.T) *routedEnv {
 		}
 	}
 	// A sandbox that ended.
-	if err := st.CreateSandbox(ctx, store.Sandbox{ID: "sb_old", TenantID: "ten_alice", State: store.StateStopped, Template: "base", CreatedAt: t0, ExpiresAt: t0}); err != nil {
+	if err := st.CreateSandbox(ctx, sandboxrec.Sandbox{ID: "sb_old", TenantID: "ten_alice", State: sandboxrec.Stopped, Template: "base", CreatedAt: t0, ExpiresAt: t0}); err != nil {
 		t.Fatal(err)
 	}
 	return e

@@ -12,7 +12,7 @@ import (
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // sandboxJSON is a sandbox as clients see it: no tenant id and no
@@ -51,7 +51,7 @@ type limitsJSON struct {
 	DiskMB   int64   `json:"disk_mb"`
 }
 
-func toJSON(sb store.Sandbox) sandboxJSON {
+func toJSON(sb sandboxrec.Sandbox) sandboxJSON {
 	md := sb.Metadata
 	if md == nil {
 		md = map[string]string{}
@@ -120,8 +120,8 @@ const (
 func validCursor(s string) bool { return len(s) <= 128 && idChars(s) }
 
 var states = map[string]bool{
-	store.StateCreating: true, store.StateRunning: true, store.StatePaused: true,
-	store.StateStopped: true, store.StateFailed: true,
+	sandboxrec.Creating: true, sandboxrec.Running: true, sandboxrec.Paused: true,
+	sandboxrec.Stopped: true, sandboxrec.Failed: true,
 }
 
 // pageSize reads a list's limit query parameter: the page size.
@@ -148,7 +148,7 @@ func pageOf[T any](list []T, page int, id func(T) string) ([]T, string) {
 
 // listFilter reads GET /v1/sandboxes's query. Its Limit is one more than
 // the page size, to learn whether another page follows.
-func listFilter(r *http.Request) (f store.SandboxFilter, page int, err error) {
+func listFilter(r *http.Request) (f sandboxrec.Filter, page int, err error) {
 	if err := checkQuery(r, []string{"state", "limit", "after"}, "metadata."); err != nil {
 		return f, 0, err
 	}
@@ -191,7 +191,7 @@ func (s *server) listSandboxes(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	list, next := pageOf(list, page, func(sb store.Sandbox) string { return sb.ID })
+	list, next := pageOf(list, page, func(sb sandboxrec.Sandbox) string { return sb.ID })
 	out := struct {
 		Sandboxes []sandboxJSON `json:"sandboxes"`
 		Next      string        `json:"next"`
@@ -242,7 +242,7 @@ func (s *server) setTimeout(w http.ResponseWriter, r *http.Request) {
 }
 
 // recordNetwork is the record's policy as the API shows it.
-func recordNetwork(sb store.Sandbox) networkJSON {
+func recordNetwork(sb sandboxrec.Sandbox) networkJSON {
 	p := egress.Policy{Mode: egress.ModeNone}
 	if sb.Network != "" {
 		// Written by the service from a compiled policy; unreadable only

@@ -19,7 +19,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/errdefs"
+	"github.com/airlockhq/airlock/internal/events/eventrec"
 )
 
 // Headers of a delivery. The delivery id is the same on every attempt:
@@ -157,7 +158,7 @@ func (d *dispatcher) start(now time.Time, inflight map[string]bool, finished cha
 }
 
 // attempt makes one try at dl and records it with dl's next state.
-func (d *dispatcher) attempt(dl store.Delivery) {
+func (d *dispatcher) attempt(dl eventrec.Delivery) {
 	o := d.h.opts
 	n := dl.Attempts + 1
 	start := o.Now()
@@ -166,21 +167,21 @@ func (d *dispatcher) attempt(dl store.Delivery) {
 		return // shutting down: not an answer of the receiver's
 	}
 	now := o.Now()
-	a := store.DeliveryAttempt{N: n, Time: start, Status: status, Error: msg, DurationMS: float64(now.Sub(start).Microseconds()) / 1000}
+	a := eventrec.DeliveryAttempt{N: n, Time: start, Status: status, Error: msg, DurationMS: float64(now.Sub(start).Microseconds()) / 1000}
 	next := dl
-	next.Webhook, next.Event = store.Webhook{}, store.TenantEvent{}
+	next.Webhook, next.Event = eventrec.Webhook{}, eventrec.Event{}
 	next.Attempts, next.LastStatus, next.LastError = n, status, msg
 	delay := d.backoff(n)
 	switch {
 	case msg == "":
-		next.State, next.NextAt, next.EndedAt = store.DeliveryDelivered, time.Time{}, now
+		next.State, next.NextAt, next.EndedAt = eventrec.DeliveryDelivered, time.Time{}, now
 	case permanent || now.Add(delay).After(dl.CreatedAt.Add(o.RetryFor)):
-		next.State, next.NextAt, next.EndedAt = store.DeliveryFailed, time.Time{}, now
+		next.State, next.NextAt, next.EndedAt = eventrec.DeliveryFailed, time.Time{}, now
 		d.h.log.Warn("webhook delivery given up", "webhook", dl.WebhookID, "delivery", dl.ID, "attempts", n, "err", msg)
 	default:
 		next.NextAt = now.Add(delay)
 	}
-	if err := d.h.st.RecordAttempt(context.Background(), next, a); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := d.h.st.RecordAttempt(context.Background(), next, a); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 		// ErrNotFound: the webhook was deleted meanwhile.
 		d.h.log.Error("record webhook attempt", "webhook", dl.WebhookID, "delivery", dl.ID, "err", err)
 	}
@@ -201,7 +202,7 @@ func (d *dispatcher) backoff(n int) time.Duration {
 // send posts dl's event to its webhook. It returns the status that came
 // back and, unless the receiver took it (2xx), why the attempt failed and
 // whether trying again is pointless.
-func (d *dispatcher) send(dl store.Delivery, n int) (status int, msg string, permanent bool) {
+func (d *dispatcher) send(dl eventrec.Delivery, n int) (status int, msg string, permanent bool) {
 	o := d.h.opts
 	if o.Box == nil {
 		return 0, "the server has no master key to open the webhook's secret", true

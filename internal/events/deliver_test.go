@@ -19,7 +19,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock/internal/audit"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/errdefs"
+	"github.com/airlockhq/airlock/internal/events/eventrec"
 	"github.com/airlockhq/airlock/internal/store/teststore"
 )
 
@@ -174,7 +175,7 @@ func TestWebhookRetried(t *testing.T) {
 	var list []Delivery
 	waitFor(t, "delivered", func() bool {
 		list, err = h.Deliveries(ctx, "ten_a", w.ID, 0, 10)
-		return err == nil && len(list) == 1 && list[0].State == store.DeliveryDelivered
+		return err == nil && len(list) == 1 && list[0].State == eventrec.DeliveryDelivered
 	})
 	got := r.requests()
 	if len(got) != 3 {
@@ -248,12 +249,12 @@ func TestWebhookGivesUp(t *testing.T) {
 			list, _ = h.Deliveries(ctx, "ten_a", w.ID, 0, 10)
 			return len(list) == 1 && len(list[0].Attempts) == n
 		})
-		if list[0].State != store.DeliveryPending || n > 10 {
+		if list[0].State != eventrec.DeliveryPending || n > 10 {
 			break
 		}
 		c.add(time.Second)
 	}
-	if n := len(list[0].Attempts); n != 6 || list[0].State != store.DeliveryFailed || list[0].FailedAt.IsZero() {
+	if n := len(list[0].Attempts); n != 6 || list[0].State != eventrec.DeliveryFailed || list[0].FailedAt.IsZero() {
 		t.Errorf("after %d attempts: %+v", n, list[0])
 	}
 	c.add(time.Hour)
@@ -284,7 +285,7 @@ func TestWebhookPendingAcrossRestart(t *testing.T) {
 	var list []Delivery
 	waitFor(t, "delivered after restart", func() bool {
 		list, _ = h2.Deliveries(ctx, "ten_a", w.ID, 0, 10)
-		return len(list) == 1 && list[0].State == store.DeliveryDelivered
+		return len(list) == 1 && list[0].State == eventrec.DeliveryDelivered
 	})
 	got := r.requests()
 	if len(got) != 2 || got[1].Header.Get("Airlock-Delivery-Attempt") != "2" {
@@ -300,7 +301,7 @@ func TestWebhookDialRefusesPrivate(t *testing.T) {
 	box := testBox(t)
 	r := newReceiver(t, 204)
 	ctx := context.Background()
-	sw := store.Webhook{ID: "wh_rebound", TenantID: "ten_a", URL: r.URL, Events: []string{"*"},
+	sw := eventrec.Webhook{ID: "wh_rebound", TenantID: "ten_a", URL: r.URL, Events: []string{"*"},
 		Sealed: box.Seal([]byte(testSecret), webhookAD("ten_a", "wh_rebound")), CreatedAt: time.Now()}
 	if err := st.CreateWebhook(ctx, sw); err != nil {
 		t.Fatal(err)
@@ -310,7 +311,7 @@ func TestWebhookDialRefusesPrivate(t *testing.T) {
 	var list []Delivery
 	waitFor(t, "given up", func() bool {
 		list, _ = h.Deliveries(ctx, "ten_a", sw.ID, 0, 10)
-		return len(list) == 1 && list[0].State == store.DeliveryFailed
+		return len(list) == 1 && list[0].State == eventrec.DeliveryFailed
 	})
 	if n := len(r.requests()); n != 0 {
 		t.Errorf("the loopback receiver got %d requests", n)
@@ -334,7 +335,7 @@ func TestWebhookRedirectNotFollowed(t *testing.T) {
 	var list []Delivery
 	waitFor(t, "given up", func() bool {
 		list, _ = h.Deliveries(ctx, "ten_a", w.ID, 0, 10)
-		return len(list) == 1 && list[0].State == store.DeliveryFailed
+		return len(list) == 1 && list[0].State == eventrec.DeliveryFailed
 	})
 	if n := len(target.requests()); n != 0 {
 		t.Errorf("the redirect target got %d requests", n)
@@ -351,10 +352,10 @@ func TestDeleteWebhook(t *testing.T) {
 	h := newHub(t, st, Options{Box: testBox(t), AllowPrivate: true, RetryBase: time.Hour, RetryMaxDelay: time.Hour})
 	ctx := context.Background()
 	w, _ := h.CreateWebhook(ctx, "ten_a", WebhookRequest{URL: r.URL, Events: []string{"*"}, Secret: testSecret})
-	if err := h.DeleteWebhook(ctx, "ten_b", w.ID); !errors.Is(err, store.ErrNotFound) {
+	if err := h.DeleteWebhook(ctx, "ten_b", w.ID); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("delete by another tenant: %v", err)
 	}
-	if _, err := h.Deliveries(ctx, "ten_b", w.ID, 0, 10); !errors.Is(err, store.ErrNotFound) {
+	if _, err := h.Deliveries(ctx, "ten_b", w.ID, 0, 10); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("deliveries for another tenant: %v", err)
 	}
 	h.Publish(ev("ten_a", "sb_1", audit.SandboxCreated))
@@ -367,7 +368,7 @@ func TestDeleteWebhook(t *testing.T) {
 	if next, _ := st.NextDelivery(ctx, time.Time{}); !next.IsZero() {
 		t.Errorf("a delivery is still pending at %v", next)
 	}
-	if _, err := h.Deliveries(ctx, "ten_a", w.ID, 0, 10); !errors.Is(err, store.ErrNotFound) {
+	if _, err := h.Deliveries(ctx, "ten_a", w.ID, 0, 10); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("deliveries of a deleted webhook: %v", err)
 	}
 }

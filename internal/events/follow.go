@@ -5,7 +5,7 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/events/eventrec"
 )
 
 // Why a followed stream ends other than by its context.
@@ -67,7 +67,7 @@ func (h *Hub) endLocked(tenant string, s *subscription, err error) {
 
 // fanOut hands stored events to their tenants' live subscribers, in ID
 // order. A subscriber whose buffer is full is dropped, never waited for.
-func (h *Hub) fanOut(evs []store.TenantEvent) {
+func (h *Hub) fanOut(evs []eventrec.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, e := range evs {

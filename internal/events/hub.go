@@ -16,16 +16,17 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/airlockhq/airlock/internal/batch"
 	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/batch"
+	"github.com/airlockhq/airlock/internal/events/eventrec"
+
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/secrets"
-	"github.com/airlockhq/airlock/internal/store"
 )
 
 // Types are the audit event types a tenant's stream carries.
@@ -48,7 +49,7 @@ type Event struct {
 	Data      json.RawMessage `json:"data"`
 }
 
-func fromStore(e store.TenantEvent) Event {
+func fromStore(e eventrec.Event) Event {
 	return Event{ID: e.ID, Time: e.Time, Type: e.Type, SandboxID: e.SandboxID, Data: e.Data}
 }
 
@@ -118,7 +119,7 @@ const pruneEvery = time.Hour
 // Hub numbers, stores and fans out tenant events. Create it with New and
 // stop it with Close.
 type Hub struct {
-	st   store.Store
+	st   Store
 	opts Options
 	log  *slog.Logger
 
@@ -137,7 +138,7 @@ type Hub struct {
 
 // New starts a hub on st: its writer, and the webhook dispatcher, which
 // picks up the deliveries a previous process left pending.
-func New(ctx context.Context, st store.Store, opts Options) (*Hub, error) {
+func New(ctx context.Context, st Store, opts Options) (*Hub, error) {
 	opts.defaults()
 	h := &Hub{st: st, opts: opts, log: opts.Logger,
 		stop: make(chan struct{}), done: make(chan struct{}),
@@ -209,14 +210,14 @@ func (h *Hub) write(got []audit.Event) {
 	if len(got) == 0 {
 		return
 	}
-	evs := make([]store.TenantEvent, len(got))
+	evs := make([]eventrec.Event, len(got))
 	deliveries := 0
 	h.mu.Lock()
 	for i, e := range got {
-		evs[i] = store.TenantEvent{TenantID: e.Tenant, SandboxID: e.Sandbox, Type: e.Type, Time: e.Time, Data: e.Data}
+		evs[i] = eventrec.Event{TenantID: e.Tenant, SandboxID: e.Sandbox, Type: e.Type, Time: e.Time, Data: e.Data}
 		for _, w := range h.hooks[e.Tenant] {
 			if w.wants(e.Type) {
-				evs[i].Deliveries = append(evs[i].Deliveries, store.Delivery{ID: newID("dlv_"), WebhookID: w.id})
+				evs[i].Deliveries = append(evs[i].Deliveries, eventrec.Delivery{ID: newID("dlv_"), WebhookID: w.id})
 				deliveries++
 			}
 		}

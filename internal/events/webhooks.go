@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/egress"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/errdefs"
+	"github.com/airlockhq/airlock/internal/events/eventrec"
 )
 
 // Errors the API maps to statuses.
@@ -78,7 +79,7 @@ type hookRef struct {
 	events []string // "*" matches every type
 }
 
-func newHookRef(w store.Webhook) hookRef { return hookRef{id: w.ID, events: w.Events} }
+func newHookRef(w eventrec.Webhook) hookRef { return hookRef{id: w.ID, events: w.Events} }
 
 func (r hookRef) wants(typ string) bool {
 	return slices.Contains(r.events, "*") || slices.Contains(r.events, typ)
@@ -117,7 +118,7 @@ func (h *Hub) CreateWebhook(ctx context.Context, tenant string, req WebhookReque
 	if n >= h.opts.MaxWebhooks {
 		return Webhook{}, fmt.Errorf("%w: a tenant has at most %d webhooks", ErrLimitExceeded, h.opts.MaxWebhooks)
 	}
-	w := store.Webhook{ID: newID("wh_"), TenantID: tenant, URL: u, Events: types, CreatedAt: h.opts.Now().UTC()}
+	w := eventrec.Webhook{ID: newID("wh_"), TenantID: tenant, URL: u, Events: types, CreatedAt: h.opts.Now().UTC()}
 	w.Sealed = h.opts.Box.Seal([]byte(secret), webhookAD(tenant, w.ID))
 	if err := h.st.CreateWebhook(ctx, w); err != nil {
 		return Webhook{}, err
@@ -144,11 +145,11 @@ func (h *Hub) ListWebhooks(ctx context.Context, tenant string) ([]Webhook, error
 }
 
 // DeleteWebhook removes a tenant's webhook and its deliveries; one of
-// another tenant is store.ErrNotFound.
+// another tenant is errdefs.ErrNotFound.
 func (h *Hub) DeleteWebhook(ctx context.Context, tenant, id string) error {
 	if err := h.st.DeleteWebhook(ctx, tenant, id); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("webhook %q %w", id, store.ErrNotFound)
+		if errors.Is(err, errdefs.ErrNotFound) {
+			return fmt.Errorf("webhook %q %w", id, errdefs.ErrNotFound)
 		}
 		return err
 	}
@@ -165,8 +166,8 @@ func (h *Hub) DeleteWebhook(ctx context.Context, tenant, id string) error {
 // events below before (0: from the newest), newest first.
 func (h *Hub) Deliveries(ctx context.Context, tenant, id string, before int64, limit int) ([]Delivery, error) {
 	if _, err := h.st.GetWebhook(ctx, tenant, id); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, fmt.Errorf("webhook %q %w", id, store.ErrNotFound)
+		if errors.Is(err, errdefs.ErrNotFound) {
+			return nil, fmt.Errorf("webhook %q %w", id, errdefs.ErrNotFound)
 		}
 		return nil, err
 	}
@@ -179,11 +180,11 @@ func (h *Hub) Deliveries(ctx context.Context, tenant, id string, before int64, l
 		dl := Delivery{ID: d.ID, EventID: d.EventID, EventType: d.EventType, State: d.State, CreatedAt: d.CreatedAt,
 			Attempts: make([]Attempt, 0, len(d.History))}
 		switch d.State {
-		case store.DeliveryPending:
+		case eventrec.DeliveryPending:
 			dl.NextAttemptAt = d.NextAt
-		case store.DeliveryDelivered:
+		case eventrec.DeliveryDelivered:
 			dl.DeliveredAt = d.EndedAt
-		case store.DeliveryFailed:
+		case eventrec.DeliveryFailed:
 			dl.FailedAt = d.EndedAt
 		}
 		for _, a := range d.History {
@@ -194,7 +195,7 @@ func (h *Hub) Deliveries(ctx context.Context, tenant, id string, before int64, l
 	return out, nil
 }
 
-func webhookOf(w store.Webhook) Webhook {
+func webhookOf(w eventrec.Webhook) Webhook {
 	return Webhook{ID: w.ID, URL: w.URL, Events: w.Events, CreatedAt: w.CreatedAt}
 }
 

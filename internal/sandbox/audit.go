@@ -5,14 +5,16 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"github.com/airlockhq/airlock/internal/batch"
-	"github.com/airlockhq/airlock/internal/egress"
 	"log/slog"
 	"maps"
 	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/airlockhq/airlock/internal/batch"
+	"github.com/airlockhq/airlock/internal/egress"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/store"
@@ -36,7 +38,7 @@ const auditPruneEvery = time.Hour
 // which would break the chain.
 type auditLog struct {
 	*batch.Batcher[audit.Event]
-	st     store.Store
+	st     Store
 	log    *slog.Logger
 	now    func() time.Time
 	outCap int64
@@ -77,7 +79,7 @@ func (s *Service) Durable() {
 	s.conns.Sync()
 }
 
-func newAuditLog(st store.Store, log *slog.Logger, now func() time.Time, outCap int64, quota func(string) int64, notify func(audit.Event)) *auditLog {
+func newAuditLog(st Store, log *slog.Logger, now func() time.Time, outCap int64, quota func(string) int64, notify func(audit.Event)) *auditLog {
 	a := &auditLog{st: st, log: log, now: now, outCap: outCap, quota: quota, notify: notify, heads: map[string]*auditHead{}}
 	a.Batcher = batch.New("audit log", log, true, batch.Linger, a.write)
 	return a
@@ -356,7 +358,7 @@ pages:
 
 // recordCreated records a sandbox's start with what it was given (never
 // its environment's values or its secrets' values).
-func (s *Service) recordCreated(c Caller, rec store.Sandbox) {
+func (s *Service) recordCreated(c Caller, rec sandboxrec.Sandbox) {
 	data := map[string]any{
 		"template":  rec.Template,
 		"limits":    map[string]any{"cpus": rec.CPUs, "memory_mb": rec.MemoryMB, "pids": rec.Pids, "disk_mb": rec.DiskMB},
@@ -374,10 +376,10 @@ func (s *Service) recordCreated(c Caller, rec store.Sandbox) {
 
 // recordStopped records a sandbox's end: destroyed by a caller, expired
 // (its timeout or idle timeout), or the end of a failed one.
-func (s *Service) recordStopped(c Caller, rec store.Sandbox) {
+func (s *Service) recordStopped(c Caller, rec sandboxrec.Sandbox) {
 	r := s.auditor(c, rec.ID, rec.TenantID)
 	switch {
-	case rec.State == store.StateFailed:
+	case rec.State == sandboxrec.Failed:
 		r.record(audit.SandboxDestroyed, map[string]any{"reason": "failed: " + rec.Reason})
 	case rec.Reason == ReasonExpired:
 		r.record(audit.SandboxExpired, map[string]any{"reason": "timeout"})

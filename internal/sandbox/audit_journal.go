@@ -43,7 +43,7 @@ type auditJournal struct {
 
 // openAuditJournal opens the journal in dir, first storing what it holds
 // that st lacks.
-func openAuditJournal(ctx context.Context, dir string, st store.Store, log *slog.Logger) (*auditJournal, error) {
+func openAuditJournal(ctx context.Context, dir string, st Store, log *slog.Logger) (*auditJournal, error) {
 	path := dir + "/" + auditJournalFile
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
@@ -59,7 +59,7 @@ func openAuditJournal(ctx context.Context, dir string, st store.Store, log *slog
 
 // replay stores the journal's events the store lacks (those it has are
 // skipped by their sequence number) and empties it.
-func (j *auditJournal) replay(ctx context.Context, st store.Store) error {
+func (j *auditJournal) replay(ctx context.Context, st Store) error {
 	if _, err := j.f.Seek(0, 0); err != nil {
 		return fmt.Errorf("audit journal: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/live"
 	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -81,7 +82,7 @@ func (t terminalRecorder) Resized(cols, rows uint16) {
 // earlier daemon to go on recording in.
 type adoptLog struct {
 	s   *Service
-	rec store.Sandbox
+	rec sandboxrec.Sandbox
 }
 
 func (a adoptLog) As(actor string) live.Recorder {

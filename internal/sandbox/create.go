@@ -4,44 +4,45 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/airlockhq/airlock/internal/audit"
 	"maps"
 	"path"
 	"strings"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
+
 	"github.com/airlockhq/airlock/internal/runtime"
-	"github.com/airlockhq/airlock/internal/store"
 )
 
 // create validates the request, checks the tenant's quota and inserts the
 // record atomically, then boots the sandbox. An unknown template is
 // ErrNotFound (like any other missing resource); a sandbox token cannot
 // create sandboxes (ErrInvalid), since it exists to reach one sandbox only.
-func (s *Service) create(ctx context.Context, c Caller, req CreateRequest, from origin) (store.Sandbox, error) {
+func (s *Service) create(ctx context.Context, c Caller, req CreateRequest, from origin) (sandboxrec.Sandbox, error) {
 	if err := s.resolveSnapshot(ctx, c, &req, &from); err != nil {
-		return store.Sandbox{}, err
+		return sandboxrec.Sandbox{}, err
 	}
 	mounts, node, err := s.resolveVolumes(ctx, c, req)
 	if err != nil {
-		return store.Sandbox{}, err
+		return sandboxrec.Sandbox{}, err
 	}
 	if from.node != "" {
 		if node != "" && node != from.node {
-			return store.Sandbox{}, fmt.Errorf("%w: the snapshot is on node %s, a volume on node %s: one sandbox cannot have both", ErrInvalid, from.node, node)
+			return sandboxrec.Sandbox{}, fmt.Errorf("%w: the snapshot is on node %s, a volume on node %s: one sandbox cannot have both", ErrInvalid, from.node, node)
 		}
 		node = from.node
 	}
 	rec, err := s.newRecord(ctx, c, req, from)
 	if err != nil {
-		return store.Sandbox{}, err
+		return sandboxrec.Sandbox{}, err
 	}
 	// Held until the sandbox is running or failed, so a delete or timeout
 	// change that races with create waits for a settled record.
 	unlock := s.locks.lock(rec.ID)
 	defer unlock()
 	if err := s.admit(ctx, rec); err != nil {
-		return store.Sandbox{}, err
+		return sandboxrec.Sandbox{}, err
 	}
 	s.audit.fresh(rec.ID, rec.TenantID)
 	s.meterStart(rec)
@@ -65,14 +66,14 @@ func (s *Service) create(ctx context.Context, c Caller, req CreateRequest, from 
 		rec.Lifecycle = l.encode()
 	}
 	if err != nil {
-		return store.Sandbox{}, s.createFailed(ctx, c, rec, err)
+		return sandboxrec.Sandbox{}, s.createFailed(ctx, c, rec, err)
 	}
 	if err := s.reattachNetwork(ctx, rec, sb); err != nil {
 		s.meterStats(ctx, rec.ID, sb)
 		if derr := sb.Destroy(ctx); derr != nil {
 			s.log.Error("destroy sandbox after failed create", "sandbox", rec.ID, "err", derr)
 		}
-		return store.Sandbox{}, s.createFailed(ctx, c, rec, err)
+		return sandboxrec.Sandbox{}, s.createFailed(ctx, c, rec, err)
 	}
 	if err := s.startTemplate(ctx, c, rec, sb, req.Build); err != nil {
 		s.work.Drop(rec.ID)
@@ -81,9 +82,9 @@ func (s *Service) create(ctx context.Context, c Caller, req CreateRequest, from 
 		if derr := sb.Destroy(ctx); derr != nil {
 			s.log.Error("destroy sandbox after failed create", "sandbox", rec.ID, "err", derr)
 		}
-		return store.Sandbox{}, s.createFailed(ctx, c, rec, err)
+		return sandboxrec.Sandbox{}, s.createFailed(ctx, c, rec, err)
 	}
-	rec.State, rec.Node = store.StateRunning, runtime.NodeOf(s.rt, rec.ID)
+	rec.State, rec.Node = sandboxrec.Running, runtime.NodeOf(s.rt, rec.ID)
 	s.idle.watch(rec.ID, time.Duration(rec.IdleTimeoutS)*time.Second, s.now())
 	// Deferred: after a crash, reconcile finds the runtime's sandbox and
 	// marks a record left creating running.
@@ -93,7 +94,7 @@ func (s *Service) create(ctx context.Context, c Caller, req CreateRequest, from 
 		if derr := sb.Destroy(ctx); derr != nil {
 			s.log.Error("destroy sandbox after failed create", "sandbox", rec.ID, "err", derr)
 		}
-		return store.Sandbox{}, s.createFailed(ctx, c, rec, fmt.Errorf("save sandbox: %w", err))
+		return sandboxrec.Sandbox{}, s.createFailed(ctx, c, rec, fmt.Errorf("save sandbox: %w", err))
 	}
 	s.wakeReaper(rec.ExpiresAt)
 	s.recordCreated(c, rec)
@@ -102,8 +103,8 @@ func (s *Service) create(ctx context.Context, c Caller, req CreateRequest, from 
 }
 
 // createFailed records why a create failed and maps the runtime's error.
-func (s *Service) createFailed(ctx context.Context, c Caller, rec store.Sandbox, cause error) error {
-	rec.State, rec.Reason, rec.EndedAt = store.StateFailed, "create: "+cause.Error(), s.now()
+func (s *Service) createFailed(ctx context.Context, c Caller, rec sandboxrec.Sandbox, cause error) error {
+	rec.State, rec.Reason, rec.EndedAt = sandboxrec.Failed, "create: "+cause.Error(), s.now()
 	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
 		s.log.Error("mark sandbox failed", "sandbox", rec.ID, "err", err)
 	}
@@ -154,7 +155,7 @@ func (s *Service) Check(ctx context.Context, c Caller, req CreateRequest) error 
 // admit checks the tenant's quota and inserts the record as creating, under
 // the tenant's lock: the record counts in Usage from then on, so the next
 // create sees it.
-func (s *Service) admit(ctx context.Context, rec store.Sandbox) error {
+func (s *Service) admit(ctx context.Context, rec sandboxrec.Sandbox) error {
 	unlock := s.locks.lock("tenant/" + rec.TenantID)
 	defer unlock()
 	t, err := s.tenants.get(ctx, s.st, rec.TenantID, s.now())
@@ -190,61 +191,61 @@ func (s *Service) admit(ctx context.Context, rec store.Sandbox) error {
 // newRecord validates req (a sandbox token may not create) and builds the
 // record with every default filled in, so what the API shows is what the
 // sandbox gets.
-func (s *Service) newRecord(ctx context.Context, c Caller, req CreateRequest, from origin) (store.Sandbox, error) {
+func (s *Service) newRecord(ctx context.Context, c Caller, req CreateRequest, from origin) (sandboxrec.Sandbox, error) {
 	if c.TenantID == "" || c.SandboxID != "" {
-		return store.Sandbox{}, fmt.Errorf("%w: a sandbox token cannot create sandboxes", ErrInvalid)
+		return sandboxrec.Sandbox{}, fmt.Errorf("%w: a sandbox token cannot create sandboxes", ErrInvalid)
 	}
 	if !printable(req.Template) {
-		return store.Sandbox{}, fmt.Errorf("%w: template %s: a template name is printable, without control characters", ErrInvalid, clip(req.Template))
+		return sandboxrec.Sandbox{}, fmt.Errorf("%w: template %s: a template name is printable, without control characters", ErrInvalid, clip(req.Template))
 	}
 	if req.Template != "" && !s.HasTemplate(ctx, req.Template) {
-		return store.Sandbox{}, fmt.Errorf("%w: template %q", ErrNotFound, req.Template)
+		return sandboxrec.Sandbox{}, fmt.Errorf("%w: template %q", ErrNotFound, req.Template)
 	}
 	lim, err := s.limits(req)
 	if err != nil {
-		return store.Sandbox{}, err
+		return sandboxrec.Sandbox{}, err
 	}
 	timeout, err := createTimeout(req.TimeoutS)
 	if err != nil {
-		return store.Sandbox{}, err
+		return sandboxrec.Sandbox{}, err
 	}
 	if req.IdleTimeoutS < 0 || req.IdleTimeoutS > int64(MaxTimeout/time.Second) {
-		return store.Sandbox{}, fmt.Errorf("%w: idle_timeout_s %d must be between 0 (none) and %d", ErrInvalid, req.IdleTimeoutS, int64(MaxTimeout/time.Second))
+		return sandboxrec.Sandbox{}, fmt.Errorf("%w: idle_timeout_s %d must be between 0 (none) and %d", ErrInvalid, req.IdleTimeoutS, int64(MaxTimeout/time.Second))
 	}
 	if err := ValidEnv(req.Env); err != nil {
-		return store.Sandbox{}, err
+		return sandboxrec.Sandbox{}, err
 	}
 	if err := validMetadata(req.Metadata); err != nil {
-		return store.Sandbox{}, err
+		return sandboxrec.Sandbox{}, err
 	}
 	if err := validWorkdir(req.Workdir); err != nil {
-		return store.Sandbox{}, err
+		return sandboxrec.Sandbox{}, err
 	}
 	life, err := newLifecycle(req, from)
 	if err != nil {
-		return store.Sandbox{}, err
+		return sandboxrec.Sandbox{}, err
 	}
 	if b := req.Budget; b != nil && b.MaxCostUSD != nil && s.opts.Prices == nil {
-		return store.Sandbox{}, fmt.Errorf("%w: budget.max_cost_usd: this server has no price table (airlock serve --prices FILE); use budget.max_tokens", ErrInvalid)
+		return sandboxrec.Sandbox{}, fmt.Errorf("%w: budget.max_cost_usd: this server has no price table (airlock serve --prices FILE); use budget.max_tokens", ErrInvalid)
 	}
 	id, err := newID()
 	if err != nil {
-		return store.Sandbox{}, err
+		return sandboxrec.Sandbox{}, err
 	}
 	pol, bound := req.Network, ""
 	if len(req.Secrets) > 0 {
 		// Checked first: the policy's own errors then cover the secrets'
 		// hosts too.
 		if _, _, err := s.compileNetwork(pol); err != nil {
-			return store.Sandbox{}, err
+			return sandboxrec.Sandbox{}, err
 		}
 		if bound, pol, err = s.bindSecrets(ctx, c.TenantID, id, req.Secrets, pol); err != nil {
-			return store.Sandbox{}, err
+			return sandboxrec.Sandbox{}, err
 		}
 	}
 	_, network, err := s.compileNetwork(pol)
 	if err != nil {
-		return store.Sandbox{}, err
+		return sandboxrec.Sandbox{}, err
 	}
 	env := maps.Clone(req.Env)
 	if req.Build && env["NPM_CONFIG_PREFIX"] == "" {
@@ -260,8 +261,8 @@ func (s *Service) newRecord(ctx context.Context, c Caller, req CreateRequest, fr
 	if template == "" {
 		template = "base"
 	}
-	return store.Sandbox{
-		ID: id, TenantID: c.TenantID, State: store.StateCreating, Template: template,
+	return sandboxrec.Sandbox{
+		ID: id, TenantID: c.TenantID, State: sandboxrec.Creating, Template: template,
 		CPUs: lim.CPUs, MemoryMB: lim.MemoryMB, Pids: lim.Pids, DiskMB: lim.DiskMB,
 		Env: env, Metadata: maps.Clone(req.Metadata), Workdir: req.Workdir,
 		CreatedAt: now, ExpiresAt: now.Add(timeout), Network: network, Secrets: bound,

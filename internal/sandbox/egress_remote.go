@@ -10,7 +10,7 @@ import (
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/egresshost"
 	"github.com/airlockhq/airlock/internal/runtime"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // A sandbox on a node has its egress proxy on that node
@@ -110,7 +110,7 @@ func (a *remoteAtt) Leave()       {}
 // attachRemote puts sandbox rec's proxy on its node. It returns nil and
 // no error when the node runs none: the caller attaches the control
 // plane's own.
-func (s *Service) attachRemote(ctx context.Context, rec store.Sandbox, sb runtime.Sandbox, rules *egress.Rules, sec *sandboxSecrets) (*remoteAtt, error) {
+func (s *Service) attachRemote(ctx context.Context, rec sandboxrec.Sandbox, sb runtime.Sandbox, rules *egress.Rules, sec *sandboxSecrets) (*remoteAtt, error) {
 	if _, ok := sb.(egressSandbox); !ok {
 		return nil, nil
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/live"
 	"github.com/airlockhq/airlock/internal/runtime"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // runExec runs req to its end and returns its output, each stream capped at
@@ -250,12 +250,12 @@ func (s *Service) stoppedError(ctx context.Context, id string) error {
 	unlock := s.locks.lock(id)
 	unlock()
 	rec, err := s.st.GetSandbox(context.WithoutCancel(ctx), id)
-	if err != nil || alive(rec.State) || rec.State == store.StateCreating {
+	if err != nil || alive(rec.State) || rec.State == sandboxrec.Creating {
 		return nil
 	}
 	why := "destroyed"
 	switch {
-	case rec.State == store.StateFailed:
+	case rec.State == sandboxrec.Failed:
 		why = "lost (" + rec.Reason + ")"
 	case rec.Reason != "":
 		why = "stopped (" + rec.Reason + ")"

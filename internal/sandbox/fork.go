@@ -11,7 +11,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/egress"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"go.opentelemetry.io/otel/attribute"
 )
 
@@ -31,7 +31,7 @@ type ForkRequest struct {
 
 // Fork makes req.Count sandboxes from a snapshot of parent id's writable
 // layer taken now, on the parent's node; all are made or none.
-func (s *Service) Fork(ctx context.Context, c Caller, id string, req ForkRequest) ([]store.Sandbox, error) {
+func (s *Service) Fork(ctx context.Context, c Caller, id string, req ForkRequest) ([]sandboxrec.Sandbox, error) {
 	if req.Count < 1 || req.Count > MaxForks {
 		return nil, fmt.Errorf("%w: count %d must be between 1 and %d", ErrInvalid, req.Count, MaxForks)
 	}
@@ -53,7 +53,7 @@ func (s *Service) Fork(ctx context.Context, c Caller, id string, req ForkRequest
 	}
 	from := origin{snapshot: rtName, node: nodeOr(parent.Node), forkOf: parent.ID}
 	start := time.Now()
-	out := make([]store.Sandbox, req.Count)
+	out := make([]sandboxrec.Sandbox, req.Count)
 	errs := make([]error, req.Count)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4) // the creates share the node's CPUs
@@ -96,22 +96,22 @@ func firstErr(errs []error) int {
 }
 
 // forkSnapshot snapshots the parent under its lock.
-func (s *Service) forkSnapshot(ctx context.Context, c Caller, id string) (store.Sandbox, string, error) {
+func (s *Service) forkSnapshot(ctx context.Context, c Caller, id string) (sandboxrec.Sandbox, string, error) {
 	unlock := s.locks.lock(id)
 	defer unlock()
 	parent, err := s.resolve(ctx, c, id)
 	if err != nil {
-		return store.Sandbox{}, "", err
+		return sandboxrec.Sandbox{}, "", err
 	}
 	if !alive(parent.State) {
-		return store.Sandbox{}, "", notRunning(parent)
+		return sandboxrec.Sandbox{}, "", notRunning(parent)
 	}
 	rtName, _, err := s.takeSnapshot(context.WithoutCancel(ctx), parent, "f-")
 	return parent, rtName, err
 }
 
 // forkRequest is the create request of a fork of parent with overrides o.
-func forkRequest(parent store.Sandbox, o CreateRequest) (CreateRequest, error) {
+func forkRequest(parent sandboxrec.Sandbox, o CreateRequest) (CreateRequest, error) {
 	r := o
 	r.Template = parent.Template
 	pick := func(v *int64, p int64) {

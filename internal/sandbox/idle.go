@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // ReasonIdle is the reason of a sandbox stopped by its idle timeout.
@@ -144,7 +144,7 @@ func (s *Service) reapIdle(ctx context.Context) {
 	for _, id := range s.idle.idle(s.now(), s.work.Busy) {
 		unlock := s.locks.lock(id)
 		rec, err := s.st.GetSandbox(ctx, id)
-		if err == nil && rec.State == store.StateRunning {
+		if err == nil && rec.State == sandboxrec.Running {
 			if lifecycleOf(rec).IdleAction == IdlePause {
 				_, err = s.pauseLocked(ctx, Caller{}, rec, "idle")
 			} else {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // TestIdleTimeout: an unused sandbox is destroyed after its idle timeout;
@@ -34,7 +34,7 @@ func TestIdleTimeout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.State == store.StateStopped {
+		if got.State == sandboxrec.Stopped {
 			if got.Reason != sandbox.ReasonIdle {
 				t.Errorf("stopped for %q, want %q", got.Reason, sandbox.ReasonIdle)
 			}
@@ -45,7 +45,7 @@ func TestIdleTimeout(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if got, err := shared.GetSandbox(ctx, busy.ID); err != nil || got.State != store.StateRunning {
+	if got, err := shared.GetSandbox(ctx, busy.ID); err != nil || got.State != sandboxrec.Running {
 		t.Errorf("sandbox with a running process: %+v, %v", got, err)
 	}
 	if runtimeHas(t, idle.ID) {
@@ -71,7 +71,7 @@ func TestIdleAttached(t *testing.T) {
 	}
 	t.Cleanup(term.Close)
 	// Read from the store directly: a call on the service would be use.
-	state := func() store.Sandbox {
+	state := func() sandboxrec.Sandbox {
 		t.Helper()
 		got, err := shared.GetSandbox(ctx, sb.ID)
 		if err != nil {
@@ -81,7 +81,7 @@ func TestIdleAttached(t *testing.T) {
 	}
 	// Well past the timeout (the reaper looks at least every second).
 	time.Sleep(5 * time.Second)
-	if got := state(); got.State != store.StateRunning {
+	if got := state(); got.State != sandboxrec.Running {
 		t.Fatalf("sandbox with an attached terminal: %s %q after 5 s, want running", got.State, got.Reason)
 	}
 	term.Close()
@@ -89,7 +89,7 @@ func TestIdleAttached(t *testing.T) {
 	deadline := closed.Add(15 * time.Second)
 	for {
 		got := state()
-		if got.State == store.StateStopped {
+		if got.State == sandboxrec.Stopped {
 			if got.Reason != sandbox.ReasonIdle {
 				t.Errorf("stopped for %q, want %q", got.Reason, sandbox.ReasonIdle)
 			}

@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // Get returns the caller's sandbox in whatever state it is, stopped and
 // failed included.
-func (s *Service) Get(ctx context.Context, c Caller, id string) (store.Sandbox, error) {
+func (s *Service) Get(ctx context.Context, c Caller, id string) (sandboxrec.Sandbox, error) {
 	rec, err := s.resolve(ctx, c, id)
 	return s.view(rec), err
 }
@@ -20,8 +20,8 @@ func (s *Service) Get(ctx context.Context, c Caller, id string) (store.Sandbox, 
 // AgentVersion is the agent protocol version running sandbox rec's init
 // speaks (older than this binary's for a sandbox an older one started), or
 // 0 when it cannot be had (the sandbox is not running, or does not say).
-func (s *Service) AgentVersion(ctx context.Context, rec store.Sandbox) int {
-	if rec.State != store.StateRunning {
+func (s *Service) AgentVersion(ctx context.Context, rec sandboxrec.Sandbox) int {
+	if rec.State != sandboxrec.Running {
 		return 0
 	}
 	sb, err := s.rt.Get(ctx, rec.ID)
@@ -42,7 +42,7 @@ func (s *Service) AgentVersion(ctx context.Context, rec store.Sandbox) int {
 // AgentVersions counts the running sandboxes by the agent protocol version
 // they speak (0: not known).
 func (s *Service) AgentVersions(ctx context.Context) (map[int]int, error) {
-	recs, err := s.st.ListSandboxes(ctx, store.SandboxFilter{State: store.StateRunning})
+	recs, err := s.st.ListSandboxes(ctx, sandboxrec.Filter{State: sandboxrec.Running})
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}
@@ -55,7 +55,7 @@ func (s *Service) AgentVersions(ctx context.Context) (map[int]int, error) {
 
 // List returns the caller's sandboxes matching f. The filter's tenant is
 // always the caller's; a token caller sees at most its own sandbox.
-func (s *Service) List(ctx context.Context, c Caller, f store.SandboxFilter) ([]store.Sandbox, error) {
+func (s *Service) List(ctx context.Context, c Caller, f sandboxrec.Filter) ([]sandboxrec.Sandbox, error) {
 	if c.TenantID == "" {
 		return nil, nil
 	}
@@ -80,11 +80,11 @@ func (s *Service) List(ctx context.Context, c Caller, f store.SandboxFilter) ([]
 	if !matches(rec, f) {
 		return nil, nil
 	}
-	return []store.Sandbox{s.view(rec)}, nil
+	return []sandboxrec.Sandbox{s.view(rec)}, nil
 }
 
 // matches applies f to one record, as the store would.
-func matches(rec store.Sandbox, f store.SandboxFilter) bool {
+func matches(rec sandboxrec.Sandbox, f sandboxrec.Filter) bool {
 	if f.State != "" && rec.State != f.State {
 		return false
 	}
@@ -108,7 +108,7 @@ func (s *Service) Delete(ctx context.Context, c Caller, id string) error {
 	if err != nil {
 		return err
 	}
-	if rec.State == store.StateStopped {
+	if rec.State == sandboxrec.Stopped {
 		return nil
 	}
 	return s.stopLocked(context.WithoutCancel(ctx), c, rec, "")
@@ -118,7 +118,7 @@ func (s *Service) Delete(ctx context.Context, c Caller, id string) error {
 // (the zero Caller: the daemon itself). The caller holds rec's lock. A
 // failed record keeps its state: its reason says what happened, and the
 // destroy only reclaims what is left.
-func (s *Service) stopLocked(ctx context.Context, c Caller, rec store.Sandbox, reason string) error {
+func (s *Service) stopLocked(ctx context.Context, c Caller, rec sandboxrec.Sandbox, reason string) error {
 	s.detach(rec.ID)
 	s.idle.forget(rec.ID)
 	// First, so readers of background output learn why it ends rather
@@ -136,8 +136,8 @@ func (s *Service) stopLocked(ctx context.Context, c Caller, rec store.Sandbox, r
 	if err != nil && !errors.Is(err, runtime.ErrNotFound) {
 		return fmt.Errorf("%w: destroy sandbox %s: %v", ErrUnavailable, rec.ID, err)
 	}
-	if rec.State != store.StateFailed {
-		rec.State, rec.Reason = store.StateStopped, reason
+	if rec.State != sandboxrec.Failed {
+		rec.State, rec.Reason = sandboxrec.Stopped, reason
 	}
 	if rec.EndedAt.IsZero() {
 		rec.EndedAt = s.now()
@@ -155,22 +155,22 @@ func (s *Service) stopLocked(ctx context.Context, c Caller, rec store.Sandbox, r
 }
 
 // SetTimeout moves a running sandbox's expiry to now + d.
-func (s *Service) SetTimeout(ctx context.Context, c Caller, id string, d time.Duration) (store.Sandbox, error) {
+func (s *Service) SetTimeout(ctx context.Context, c Caller, id string, d time.Duration) (sandboxrec.Sandbox, error) {
 	if d <= 0 || d > MaxTimeout {
-		return store.Sandbox{}, fmt.Errorf("%w: timeout %v must be between 1s and %v", ErrInvalid, d, MaxTimeout)
+		return sandboxrec.Sandbox{}, fmt.Errorf("%w: timeout %v must be between 1s and %v", ErrInvalid, d, MaxTimeout)
 	}
 	unlock := s.locks.lock(id)
 	defer unlock()
 	rec, err := s.resolve(ctx, c, id)
 	if err != nil {
-		return store.Sandbox{}, err
+		return sandboxrec.Sandbox{}, err
 	}
 	if err := notRunning(rec); err != nil {
-		return store.Sandbox{}, err
+		return sandboxrec.Sandbox{}, err
 	}
 	rec.ExpiresAt = s.now().Add(d)
 	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
-		return store.Sandbox{}, fmt.Errorf("save sandbox %s: %w", id, err)
+		return sandboxrec.Sandbox{}, fmt.Errorf("save sandbox %s: %w", id, err)
 	}
 	s.wakeReaper(rec.ExpiresAt)
 	return rec, nil

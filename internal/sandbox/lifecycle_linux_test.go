@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/tenancy"
 )
@@ -24,18 +25,18 @@ func TestLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sb.State != store.StateRunning || sb.Template != "base" || sb.CPUs != 1 || sb.MemoryMB != 512 ||
+	if sb.State != sandboxrec.Running || sb.Template != "base" || sb.CPUs != 1 || sb.MemoryMB != 512 ||
 		sb.Pids != 256 || sb.DiskMB != 1024 || sb.ExpiresAt.Sub(sb.CreatedAt) != sandbox.DefaultTimeout {
 		t.Errorf("created sandbox lacks its defaults: %+v", sb)
 	}
-	if got, err := svc.Get(ctx, c, sb.ID); err != nil || got.State != store.StateRunning {
+	if got, err := svc.Get(ctx, c, sb.ID); err != nil || got.State != sandboxrec.Running {
 		t.Errorf("get: %+v, %v", got, err)
 	}
-	l, err := svc.List(ctx, c, store.SandboxFilter{Metadata: map[string]string{"run": "42"}})
+	l, err := svc.List(ctx, c, sandboxrec.Filter{Metadata: map[string]string{"run": "42"}})
 	if err != nil || len(l) != 1 || l[0].ID != sb.ID {
 		t.Errorf("list by metadata: %+v, %v", l, err)
 	}
-	if l, _ := svc.List(ctx, c, store.SandboxFilter{Metadata: map[string]string{"run": "7"}}); len(l) != 0 {
+	if l, _ := svc.List(ctx, c, sandboxrec.Filter{Metadata: map[string]string{"run": "7"}}); len(l) != 0 {
 		t.Errorf("list by other metadata found %d", len(l))
 	}
 	if res := run(t, svc, c, sb.ID, `echo $GREETING; pwd`); res.Stdout != "hi\n/home/user\n" || res.ExitCode != 0 {
@@ -49,7 +50,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("delete: %v", err)
 	}
 	got, err := svc.Get(ctx, c, sb.ID)
-	if err != nil || got.State != store.StateStopped || got.EndedAt.IsZero() {
+	if err != nil || got.State != sandboxrec.Stopped || got.EndedAt.IsZero() {
 		t.Errorf("after delete: %+v, %v", got, err)
 	}
 	if runtimeHas(t, sb.ID) {
@@ -105,11 +106,11 @@ func TestOtherTenantSeesNothing(t *testing.T) {
 	for name, err := range allMethods(svc, b, sb.ID) {
 		wantKind(t, "tenant B: "+name, err, sandbox.ErrNotFound)
 	}
-	if l, err := svc.List(context.Background(), b, store.SandboxFilter{}); err != nil || len(l) != 0 {
+	if l, err := svc.List(context.Background(), b, sandboxrec.Filter{}); err != nil || len(l) != 0 {
 		t.Errorf("tenant B lists %d sandboxes (%v)", len(l), err)
 	}
 	got, err := svc.Get(context.Background(), a, sb.ID)
-	if err != nil || got.State != store.StateRunning || !got.ExpiresAt.Equal(sb.ExpiresAt) {
+	if err != nil || got.State != sandboxrec.Running || !got.ExpiresAt.Equal(sb.ExpiresAt) {
 		t.Errorf("A's sandbox after B's attempts: %+v, %v", got, err)
 	}
 	if res := run(t, svc, a, sb.ID, "cat mine.txt"); res.Stdout != "A's" {
@@ -133,7 +134,7 @@ func TestTokenScope(t *testing.T) {
 	if res, err := svc.Exec(ctx, tok, mine.ID, sandbox.ExecRequest{Cmd: []string{"echo", "ok"}}); err != nil || res.Stdout != "ok\n" {
 		t.Errorf("token exec in its sandbox: %+v, %v", res, err)
 	}
-	l, err := svc.List(ctx, tok, store.SandboxFilter{})
+	l, err := svc.List(ctx, tok, sandboxrec.Filter{})
 	if err != nil || len(l) != 1 || l[0].ID != mine.ID {
 		t.Errorf("token lists %+v, %v; want only %s", l, err, mine.ID)
 	}

@@ -34,7 +34,7 @@ const (
 // queue drops (counted): a connection is never held up for its entry.
 type liveConns struct {
 	*batch.Batcher[connOp]
-	st  store.Store
+	st  Store
 	log *slog.Logger
 
 	mu    sync.Mutex
@@ -47,7 +47,7 @@ type connOp struct {
 	open *store.LiveConn
 }
 
-func newLiveConns(st store.Store, log *slog.Logger) *liveConns {
+func newLiveConns(st Store, log *slog.Logger) *liveConns {
 	l := &liveConns{st: st, log: log, ports: map[*portConnection]struct{}{}}
 	l.Batcher = batch.New("live connections", log, false, batch.Linger, l.write)
 	return l

@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/sandbox/sandboxtest"
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -49,7 +50,7 @@ func tenant(t *testing.T, maxSandboxes int, maxMemoryMB int64) sandbox.Caller {
 }
 
 // create makes a sandbox that is deleted when the test ends.
-func create(t *testing.T, svc *sandbox.Service, c sandbox.Caller, req sandbox.CreateRequest) store.Sandbox {
+func create(t *testing.T, svc *sandbox.Service, c sandbox.Caller, req sandbox.CreateRequest) sandboxrec.Sandbox {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

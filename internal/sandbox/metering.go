@@ -3,9 +3,11 @@ package sandbox
 import (
 	"context"
 	"errors"
-	"github.com/airlockhq/airlock/internal/batch"
 	"sync"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/batch"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/egress"
@@ -104,14 +106,14 @@ func (s *Service) countStates(ctx context.Context) (map[string]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, st := range []string{store.StateCreating, store.StateRunning, store.StateStopped, store.StateFailed} {
+	for _, st := range []string{sandboxrec.Creating, sandboxrec.Running, sandboxrec.Stopped, sandboxrec.Failed} {
 		n[st] += 0
 	}
 	return n, nil
 }
 
 // meterStart begins metering an admitted create.
-func (s *Service) meterStart(rec store.Sandbox) {
+func (s *Service) meterStart(rec sandboxrec.Sandbox) {
 	s.meter.mu.Lock()
 	defer s.meter.mu.Unlock()
 	s.meter.runs[rec.ID] = &run{booting: time.Now(),
@@ -130,7 +132,7 @@ func (s *Service) meterCreated(id string) {
 
 // meterCreateFailed counts a failed create and records its (tiny) usage:
 // it was admitted, so it is one of the tenant's sandboxes.
-func (s *Service) meterCreateFailed(ctx context.Context, rec store.Sandbox, cause error) {
+func (s *Service) meterCreateFailed(ctx context.Context, rec sandboxrec.Sandbox, cause error) {
 	s.meter.mu.Lock()
 	if r := s.meter.runs[rec.ID]; r != nil && !r.booting.IsZero() {
 		s.meter.m.CreateDone(time.Since(r.booting), cause)
@@ -142,7 +144,7 @@ func (s *Service) meterCreateFailed(ctx context.Context, rec store.Sandbox, caus
 
 // meterResume picks up a sandbox that survived a daemon restart, from
 // what its last daemon stored.
-func (s *Service) meterResume(ctx context.Context, rec store.Sandbox) {
+func (s *Service) meterResume(ctx context.Context, rec sandboxrec.Sandbox) {
 	u, err := s.st.GetUsage(ctx, rec.ID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.log.Error("metering: load usage", "sandbox", rec.ID, "err", err)
@@ -226,8 +228,8 @@ func mergeStats(u *store.SandboxUsage, st runtime.Stats) {
 // failed; a record in any other state is left alone) and stops metering
 // it. A sandbox the meter did not know (lost while the daemon was down)
 // still gets its row: the store keeps the larger of stored and new.
-func (s *Service) meterEnd(ctx context.Context, rec store.Sandbox) {
-	if rec.State != store.StateStopped && rec.State != store.StateFailed {
+func (s *Service) meterEnd(ctx context.Context, rec sandboxrec.Sandbox) {
+	if rec.State != sandboxrec.Stopped && rec.State != sandboxrec.Failed {
 		return
 	}
 	s.meter.mu.Lock()

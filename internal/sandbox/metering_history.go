@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // HistoryWindow is how far back the readings of a running sandbox are
@@ -93,7 +93,7 @@ func (s *Service) SandboxMetricsHistory(ctx context.Context, c Caller, id string
 		return MetricsHistory{}, err
 	}
 	h := MetricsHistory{SandboxID: rec.ID, IntervalS: UsageFlushEvery.Seconds(), Samples: []Sample{}}
-	if rec.State != store.StateRunning {
+	if rec.State != sandboxrec.Running {
 		return h, nil
 	}
 	from := s.now().Add(-HistoryWindow).UnixNano()

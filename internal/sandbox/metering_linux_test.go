@@ -15,7 +15,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // burnCPU spends secs of CPU time, as the kernel counts it for the process
@@ -52,7 +52,7 @@ func TestMeteringCPUMemoryExecs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := metricsOf(t, svc, c, sb.ID); m.Final || m.ExecCount != 0 || m.State != store.StateRunning {
+	if m := metricsOf(t, svc, c, sb.ID); m.Final || m.ExecCount != 0 || m.State != sandboxrec.Running {
 		t.Errorf("fresh sandbox: %+v", m)
 	}
 	if res := run(t, svc, c, sb.ID, burnCPU(2)); res.ExitCode != 0 {
@@ -89,7 +89,7 @@ func TestMeteringCPUMemoryExecs(t *testing.T) {
 		t.Fatal(err)
 	}
 	final := metricsOf(t, svc, c, sb.ID)
-	if !final.Final || final.State != store.StateStopped || final.ExecCount != 4 ||
+	if !final.Final || final.State != sandboxrec.Stopped || final.ExecCount != 4 ||
 		final.CPUSeconds < live.CPUSeconds || final.CPUSeconds > live.CPUSeconds+0.5 ||
 		final.MemoryPeakBytes < 200<<20 || final.EndedAt.IsZero() {
 		t.Errorf("final metrics: %+v (live before delete: %+v)", final, live)
@@ -187,7 +187,7 @@ func TestMeteringOnExpiry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.State != store.StateRunning {
+		if got.State != sandboxrec.Running {
 			break
 		}
 		if time.Now().After(deadline) {

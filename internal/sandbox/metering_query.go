@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/pricing"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -87,9 +88,9 @@ func (s *Service) SandboxMetrics(ctx context.Context, c Caller, id string) (Metr
 	var memNow int64
 	end := s.now()
 	switch rec.State {
-	case store.StateRunning, store.StatePaused:
+	case sandboxrec.Running, sandboxrec.Paused:
 		u, memNow, _ = s.liveUsageNow(ctx, id)
-	case store.StateStopped, store.StateFailed:
+	case sandboxrec.Stopped, sandboxrec.Failed:
 		end = rec.EndedAt
 		s.meter.final.Flush()
 		u, err = s.st.GetUsage(ctx, id)

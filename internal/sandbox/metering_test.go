@@ -14,6 +14,7 @@ import (
 	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -172,11 +173,11 @@ func TestCreateFailureMetered(t *testing.T) {
 		"airlock_sandbox_create_duration_seconds": 1}, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
-	l, err := st.ListSandboxes(ctx, store.SandboxFilter{TenantID: c.TenantID, State: store.StateFailed})
+	l, err := st.ListSandboxes(ctx, sandboxrec.Filter{TenantID: c.TenantID, State: sandboxrec.Failed})
 	if err != nil || len(l) != 1 {
 		t.Fatalf("failed sandboxes: %v %v", l, err)
 	}
-	if mt, err := svc.SandboxMetrics(ctx, c, l[0].ID); err != nil || !mt.Final || mt.State != store.StateFailed {
+	if mt, err := svc.SandboxMetrics(ctx, c, l[0].ID); err != nil || !mt.Final || mt.State != sandboxrec.Failed {
 		t.Errorf("metrics of the failed create: %+v %v", mt, err)
 	}
 	rep, err := svc.Usage(ctx, c, sandbox.UsageQuery{})

@@ -15,11 +15,11 @@ import (
 // drops events (counted and logged) rather than stall a sandbox's traffic.
 type netLog struct {
 	*batch.Batcher[egress.Event]
-	st  store.Store
+	st  Store
 	log *slog.Logger
 }
 
-func newNetLog(st store.Store, log *slog.Logger) *netLog {
+func newNetLog(st Store, log *slog.Logger) *netLog {
 	l := &netLog{st: st, log: log}
 	l.Batcher = batch.New("egress log", log, false, batch.Linger, l.write)
 	return l

@@ -11,7 +11,7 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/runtime"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // MaxNetLogPage bounds one page of a sandbox's egress log.
@@ -51,7 +51,7 @@ func (s *Service) compileNetwork(p *egress.Policy) (*egress.Rules, string, error
 }
 
 // recordPolicy decodes a record's policy ("" is none).
-func recordPolicy(rec store.Sandbox) (egress.Policy, error) {
+func recordPolicy(rec sandboxrec.Sandbox) (egress.Policy, error) {
 	p := egress.Policy{Mode: egress.ModeNone}
 	if rec.Network == "" {
 		return p, nil
@@ -65,7 +65,7 @@ func recordPolicy(rec store.Sandbox) (egress.Policy, error) {
 // attach gives a running sandbox its way out: the proxy on its node
 // (egress_remote.go), or the control plane's own with listeners inside
 // its network namespace, serving under rules.
-func (s *Service) attach(ctx context.Context, rec store.Sandbox, sb runtime.Sandbox, rules *egress.Rules) error {
+func (s *Service) attach(ctx context.Context, rec sandboxrec.Sandbox, sb runtime.Sandbox, rules *egress.Rules) error {
 	if _, ok := sb.(runtime.Listener); !ok {
 		return errNoListener
 	}
@@ -111,7 +111,7 @@ func (s *Service) attach(ctx context.Context, rec store.Sandbox, sb runtime.Sand
 
 // attachLocal serves the sandbox's traffic from the control plane's own
 // proxy, through listeners inside its network namespace.
-func (s *Service) attachLocal(ctx context.Context, rec store.Sandbox, sb runtime.Sandbox, rules *egress.Rules, sec *sandboxSecrets) (egressAtt, error) {
+func (s *Service) attachLocal(ctx context.Context, rec sandboxrec.Sandbox, sb runtime.Sandbox, rules *egress.Rules, sec *sandboxSecrets) (egressAtt, error) {
 	httpLn, err := s.listenIn(ctx, rec.ID, sb, egress.HTTPPort)
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy for %s: %w", rec.ID, err)
@@ -198,7 +198,7 @@ func (s *Service) netState(id string) *netState {
 
 // reattachNetwork gives a sandbox that survived a restart its proxy back
 // (the old listeners died with the old process).
-func (s *Service) reattachNetwork(ctx context.Context, rec store.Sandbox, sb runtime.Sandbox) error {
+func (s *Service) reattachNetwork(ctx context.Context, rec sandboxrec.Sandbox, sb runtime.Sandbox) error {
 	pol, err := recordPolicy(rec)
 	if err != nil || pol.Mode == egress.ModeNone || s.proxy == nil {
 		return err

@@ -6,7 +6,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/runtime"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // StateUnreachable is how a running sandbox on a lost node shows: its
@@ -15,10 +15,10 @@ import (
 const StateUnreachable = "unreachable"
 
 // onNode says whether rec runs on a node other than this host.
-func onNode(rec store.Sandbox) bool { return rec.Node != "" && rec.Node != runtime.LocalNode }
+func onNode(rec sandboxrec.Sandbox) bool { return rec.Node != "" && rec.Node != runtime.LocalNode }
 
 // view is rec as a caller sees it: on a lost node, unreachable.
-func (s *Service) view(rec store.Sandbox) store.Sandbox {
+func (s *Service) view(rec sandboxrec.Sandbox) sandboxrec.Sandbox {
 	if !alive(rec.State) || !onNode(rec) || s.opts.NodeLost == nil {
 		return rec
 	}
@@ -33,11 +33,11 @@ func (s *Service) view(rec store.Sandbox) store.Sandbox {
 // When the node comes back, NodeBack destroys what is left of them there.
 // It returns how many it marked.
 func (s *Service) FailNode(ctx context.Context, node, why string) (int, error) {
-	recs, err := s.st.ListSandboxes(ctx, store.SandboxFilter{State: store.StateRunning})
+	recs, err := s.st.ListSandboxes(ctx, sandboxrec.Filter{State: sandboxrec.Running})
 	if err != nil {
 		return 0, fmt.Errorf("list sandboxes: %w", err)
 	}
-	paused, err := s.st.ListSandboxes(ctx, store.SandboxFilter{State: store.StatePaused})
+	paused, err := s.st.ListSandboxes(ctx, sandboxrec.Filter{State: sandboxrec.Paused})
 	if err != nil {
 		return 0, fmt.Errorf("list sandboxes: %w", err)
 	}
@@ -65,7 +65,7 @@ func (s *Service) failOnNode(ctx context.Context, id, node, why string) error {
 	s.detach(id)
 	s.work.Drop(id)
 	s.idle.forget(id)
-	rec.State, rec.Reason, rec.EndedAt = store.StateFailed, why+": "+node, s.now()
+	rec.State, rec.Reason, rec.EndedAt = sandboxrec.Failed, why+": "+node, s.now()
 	// Saved as failed, it loses its tokens in the same write.
 	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
 		return fmt.Errorf("mark sandbox %s failed: %w", id, err)

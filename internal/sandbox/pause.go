@@ -10,7 +10,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/runtime"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // A paused sandbox's processes are frozen (the cgroup freezer): they keep
@@ -32,7 +32,7 @@ const (
 	IdlePause   = "pause"
 )
 
-// lifecycle is store.Sandbox.Lifecycle: the pause, snapshot, fork and
+// lifecycle is sandboxrec.Sandbox.Lifecycle: the pause, snapshot, fork and
 // volume settings and state of a sandbox.
 type lifecycle struct {
 	AutoResume bool   `json:"auto_resume,omitempty"`
@@ -86,7 +86,7 @@ type Lifecycle struct {
 }
 
 // LifecycleOf reads rec's lifecycle, with defaults filled in.
-func LifecycleOf(rec store.Sandbox) Lifecycle {
+func LifecycleOf(rec sandboxrec.Sandbox) Lifecycle {
 	l := lifecycleOf(rec)
 	out := Lifecycle{AutoResume: l.AutoResume, IdleAction: l.IdleAction, MaxPausedS: l.MaxPausedS,
 		PausedAt: l.PausedAt, Snapshot: l.Snapshot, ForkOf: l.ForkOf, Volumes: l.Volumes, SnapshotTransfer: l.Transfer, VolumeTransfers: l.VolumeTransfers,
@@ -103,7 +103,7 @@ func LifecycleOf(rec store.Sandbox) Lifecycle {
 	return out
 }
 
-func lifecycleOf(rec store.Sandbox) lifecycle {
+func lifecycleOf(rec sandboxrec.Sandbox) lifecycle {
 	var l lifecycle
 	if rec.Lifecycle != "" {
 		// Written by this package: a record that does not decode has
@@ -140,42 +140,42 @@ func (e pausedError) Is(target error) bool {
 }
 
 // Pause freezes a running sandbox; pausing a paused one changes nothing.
-func (s *Service) Pause(ctx context.Context, c Caller, id string) (store.Sandbox, error) {
+func (s *Service) Pause(ctx context.Context, c Caller, id string) (sandboxrec.Sandbox, error) {
 	unlock := s.locks.lock(id)
 	defer unlock()
 	rec, err := s.resolve(ctx, c, id)
 	if err != nil {
-		return store.Sandbox{}, err
+		return sandboxrec.Sandbox{}, err
 	}
-	if rec.State == store.StatePaused {
+	if rec.State == sandboxrec.Paused {
 		return s.view(rec), nil
 	}
 	if err := notRunning(rec); err != nil {
-		return store.Sandbox{}, err
+		return sandboxrec.Sandbox{}, err
 	}
 	return s.pauseLocked(context.WithoutCancel(ctx), c, rec, "request")
 }
 
 // pauseLocked pauses rec, the caller holding its lock.
-func (s *Service) pauseLocked(ctx context.Context, c Caller, rec store.Sandbox, reason string) (store.Sandbox, error) {
+func (s *Service) pauseLocked(ctx context.Context, c Caller, rec sandboxrec.Sandbox, reason string) (sandboxrec.Sandbox, error) {
 	p, err := s.pauser(ctx, rec.ID)
 	if err != nil {
-		return store.Sandbox{}, err
+		return sandboxrec.Sandbox{}, err
 	}
 	if err := p.Pause(ctx); err != nil {
-		return store.Sandbox{}, s.runtimeError(ctx, rec.ID, "pause", err)
+		return sandboxrec.Sandbox{}, s.runtimeError(ctx, rec.ID, "pause", err)
 	}
 	now := s.now()
 	l := lifecycleOf(rec)
 	l.PausedAt, l.LifeLeftNS = now, int64(max(rec.ExpiresAt.Sub(now), 0))
-	rec.State, rec.ExpiresAt, rec.Lifecycle = store.StatePaused, now.Add(l.maxPaused()), l.encode()
+	rec.State, rec.ExpiresAt, rec.Lifecycle = sandboxrec.Paused, now.Add(l.maxPaused()), l.encode()
 	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
 		// Left frozen with a record that says running, every call would
 		// hang: thaw it.
 		if rerr := p.Resume(ctx); rerr != nil {
 			s.log.Error("resume sandbox after failed pause", "sandbox", rec.ID, "err", rerr)
 		}
-		return store.Sandbox{}, fmt.Errorf("save sandbox %s: %w", rec.ID, err)
+		return sandboxrec.Sandbox{}, fmt.Errorf("save sandbox %s: %w", rec.ID, err)
 	}
 	s.idle.forget(rec.ID)
 	s.wakeReaper(rec.ExpiresAt)
@@ -184,42 +184,42 @@ func (s *Service) pauseLocked(ctx context.Context, c Caller, rec store.Sandbox, 
 }
 
 // Resume thaws a paused sandbox; resuming a running one changes nothing.
-func (s *Service) Resume(ctx context.Context, c Caller, id string) (store.Sandbox, error) {
+func (s *Service) Resume(ctx context.Context, c Caller, id string) (sandboxrec.Sandbox, error) {
 	unlock := s.locks.lock(id)
 	defer unlock()
 	rec, err := s.resolve(ctx, c, id)
 	if err != nil {
-		return store.Sandbox{}, err
+		return sandboxrec.Sandbox{}, err
 	}
-	if rec.State == store.StateRunning {
+	if rec.State == sandboxrec.Running {
 		return s.view(rec), nil
 	}
-	if rec.State != store.StatePaused {
-		return store.Sandbox{}, notRunning(rec)
+	if rec.State != sandboxrec.Paused {
+		return sandboxrec.Sandbox{}, notRunning(rec)
 	}
 	return s.resumeLocked(context.WithoutCancel(ctx), c, rec, "request")
 }
 
 // resumeLocked resumes rec, the caller holding its lock.
-func (s *Service) resumeLocked(ctx context.Context, c Caller, rec store.Sandbox, reason string) (store.Sandbox, error) {
+func (s *Service) resumeLocked(ctx context.Context, c Caller, rec sandboxrec.Sandbox, reason string) (sandboxrec.Sandbox, error) {
 	p, err := s.pauser(ctx, rec.ID)
 	if err != nil {
-		return store.Sandbox{}, err
+		return sandboxrec.Sandbox{}, err
 	}
 	if err := p.Resume(ctx); err != nil {
-		return store.Sandbox{}, s.runtimeError(ctx, rec.ID, "resume", err)
+		return sandboxrec.Sandbox{}, s.runtimeError(ctx, rec.ID, "resume", err)
 	}
 	now := s.now()
 	l := lifecycleOf(rec)
 	paused := now.Sub(l.PausedAt)
-	rec.State, rec.ExpiresAt = store.StateRunning, now.Add(time.Duration(l.LifeLeftNS))
+	rec.State, rec.ExpiresAt = sandboxrec.Running, now.Add(time.Duration(l.LifeLeftNS))
 	l.PausedAt, l.LifeLeftNS = time.Time{}, 0
 	rec.Lifecycle = l.encode()
 	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
 		if perr := p.Pause(ctx); perr != nil {
 			s.log.Error("pause sandbox again after failed resume", "sandbox", rec.ID, "err", perr)
 		}
-		return store.Sandbox{}, fmt.Errorf("save sandbox %s: %w", rec.ID, err)
+		return sandboxrec.Sandbox{}, fmt.Errorf("save sandbox %s: %w", rec.ID, err)
 	}
 	s.idle.watch(rec.ID, time.Duration(rec.IdleTimeoutS)*time.Second, now)
 	s.wakeReaper(rec.ExpiresAt)
@@ -264,8 +264,8 @@ func (s *Service) runtimeError(ctx context.Context, id, op string, err error) er
 
 // awake is rec running: a paused sandbox created with auto_resume is
 // resumed first; any other is refused with ErrPaused.
-func (s *Service) awake(ctx context.Context, c Caller, rec store.Sandbox) (store.Sandbox, error) {
-	if rec.State != store.StatePaused {
+func (s *Service) awake(ctx context.Context, c Caller, rec sandboxrec.Sandbox) (sandboxrec.Sandbox, error) {
+	if rec.State != sandboxrec.Paused {
 		return rec, nil
 	}
 	if !lifecycleOf(rec).AutoResume {
@@ -277,7 +277,7 @@ func (s *Service) awake(ctx context.Context, c Caller, rec store.Sandbox) (store
 	if err != nil {
 		return rec, fmt.Errorf("load sandbox %s: %w", rec.ID, err)
 	}
-	if cur.State != store.StatePaused {
+	if cur.State != sandboxrec.Paused {
 		return cur, nil // resumed (or stopped) meanwhile
 	}
 	return s.resumeLocked(context.WithoutCancel(ctx), c, cur, "auto")

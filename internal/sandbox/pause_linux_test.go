@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // cpuSeconds is the sandbox's CPU time as its cgroup counts it.
@@ -27,7 +27,7 @@ func cpuSeconds(t *testing.T, id string) float64 {
 
 // waitState polls the store (a Get would count as use, and hold off an
 // idle timeout) until the sandbox is in state, or fails after limit.
-func waitState(t *testing.T, id, state string, limit time.Duration) store.Sandbox {
+func waitState(t *testing.T, id, state string, limit time.Duration) sandboxrec.Sandbox {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
@@ -58,10 +58,10 @@ func TestPause(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	before := sb.ExpiresAt
 	rec, err := svc.Pause(ctx, c, sb.ID)
-	if err != nil || rec.State != store.StatePaused {
+	if err != nil || rec.State != sandboxrec.Paused {
 		t.Fatalf("pause: %+v, %v", rec, err)
 	}
-	if again, err := svc.Pause(ctx, c, sb.ID); err != nil || again.State != store.StatePaused {
+	if again, err := svc.Pause(ctx, c, sb.ID); err != nil || again.State != sandboxrec.Paused {
 		t.Errorf("pausing a paused sandbox: %+v, %v", again, err)
 	}
 	cpu0 := cpuSeconds(t, sb.ID)
@@ -76,7 +76,7 @@ func TestPause(t *testing.T) {
 	wantKind(t, "read while paused", err, sandbox.ErrPaused)
 
 	rec, err = svc.Resume(ctx, c, sb.ID)
-	if err != nil || rec.State != store.StateRunning {
+	if err != nil || rec.State != sandboxrec.Running {
 		t.Fatalf("resume: %+v, %v", rec, err)
 	}
 	// The lifetime clock stopped while paused.
@@ -116,7 +116,7 @@ func TestAutoResume(t *testing.T) {
 	if res := run(t, svc, c, sb.ID, "echo up"); res.Stdout != "up\n" {
 		t.Errorf("exec on an auto_resume sandbox: %+v", res)
 	}
-	if rec, _ := svc.Get(ctx, c, sb.ID); rec.State != store.StateRunning {
+	if rec, _ := svc.Get(ctx, c, sb.ID); rec.State != sandboxrec.Running {
 		t.Errorf("after the exec: %s, want running", rec.State)
 	}
 }
@@ -134,7 +134,7 @@ func TestPauseSurvivesRestart(t *testing.T) {
 	}
 	svc.Close()
 	svc2 := newService(t)
-	if rec, err := svc2.Get(ctx, c, sb.ID); err != nil || rec.State != store.StatePaused {
+	if rec, err := svc2.Get(ctx, c, sb.ID); err != nil || rec.State != sandboxrec.Paused {
 		t.Fatalf("after restart: %+v, %v; want paused", rec, err)
 	}
 	_, err := svc2.Exec(ctx, c, sb.ID, sandbox.ExecRequest{Command: "true"})
@@ -160,13 +160,13 @@ func TestPausedExpires(t *testing.T) {
 	if _, err := svc.Pause(ctx, c, sb.ID); err != nil {
 		t.Fatal(err)
 	}
-	rec := waitState(t, sb.ID, store.StateStopped, 10*time.Second)
+	rec := waitState(t, sb.ID, sandboxrec.Stopped, 10*time.Second)
 	if rec.Reason != sandbox.ReasonExpired || runtimeHas(t, sb.ID) {
 		t.Errorf("after max_paused_s: reason %q, runtime has it: %v", rec.Reason, runtimeHas(t, sb.ID))
 	}
 
 	idle := create(t, svc, c, sandbox.CreateRequest{IdleTimeoutS: 1, IdleAction: sandbox.IdlePause})
-	waitState(t, idle.ID, store.StatePaused, 10*time.Second)
+	waitState(t, idle.ID, sandboxrec.Paused, 10*time.Second)
 	if _, err := svc.Resume(ctx, c, idle.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/airlockhq/airlock/internal/audit"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/store"
@@ -88,12 +90,12 @@ func (s *Service) reapOnce() time.Time {
 
 // reapExpired stops the running sandboxes whose deadline is past at now.
 func (s *Service) reapExpired(ctx context.Context, now time.Time) error {
-	expired, err := s.st.ListSandboxes(ctx, store.SandboxFilter{State: store.StateRunning, ExpiredBy: now})
+	expired, err := s.st.ListSandboxes(ctx, sandboxrec.Filter{State: sandboxrec.Running, ExpiredBy: now})
 	if err != nil {
 		return err
 	}
 	// A paused sandbox expires at the end of its max_paused_s.
-	paused, err := s.st.ListSandboxes(ctx, store.SandboxFilter{State: store.StatePaused, ExpiredBy: now})
+	paused, err := s.st.ListSandboxes(ctx, sandboxrec.Filter{State: sandboxrec.Paused, ExpiredBy: now})
 	if err != nil {
 		return err
 	}
@@ -135,8 +137,8 @@ func (s *Service) reconcile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reconcile: %w", err)
 	}
-	for _, state := range []string{store.StateCreating, store.StateRunning, store.StatePaused} {
-		recs, err := s.st.ListSandboxes(ctx, store.SandboxFilter{State: state})
+	for _, state := range []string{sandboxrec.Creating, sandboxrec.Running, sandboxrec.Paused} {
+		recs, err := s.st.ListSandboxes(ctx, sandboxrec.Filter{State: state})
 		if err != nil {
 			return fmt.Errorf("reconcile: list %s sandboxes: %w", state, err)
 		}
@@ -168,7 +170,7 @@ func (s *Service) reconcile(ctx context.Context) error {
 // failed otherwise. A record left in creating by a crash mid-create is
 // running if the runtime finished the job. Its idle timer goes on from
 // lastUse, when saved (else it starts now).
-func (s *Service) reattach(ctx context.Context, rec store.Sandbox, lastUse time.Time) error {
+func (s *Service) reattach(ctx context.Context, rec sandboxrec.Sandbox, lastUse time.Time) error {
 	sb, err := s.rt.Get(ctx, rec.ID)
 	if err != nil && errors.Is(err, runtime.ErrUnavailable) && alive(rec.State) && onNode(rec) {
 		// Its node cannot be reached now: not lost to us yet. It shows
@@ -198,7 +200,7 @@ func (s *Service) reattach(ctx context.Context, rec store.Sandbox, lastUse time.
 			lastUse = now
 		}
 		s.meterResume(ctx, rec)
-		if rec.State == store.StatePaused {
+		if rec.State == sandboxrec.Paused {
 			// Its agent is frozen: its work is adopted when it resumes.
 			s.adoptLater.add(rec.ID)
 		} else {
@@ -210,21 +212,21 @@ func (s *Service) reattach(ctx context.Context, rec store.Sandbox, lastUse time.
 	case err == nil && alive(rec.State):
 		return nil
 	case err == nil:
-		rec.State, rec.Node = store.StateRunning, runtime.NodeOf(s.rt, rec.ID)
+		rec.State, rec.Node = sandboxrec.Running, runtime.NodeOf(s.rt, rec.ID)
 	case errors.Is(err, runtime.ErrNotFound):
-		rec.State, rec.Reason, rec.EndedAt = store.StateFailed, ReasonLostOnRestart, s.now()
+		rec.State, rec.Reason, rec.EndedAt = sandboxrec.Failed, ReasonLostOnRestart, s.now()
 	default:
 		// Present but unusable (its state cannot be read back): it is
 		// lost to us all the same, and reclaim will destroy what is left.
 		s.log.Error("reconcile: re-attach sandbox", "sandbox", rec.ID, "err", err)
-		rec.State, rec.Reason, rec.EndedAt = store.StateFailed, ReasonLostOnRestart+": "+err.Error(), s.now()
+		rec.State, rec.Reason, rec.EndedAt = sandboxrec.Failed, ReasonLostOnRestart+": "+err.Error(), s.now()
 	}
 	// Saved as failed, it loses its tokens in the same write.
 	if err := s.st.UpdateSandbox(ctx, rec); err != nil {
 		return fmt.Errorf("reconcile: save sandbox %s: %w", rec.ID, err)
 	}
 	s.meterEnd(ctx, rec) // lost while no daemon ran: a no-op if it runs
-	if rec.State == store.StateFailed {
+	if rec.State == sandboxrec.Failed {
 		s.auditor(Caller{}, rec.ID, rec.TenantID).record(audit.SandboxFailed, map[string]any{"reason": rec.Reason})
 		s.audit.forget(rec.ID)
 	}
@@ -235,7 +237,7 @@ func (s *Service) reattach(ctx context.Context, rec store.Sandbox, lastUse time.
 func (s *Service) reclaim(ctx context.Context, id string) error {
 	rec, err := s.st.GetSandbox(ctx, id)
 	switch {
-	case err == nil && (rec.State == store.StateCreating || alive(rec.State)):
+	case err == nil && (rec.State == sandboxrec.Creating || alive(rec.State)):
 		return nil
 	case err != nil && !errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("reconcile: load sandbox %s: %w", id, err)

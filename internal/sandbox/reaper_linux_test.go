@@ -9,7 +9,7 @@ import (
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // TestExpiry: a sandbox is destroyed within 2 s of its expiry, whether the
@@ -30,18 +30,18 @@ func TestExpiry(t *testing.T) {
 	}
 
 	for _, id := range []string{short.ID, moved.ID} {
-		var got store.Sandbox
+		var got sandboxrec.Sandbox
 		for {
 			var err error
 			if got, err = svc.Get(ctx, c, id); err != nil {
 				t.Fatal(err)
 			}
-			if got.State != store.StateRunning || time.Now().After(got.ExpiresAt.Add(3*time.Second)) {
+			if got.State != sandboxrec.Running || time.Now().After(got.ExpiresAt.Add(3*time.Second)) {
 				break
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		if got.State != store.StateStopped || got.Reason != sandbox.ReasonExpired {
+		if got.State != sandboxrec.Stopped || got.Reason != sandbox.ReasonExpired {
 			t.Errorf("%s 3 s past its expiry: state %s, reason %q", id, got.State, got.Reason)
 			continue
 		}
@@ -52,7 +52,7 @@ func TestExpiry(t *testing.T) {
 			t.Errorf("runtime still lists expired %s", id)
 		}
 	}
-	if got, _ := svc.Get(ctx, c, extended.ID); got.State != store.StateRunning {
+	if got, _ := svc.Get(ctx, c, extended.ID); got.State != sandboxrec.Running {
 		t.Errorf("extended sandbox: %s %q", got.State, got.Reason)
 	}
 }
@@ -80,7 +80,7 @@ func TestRestart(t *testing.T) {
 	}
 	// A crash after the runtime created the sandbox but before the record
 	// said running.
-	half := store.Sandbox{ID: "sb-halfcreated0001", TenantID: c.TenantID, State: store.StateCreating,
+	half := sandboxrec.Sandbox{ID: "sb-halfcreated0001", TenantID: c.TenantID, State: sandboxrec.Creating,
 		Template: "base", CPUs: 1, MemoryMB: 512, Pids: 256, DiskMB: 1024,
 		CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
 	if err := shared.CreateSandbox(ctx, half); err != nil {
@@ -109,7 +109,7 @@ func TestRestart(t *testing.T) {
 	if res := run(t, svc2, c, kept.ID, "cat state.txt"); res.Stdout != "before restart" {
 		t.Errorf("re-attached sandbox reads %q", res.Stdout)
 	}
-	for id, want := range map[string]string{kept.ID: store.StateRunning, half.ID: store.StateRunning, lost.ID: store.StateFailed} {
+	for id, want := range map[string]string{kept.ID: sandboxrec.Running, half.ID: sandboxrec.Running, lost.ID: sandboxrec.Failed} {
 		if got, err := svc2.Get(ctx, c, id); err != nil || got.State != want {
 			t.Errorf("%s after restart: %s (%v), want %s", id, got.State, err, want)
 		}

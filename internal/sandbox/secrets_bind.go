@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/airlockhq/airlock/internal/audit"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/runtime"
@@ -109,7 +111,7 @@ type sandboxSecrets struct {
 // loadBindings opens a sandbox's CA and the current values of its bound
 // secrets. A secret deleted since is left out: its placeholder goes out
 // unchanged.
-func (s *Service) loadBindings(ctx context.Context, rec store.Sandbox) (sandboxSecrets, error) {
+func (s *Service) loadBindings(ctx context.Context, rec sandboxrec.Sandbox) (sandboxSecrets, error) {
 	var b boundSecrets
 	if err := json.Unmarshal([]byte(rec.Secrets), &b); err != nil {
 		return sandboxSecrets{}, fmt.Errorf("sandbox %s: decode secrets: %w", rec.ID, err)

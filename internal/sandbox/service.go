@@ -6,13 +6,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/airlockhq/airlock/internal/audit"
-	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 	"log/slog"
 	goruntime "runtime"
 	"sync"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/live"
@@ -90,7 +92,7 @@ type Options struct {
 // goroutine (stopped by Close) but neither the store nor the runtime: the
 // caller closes those after Close.
 type Service struct {
-	st   store.Store
+	st   Store
 	rt   runtime.Runtime
 	opts Options
 	log  *slog.Logger
@@ -146,7 +148,7 @@ type Service struct {
 // NewManager reconciles the store with the runtime (the daemon may have
 // restarted, and sandboxes may have died or been orphaned meanwhile), then
 // starts the expiry reaper.
-func NewManager(ctx context.Context, st store.Store, rt runtime.Runtime, opts Options) (*Service, error) {
+func NewManager(ctx context.Context, st Store, rt runtime.Runtime, opts Options) (*Service, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -280,23 +282,23 @@ func newID() (string, error) {
 // resolve loads a sandbox record the caller may see. Another tenant's
 // sandbox, or for a token any other sandbox, is reported exactly like one
 // that does not exist, so ids cannot be probed across tenants.
-func (s *Service) resolve(ctx context.Context, c Caller, id string) (store.Sandbox, error) {
+func (s *Service) resolve(ctx context.Context, c Caller, id string) (sandboxrec.Sandbox, error) {
 	notFound := fmt.Errorf("%w: sandbox %s", ErrNotFound, id)
 	if id == "" || c.TenantID == "" || (c.SandboxID != "" && c.SandboxID != id) {
-		return store.Sandbox{}, notFound
+		return sandboxrec.Sandbox{}, notFound
 	}
 	rec, err := s.st.GetSandbox(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Sandbox{}, notFound
+		return sandboxrec.Sandbox{}, notFound
 	}
 	if err == nil && rec.TenantID == c.TenantID {
 		s.idle.touch(id, s.now())
 	}
 	if err != nil {
-		return store.Sandbox{}, fmt.Errorf("load sandbox %s: %w", id, err)
+		return sandboxrec.Sandbox{}, fmt.Errorf("load sandbox %s: %w", id, err)
 	}
 	if rec.TenantID != c.TenantID {
-		return store.Sandbox{}, notFound
+		return sandboxrec.Sandbox{}, notFound
 	}
 	return rec, nil
 }
@@ -304,20 +306,20 @@ func (s *Service) resolve(ctx context.Context, c Caller, id string) (store.Sandb
 // live resolves a sandbox that must be running and returns its runtime
 // side. A record that says running while the runtime has lost the sandbox
 // is marked failed on the spot.
-func (s *Service) live(ctx context.Context, c Caller, id string) (store.Sandbox, runtime.Sandbox, error) {
+func (s *Service) live(ctx context.Context, c Caller, id string) (sandboxrec.Sandbox, runtime.Sandbox, error) {
 	return s.liveBy(ctx, c, id, s.rt.Get)
 }
 
 // liveLazy is live for a caller that maps the runtime's ErrNotFound from
 // its next call on the sandbox with lostError: the runtime is not asked
 // first whether the sandbox is there (on a node, a round trip saved).
-func (s *Service) liveLazy(ctx context.Context, c Caller, id string) (store.Sandbox, runtime.Sandbox, error) {
+func (s *Service) liveLazy(ctx context.Context, c Caller, id string) (sandboxrec.Sandbox, runtime.Sandbox, error) {
 	return s.liveBy(ctx, c, id, func(ctx context.Context, id string) (runtime.Sandbox, error) {
 		return runtime.GetLazy(ctx, s.rt, id)
 	})
 }
 
-func (s *Service) liveBy(ctx context.Context, c Caller, id string, get func(context.Context, string) (runtime.Sandbox, error)) (store.Sandbox, runtime.Sandbox, error) {
+func (s *Service) liveBy(ctx context.Context, c Caller, id string, get func(context.Context, string) (runtime.Sandbox, error)) (sandboxrec.Sandbox, runtime.Sandbox, error) {
 	rec, err := s.resolve(ctx, c, id)
 	if err != nil {
 		return rec, nil, err
@@ -339,13 +341,13 @@ func (s *Service) liveBy(ctx context.Context, c Caller, id string, get func(cont
 }
 
 // notRunning says why a sandbox in rec's state cannot run anything.
-func notRunning(rec store.Sandbox) error {
+func notRunning(rec sandboxrec.Sandbox) error {
 	switch rec.State {
-	case store.StateRunning:
+	case sandboxrec.Running:
 		return nil
-	case store.StatePaused:
+	case sandboxrec.Paused:
 		return pausedError(fmt.Sprintf("sandbox %s is paused: resume it first", rec.ID))
-	case store.StateFailed:
+	case sandboxrec.Failed:
 		return fmt.Errorf("%w: sandbox %s failed: %s", ErrConflict, rec.ID, rec.Reason)
 	default:
 		return fmt.Errorf("%w: sandbox %s is %s", ErrConflict, rec.ID, rec.State)
@@ -381,7 +383,7 @@ func (s *Service) markLost(ctx context.Context, id string, cause error) error {
 		s.log.Warn("sandbox lost by the runtime", "sandbox", id, "err", cause)
 		s.detach(id)
 		s.work.Drop(id)
-		rec.State, rec.Reason, rec.EndedAt = store.StateFailed, "lost: runtime sandbox gone", s.now()
+		rec.State, rec.Reason, rec.EndedAt = sandboxrec.Failed, "lost: runtime sandbox gone", s.now()
 		// Saved as failed, it loses its tokens in the same write.
 		if err := s.st.UpdateSandbox(ctx, rec); err != nil {
 			return fmt.Errorf("mark sandbox %s failed: %w", id, err)
@@ -393,7 +395,7 @@ func (s *Service) markLost(ctx context.Context, id string, cause error) error {
 
 // alive says whether a sandbox in state holds a runtime sandbox that is
 // meant to be there: running or paused.
-func alive(state string) bool { return state == store.StateRunning || state == store.StatePaused }
+func alive(state string) bool { return state == sandboxrec.Running || state == sandboxrec.Paused }
 
 // keyedMutex is a mutex per key, created on demand and dropped when unused.
 type keyedMutex struct {

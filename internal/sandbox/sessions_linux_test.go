@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 func TestSessions(t *testing.T) {
@@ -155,18 +155,18 @@ func TestSessionsConcurrent(t *testing.T) {
 }
 
 // createMany makes n sandboxes at once, each deleted when the test ends.
-func createMany(t *testing.T, svc *sandbox.Service, c sandbox.Caller, n int, req sandbox.CreateRequest) []store.Sandbox {
+func createMany(t *testing.T, svc *sandbox.Service, c sandbox.Caller, n int, req sandbox.CreateRequest) []sandboxrec.Sandbox {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	sbs := make([]store.Sandbox, n)
+	sbs := make([]sandboxrec.Sandbox, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() { sbs[i], errs[i] = svc.Create(ctx, c, req) })
 	}
 	wg.Wait()
-	var out []store.Sandbox
+	var out []sandboxrec.Sandbox
 	for i, sb := range sbs {
 		if errs[i] != nil {
 			t.Errorf("create %d: %v", i, errs[i])

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // TestSnapshotAndFork: 1 GiB written into a workspace comes back byte for
@@ -56,7 +56,7 @@ func TestSnapshotAndFork(t *testing.T) {
 	}
 	t.Logf("10 forks of a 1 GiB workspace: %v", time.Since(start))
 	for i, f := range forks {
-		if f.State != store.StateRunning || f.Env["ORIGIN"] != "parent" || f.DiskMB != 3072 || sandbox.LifecycleOf(f).ForkOf != parent.ID {
+		if f.State != sandboxrec.Running || f.Env["ORIGIN"] != "parent" || f.DiskMB != 3072 || sandbox.LifecycleOf(f).ForkOf != parent.ID {
 			t.Errorf("fork %d: %+v", i, f)
 		}
 		run(t, svc, c, f.ID, fmt.Sprintf("echo fork%d > f", i))
@@ -128,7 +128,7 @@ func TestSnapshotOfPausedStaysPaused(t *testing.T) {
 	if res := run(t, svc, c, forks[0].ID, "cat f"); res.Stdout != "hello\n" {
 		t.Errorf("fork of a paused sandbox: %+v", res)
 	}
-	if rec, _ := shared.GetSandbox(ctx, sb.ID); rec.State != store.StatePaused {
+	if rec, _ := shared.GetSandbox(ctx, sb.ID); rec.State != sandboxrec.Paused {
 		t.Errorf("parent after fork: %s, want paused", rec.State)
 	}
 	_, err = svc.Fork(ctx, c, sb.ID, sandbox.ForkRequest{Count: 0})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -30,13 +31,13 @@ type Snapshot struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// snapshotSpec is store.Disk.Spec of a snapshot.
+// snapshotSpec is sandboxrec.Disk.Spec of a snapshot.
 type snapshotSpec struct {
 	Runtime  string `json:"runtime"` // the runtime's name of it
 	Template string `json:"template"`
 }
 
-func snapshotOf(d store.Disk) (Snapshot, snapshotSpec) {
+func snapshotOf(d sandboxrec.Disk) (Snapshot, snapshotSpec) {
 	var sp snapshotSpec
 	json.Unmarshal([]byte(d.Spec), &sp) // written by this package
 	return Snapshot{Name: d.Name, Sandbox: d.Sandbox, Template: sp.Template, Node: d.Node,
@@ -114,7 +115,7 @@ func (s *Service) CreateSnapshot(ctx context.Context, c Caller, id, name string)
 	if !alive(rec.State) {
 		return Snapshot{}, notRunning(rec)
 	}
-	if _, err := s.st.GetDisk(ctx, store.DiskSnapshot, rec.TenantID, name); err == nil {
+	if _, err := s.st.GetDisk(ctx, sandboxrec.DiskSnapshot, rec.TenantID, name); err == nil {
 		return Snapshot{}, fmt.Errorf("%w: snapshot %s exists", ErrConflict, name)
 	}
 	if err := s.checkTenantStorage(ctx, rec.TenantID); err != nil {
@@ -127,7 +128,7 @@ func (s *Service) CreateSnapshot(ctx context.Context, c Caller, id, name string)
 		return Snapshot{}, err
 	}
 	spec, _ := json.Marshal(snapshotSpec{Runtime: rtName, Template: rec.Template})
-	d := store.Disk{Kind: store.DiskSnapshot, TenantID: rec.TenantID, Name: name, Node: nodeOr(rec.Node),
+	d := sandboxrec.Disk{Kind: sandboxrec.DiskSnapshot, TenantID: rec.TenantID, Name: name, Node: nodeOr(rec.Node),
 		Sandbox: id, Bytes: size, CreatedAt: s.now(), Spec: string(spec)}
 	if err := s.st.CreateDisk(ctx, d); err != nil {
 		s.dropSnapshot(ctx, d.Node, rtName)
@@ -143,7 +144,7 @@ func (s *Service) CreateSnapshot(ctx context.Context, c Caller, id, name string)
 }
 
 // takeSnapshot has rec's node snapshot it under a fresh runtime name.
-func (s *Service) takeSnapshot(ctx context.Context, rec store.Sandbox, prefix string) (string, int64, error) {
+func (s *Service) takeSnapshot(ctx context.Context, rec sandboxrec.Sandbox, prefix string) (string, int64, error) {
 	sn, err := s.snapshotter(ctx, rec.Node)
 	if err != nil {
 		return "", 0, err
@@ -192,7 +193,7 @@ func (s *Service) Snapshots(ctx context.Context, c Caller) ([]Snapshot, error) {
 	if c.TenantID == "" || c.SandboxID != "" {
 		return []Snapshot{}, nil
 	}
-	ds, err := s.st.ListDisks(ctx, store.DiskSnapshot, c.TenantID)
+	ds, err := s.st.ListDisks(ctx, sandboxrec.DiskSnapshot, c.TenantID)
 	if err != nil {
 		return nil, fmt.Errorf("list snapshots: %w", err)
 	}
@@ -206,7 +207,7 @@ func (s *Service) Snapshots(ctx context.Context, c Caller) ([]Snapshot, error) {
 
 // GetSnapshot returns the caller's snapshot name.
 func (s *Service) GetSnapshot(ctx context.Context, c Caller, name string) (Snapshot, error) {
-	d, err := s.ownDisk(ctx, c, store.DiskSnapshot, name)
+	d, err := s.ownDisk(ctx, c, sandboxrec.DiskSnapshot, name)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -215,16 +216,16 @@ func (s *Service) GetSnapshot(ctx context.Context, c Caller, name string) (Snaps
 }
 
 // ownDisk loads one of the caller's disks; another tenant's is not found.
-func (s *Service) ownDisk(ctx context.Context, c Caller, kind, name string) (store.Disk, error) {
+func (s *Service) ownDisk(ctx context.Context, c Caller, kind, name string) (sandboxrec.Disk, error) {
 	if c.TenantID == "" || c.SandboxID != "" {
-		return store.Disk{}, fmt.Errorf("%w: %s %s", ErrNotFound, kind, clip(name))
+		return sandboxrec.Disk{}, fmt.Errorf("%w: %s %s", ErrNotFound, kind, clip(name))
 	}
 	d, err := s.st.GetDisk(ctx, kind, c.TenantID, name)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Disk{}, fmt.Errorf("%w: %s %s", ErrNotFound, kind, clip(name))
+		return sandboxrec.Disk{}, fmt.Errorf("%w: %s %s", ErrNotFound, kind, clip(name))
 	}
 	if err != nil {
-		return store.Disk{}, fmt.Errorf("load %s %s: %w", kind, name, err)
+		return sandboxrec.Disk{}, fmt.Errorf("load %s %s: %w", kind, name, err)
 	}
 	return d, nil
 }
@@ -234,7 +235,7 @@ func (s *Service) ownDisk(ctx context.Context, c Caller, kind, name string) (sto
 func (s *Service) DeleteSnapshot(ctx context.Context, c Caller, name string) error {
 	unlock := s.locks.lock("snapshot/" + c.TenantID + "/" + name)
 	defer unlock()
-	d, err := s.ownDisk(ctx, c, store.DiskSnapshot, name)
+	d, err := s.ownDisk(ctx, c, sandboxrec.DiskSnapshot, name)
 	if err != nil {
 		return err
 	}
@@ -246,7 +247,7 @@ func (s *Service) DeleteSnapshot(ctx context.Context, c Caller, name string) err
 	if err := sn.DeleteSnapshot(ctx, sp.Runtime); err != nil {
 		return fmt.Errorf("%w: delete snapshot %s: %v", ErrUnavailable, name, err)
 	}
-	if err := s.st.DeleteDisk(ctx, store.DiskSnapshot, c.TenantID, name); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := s.st.DeleteDisk(ctx, sandboxrec.DiskSnapshot, c.TenantID, name); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("delete snapshot %s: %w", name, err)
 	}
 	return nil
@@ -258,7 +259,7 @@ func (s *Service) resolveSnapshot(ctx context.Context, c Caller, req *CreateRequ
 	if req.Snapshot == "" || from.snapshot != "" {
 		return nil
 	}
-	d, err := s.ownDisk(ctx, c, store.DiskSnapshot, req.Snapshot)
+	d, err := s.ownDisk(ctx, c, sandboxrec.DiskSnapshot, req.Snapshot)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/live"
 	"github.com/airlockhq/airlock/internal/runtime"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // A template's start command (runtime.TemplateStart) runs once in each
@@ -62,7 +62,7 @@ func orNone(st *runtime.TemplateStart) *runtime.TemplateStart {
 
 // templateStart is the start command of rec's template, nil for none
 // (base, a build sandbox, a template without one).
-func (s *Service) templateStart(ctx context.Context, rec store.Sandbox, build bool) (*runtime.TemplateStart, error) {
+func (s *Service) templateStart(ctx context.Context, rec sandboxrec.Sandbox, build bool) (*runtime.TemplateStart, error) {
 	if build || rec.Template == "" || rec.Template == "base" {
 		return nil, nil
 	}
@@ -75,7 +75,7 @@ func (s *Service) templateStart(ctx context.Context, rec store.Sandbox, build bo
 
 // runStart starts rec's template's start command in sb and waits until it
 // is ready. On an error the caller destroys the sandbox.
-func (s *Service) runStart(ctx context.Context, c Caller, rec store.Sandbox, sb runtime.Sandbox, st *runtime.TemplateStart) error {
+func (s *Service) runStart(ctx context.Context, c Caller, rec sandboxrec.Sandbox, sb runtime.Sandbox, st *runtime.TemplateStart) error {
 	req := ExecRequest{Command: st.Command, Tag: live.StartTag}
 	// No timeout: it ends with its sandbox, whose lifetime may be
 	// extended.
@@ -197,7 +197,7 @@ func (t *tail) End(int64) error                   { return nil }
 
 // startTemplate runs the start command of rec's template, if it has one,
 // and waits for it to be ready.
-func (s *Service) startTemplate(ctx context.Context, c Caller, rec store.Sandbox, sb runtime.Sandbox, build bool) error {
+func (s *Service) startTemplate(ctx context.Context, c Caller, rec sandboxrec.Sandbox, sb runtime.Sandbox, build bool) error {
 	st, err := s.templateStart(ctx, rec, build)
 	if err != nil || st == nil {
 		return err
@@ -213,8 +213,8 @@ var errStartCut = errors.New("the create was cut off before its template's start
 
 // startCut says whether rec, left in creating by a daemon that stopped,
 // has a start command that may not have run.
-func (s *Service) startCut(ctx context.Context, rec store.Sandbox) bool {
-	if rec.State != store.StateCreating {
+func (s *Service) startCut(ctx context.Context, rec sandboxrec.Sandbox) bool {
+	if rec.State != sandboxrec.Creating {
 		return false
 	}
 	st, err := s.templateStart(ctx, rec, false)

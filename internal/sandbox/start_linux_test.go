@@ -12,7 +12,7 @@ import (
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -148,7 +148,7 @@ func TestTemplateStartFails(t *testing.T) {
 		if !errors.Is(err, sandbox.ErrUnavailable) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("create from %s: %v, want unavailable with %q", tc.template, err, tc.want)
 		}
-		list, lerr := svc.List(ctx, c, store.SandboxFilter{State: store.StateFailed})
+		list, lerr := svc.List(ctx, c, sandboxrec.Filter{State: sandboxrec.Failed})
 		if lerr != nil {
 			t.Fatal(lerr)
 		}
@@ -235,7 +235,7 @@ func TestTemplateStartIdle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.State == store.StateStopped {
+		if got.State == sandboxrec.Stopped {
 			if got.Reason != sandbox.ReasonIdle {
 				t.Errorf("stopped for %q, want %q", got.Reason, sandbox.ReasonIdle)
 			}
@@ -265,7 +265,7 @@ func TestTemplateStartCutByRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cut := store.Sandbox{ID: "sb-startcut000001", TenantID: c.TenantID, State: store.StateCreating,
+	cut := sandboxrec.Sandbox{ID: "sb-startcut000001", TenantID: c.TenantID, State: sandboxrec.Creating,
 		Template: tpl.Name, CPUs: 1, MemoryMB: 512, Pids: 256, DiskMB: 1024,
 		CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
 	if err := shared.CreateSandbox(ctx, cut); err != nil {
@@ -286,7 +286,7 @@ func TestTemplateStartCutByRestart(t *testing.T) {
 	}
 	defer svc2.Close()
 	got, err := svc2.Get(ctx, c, cut.ID)
-	if err != nil || got.State != store.StateFailed || !strings.Contains(got.Reason, "cut off before its template's start command was ready") {
+	if err != nil || got.State != sandboxrec.Failed || !strings.Contains(got.Reason, "cut off before its template's start command was ready") {
 		t.Errorf("after the restart: %s %q (%v), want failed, cut off", got.State, got.Reason, err)
 	}
 	if runtimeHas(t, cut.ID) {

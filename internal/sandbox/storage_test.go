@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -52,7 +53,7 @@ func TestCreateRefusedAtStorageQuota(t *testing.T) {
 	if err := svc.Check(ctx, full, sandbox.CreateRequest{}); !errors.Is(err, sandbox.ErrStorageQuota) {
 		t.Errorf("check (a task's submit) at the storage quota: %v", err)
 	}
-	if l, _ := st.ListSandboxes(ctx, store.SandboxFilter{TenantID: full.TenantID}); len(l) != 0 || rt.creates.Load() != 0 {
+	if l, _ := st.ListSandboxes(ctx, sandboxrec.Filter{TenantID: full.TenantID}); len(l) != 0 || rt.creates.Load() != 0 {
 		t.Errorf("refused create left %d records, made %d runtime calls", len(l), rt.creates.Load())
 	}
 	if _, err := svc.Create(ctx, other, sandbox.CreateRequest{}); err != nil {
@@ -104,7 +105,7 @@ func TestCreateRefusedOnLowDisk(t *testing.T) {
 					t.Errorf("message %q lacks %q", err, want)
 				}
 			}
-			if l, _ := st.ListSandboxes(context.Background(), store.SandboxFilter{}); len(l) != 0 || rt.creates.Load() != 0 {
+			if l, _ := st.ListSandboxes(context.Background(), sandboxrec.Filter{}); len(l) != 0 || rt.creates.Load() != 0 {
 				t.Errorf("refused create left %d records, made %d runtime calls", len(l), rt.creates.Load())
 			}
 		})

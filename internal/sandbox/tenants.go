@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
@@ -31,7 +30,7 @@ type cachedTenant struct {
 }
 
 // get returns the tenant with id from the cache or the store.
-func (c *tenantCache) get(ctx context.Context, st store.Store, id string, now time.Time) (tenancy.Tenant, error) {
+func (c *tenantCache) get(ctx context.Context, st Store, id string, now time.Time) (tenancy.Tenant, error) {
 	c.mu.Lock()
 	e, ok := c.m[id]
 	gen := c.gen

@@ -2,8 +2,8 @@ package sandbox
 
 import (
 	"context"
-	"github.com/airlockhq/airlock/internal/store"
 
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -36,7 +36,7 @@ func exitAttrs(r ExecResult) []attribute.KeyValue {
 // record atomically, then boots the sandbox. An unknown template is
 // ErrNotFound (like any other missing resource); a sandbox token cannot
 // create sandboxes (ErrInvalid), since it exists to reach one sandbox only.
-func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (store.Sandbox, error) {
+func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (sandboxrec.Sandbox, error) {
 	ctx, span := s.span(ctx, "sandbox.create", c, "")
 	rec, err := s.create(ctx, c, req, origin{})
 	endSpan(span, err, attribute.String("airlock.sandbox_id", rec.ID), attribute.String("airlock.template", rec.Template),

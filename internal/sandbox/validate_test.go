@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/store/teststore"
 	"github.com/airlockhq/airlock/internal/tenancy"
@@ -151,7 +152,7 @@ func TestCreateRefusesBadInput(t *testing.T) {
 			}
 		})
 	}
-	if l, _ := st.ListSandboxes(context.Background(), store.SandboxFilter{}); len(l) != 0 || rt.creates.Load() != 0 {
+	if l, _ := st.ListSandboxes(context.Background(), sandboxrec.Filter{}); len(l) != 0 || rt.creates.Load() != 0 {
 		t.Errorf("refused creates left %d records and made %d runtime calls", len(l), rt.creates.Load())
 	}
 }
@@ -209,7 +210,7 @@ func TestCreateFailureIsRecorded(t *testing.T) {
 			t.Errorf("runtime error %v: got %v, want %v", tc.fail, err, tc.want)
 		}
 	}
-	failed, _ := st.ListSandboxes(context.Background(), store.SandboxFilter{TenantID: c.TenantID, State: store.StateFailed})
+	failed, _ := st.ListSandboxes(context.Background(), sandboxrec.Filter{TenantID: c.TenantID, State: sandboxrec.Failed})
 	if len(failed) != 2 || !strings.Contains(failed[0].Reason+failed[1].Reason, "out of uid ranges") {
 		t.Errorf("failed records: %+v", failed)
 	}

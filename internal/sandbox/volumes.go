@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -51,7 +52,7 @@ type volumeSpec struct {
 	Runtime string `json:"runtime"`
 }
 
-func volumeOf(d store.Disk) (Volume, volumeSpec) {
+func volumeOf(d sandboxrec.Disk) (Volume, volumeSpec) {
 	var sp volumeSpec
 	json.Unmarshal([]byte(d.Spec), &sp) // written by this package
 	return Volume{Name: d.Name, SizeMB: d.Bytes >> 20, Node: d.Node, CreatedAt: d.CreatedAt.UTC()}, sp
@@ -83,7 +84,7 @@ func (s *Service) CreateVolume(ctx context.Context, c Caller, req VolumeRequest)
 	node := nodeOr(req.Node)
 	unlock := s.locks.lock("volume/" + c.TenantID + "/" + req.Name)
 	defer unlock()
-	if _, err := s.st.GetDisk(ctx, store.DiskVolume, c.TenantID, req.Name); err == nil {
+	if _, err := s.st.GetDisk(ctx, sandboxrec.DiskVolume, c.TenantID, req.Name); err == nil {
 		return Volume{}, fmt.Errorf("%w: volume %s exists", ErrConflict, req.Name)
 	}
 	if err := s.checkDiskRoom(ctx, c.TenantID, req.SizeMB<<20); err != nil {
@@ -102,7 +103,7 @@ func (s *Service) CreateVolume(ctx context.Context, c Caller, req VolumeRequest)
 		return Volume{}, templateErr(err)
 	}
 	spec, _ := json.Marshal(volumeSpec{Runtime: rtName})
-	d := store.Disk{Kind: store.DiskVolume, TenantID: c.TenantID, Name: req.Name, Node: node,
+	d := sandboxrec.Disk{Kind: sandboxrec.DiskVolume, TenantID: c.TenantID, Name: req.Name, Node: node,
 		Bytes: req.SizeMB << 20, CreatedAt: s.now(), Spec: string(spec)}
 	if err := s.st.CreateDisk(ctx, d); err != nil {
 		if derr := v.DeleteVolume(ctx, rtName); derr != nil {
@@ -140,7 +141,7 @@ func (s *Service) Volumes(ctx context.Context, c Caller) ([]Volume, error) {
 	if c.TenantID == "" || c.SandboxID != "" {
 		return []Volume{}, nil
 	}
-	ds, err := s.st.ListDisks(ctx, store.DiskVolume, c.TenantID)
+	ds, err := s.st.ListDisks(ctx, sandboxrec.DiskVolume, c.TenantID)
 	if err != nil {
 		return nil, fmt.Errorf("list volumes: %w", err)
 	}
@@ -154,7 +155,7 @@ func (s *Service) Volumes(ctx context.Context, c Caller) ([]Volume, error) {
 
 // GetVolume returns the caller's volume name.
 func (s *Service) GetVolume(ctx context.Context, c Caller, name string) (Volume, error) {
-	d, err := s.ownDisk(ctx, c, store.DiskVolume, name)
+	d, err := s.ownDisk(ctx, c, sandboxrec.DiskVolume, name)
 	if err != nil {
 		return Volume{}, err
 	}
@@ -167,7 +168,7 @@ func (s *Service) GetVolume(ctx context.Context, c Caller, name string) (Volume,
 func (s *Service) DeleteVolume(ctx context.Context, c Caller, name string) error {
 	unlock := s.locks.lock("volume/" + c.TenantID + "/" + name)
 	defer unlock()
-	d, err := s.ownDisk(ctx, c, store.DiskVolume, name)
+	d, err := s.ownDisk(ctx, c, sandboxrec.DiskVolume, name)
 	if err != nil {
 		return err
 	}
@@ -184,7 +185,7 @@ func (s *Service) DeleteVolume(ctx context.Context, c Caller, name string) error
 	if err := v.DeleteVolume(ctx, sp.Runtime); err != nil {
 		return templateErr(err)
 	}
-	if err := s.st.DeleteDisk(ctx, store.DiskVolume, c.TenantID, name); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := s.st.DeleteDisk(ctx, sandboxrec.DiskVolume, c.TenantID, name); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("delete volume %s: %w", name, err)
 	}
 	return nil
@@ -193,8 +194,8 @@ func (s *Service) DeleteVolume(ctx context.Context, c Caller, name string) error
 // mountedBy are the tenant's live sandboxes that mount volume name, and
 // those of them that mount it read-write.
 func (s *Service) mountedBy(ctx context.Context, tenant, name string) (all, rw []string, err error) {
-	for _, state := range []string{store.StateCreating, store.StateRunning, store.StatePaused} {
-		recs, err := s.st.ListSandboxes(ctx, store.SandboxFilter{TenantID: tenant, State: state})
+	for _, state := range []string{sandboxrec.Creating, sandboxrec.Running, sandboxrec.Paused} {
+		recs, err := s.st.ListSandboxes(ctx, sandboxrec.Filter{TenantID: tenant, State: state})
 		if err != nil {
 			return nil, nil, fmt.Errorf("list sandboxes: %w", err)
 		}
@@ -232,7 +233,7 @@ func (s *Service) resolveVolumes(ctx context.Context, c Caller, req CreateReques
 			return nil, "", fmt.Errorf("%w: volumes[%d]: volume %s or path %s given twice", ErrInvalid, i, clip(v.Name), clip(v.Path))
 		}
 		seen["name:"+v.Name], seen["path:"+path.Clean(v.Path)] = true, true
-		d, err := s.ownDisk(ctx, c, store.DiskVolume, v.Name)
+		d, err := s.ownDisk(ctx, c, sandboxrec.DiskVolume, v.Name)
 		if err != nil {
 			return nil, "", fmt.Errorf("volumes[%d]: %w", i, err)
 		}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // VolumeTransfer says that a volume moved to the node a sandbox went to,
@@ -61,7 +61,7 @@ func (s *Service) createMovingVolumes(ctx context.Context, c Caller, spec runtim
 func (s *Service) moveVolume(ctx context.Context, c Caller, name, node, target string) (VolumeTransfer, error) {
 	unlock := s.locks.lock("volume/" + c.TenantID + "/" + name)
 	defer unlock()
-	d, err := s.ownDisk(ctx, c, store.DiskVolume, name)
+	d, err := s.ownDisk(ctx, c, sandboxrec.DiskVolume, name)
 	if err != nil {
 		return VolumeTransfer{}, err
 	}
@@ -81,7 +81,7 @@ func (s *Service) moveVolume(ctx context.Context, c Caller, name, node, target s
 	if err != nil {
 		return VolumeTransfer{}, fmt.Errorf("move volume %s from node %s to node %s: %w", name, node, target, err)
 	}
-	if err := s.st.MoveDisk(ctx, store.DiskVolume, c.TenantID, name, target); err != nil {
+	if err := s.st.MoveDisk(ctx, sandboxrec.DiskVolume, c.TenantID, name, target); err != nil {
 		return VolumeTransfer{}, fmt.Errorf("record volume %s on node %s: %w", name, target, err)
 	}
 	if v, err := s.volumer(ctx, node); err == nil {

@@ -4,24 +4,26 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // ScanSandbox reads a row of the sandbox columns (each store's
 // sandboxCols).
-func ScanSandbox(r Scanner) (Sandbox, error) {
-	var sb Sandbox
+func ScanSandbox(r Scanner) (sandboxrec.Sandbox, error) {
+	var sb sandboxrec.Sandbox
 	var env, meta sql.NullString
 	var created, expires, ended sql.NullInt64
 	err := r.Scan(&sb.ID, &sb.TenantID, &sb.State, &sb.Reason, &sb.Template, &sb.CPUs, &sb.MemoryMB,
 		&sb.Pids, &sb.DiskMB, &env, &meta, &sb.Workdir, &created, &expires, &ended, &sb.Network, &sb.Secrets, &sb.IdleTimeoutS, &sb.Node, &sb.Lifecycle)
 	if err != nil {
-		return Sandbox{}, NotFound(err)
+		return sandboxrec.Sandbox{}, NotFound(err)
 	}
 	if sb.Env, err = DecodeMap(env); err != nil {
-		return Sandbox{}, fmt.Errorf("sandbox %s: decode env: %w", sb.ID, err)
+		return sandboxrec.Sandbox{}, fmt.Errorf("sandbox %s: decode env: %w", sb.ID, err)
 	}
 	if sb.Metadata, err = DecodeMap(meta); err != nil {
-		return Sandbox{}, fmt.Errorf("sandbox %s: decode metadata: %w", sb.ID, err)
+		return sandboxrec.Sandbox{}, fmt.Errorf("sandbox %s: decode metadata: %w", sb.ID, err)
 	}
 	sb.CreatedAt, sb.ExpiresAt, sb.EndedAt = FromNanos(created), FromNanos(expires), FromNanos(ended)
 	return sb, nil

@@ -1,11 +1,15 @@
 // Package store persists Airlock's records: tenants, API keys, sandboxes,
-// sandbox tokens and tenant secrets, behind one interface that SQLite (the
-// embedded default, store/sqlite) and PostgreSQL (store/postgres)
-// implement; this package holds that interface, the records and the row
-// codecs both share, and no database of its own. It stores only
-// hashes of credentials (keys, tokens) and only sealed (encrypted) tenant
-// secrets, never a plaintext one, and it never decides policy: quotas and
-// ownership are checked by its callers.
+// sandbox tokens, tenant secrets, logs, usage, events and tasks, behind
+// one interface that SQLite (the embedded default, store/sqlite) and
+// PostgreSQL (store/postgres) implement. The records a domain package
+// owns are that package's (tenancy, approvals, sandbox/sandboxrec,
+// events/eventrec, tasks/taskrec), each with the narrow Store its owner
+// persists through, which Store embeds; this package holds the records no
+// other package owns yet, the row codecs both stores share, and no
+// database of its own. It stores only hashes of credentials (keys,
+// tokens) and only sealed (encrypted) tenant secrets, never a plaintext
+// one, and it never decides policy: quotas and ownership are checked by
+// its callers.
 package store
 
 import (
@@ -15,6 +19,8 @@ import (
 	"github.com/airlockhq/airlock/internal/approvals"
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/errdefs"
+	"github.com/airlockhq/airlock/internal/events/eventrec"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 	"github.com/airlockhq/airlock/internal/tenancy"
 )
@@ -26,49 +32,6 @@ var (
 	ErrNotFound error = errdefs.Sentinel("not found", errdefs.ErrNotFound)
 	ErrConflict error = errdefs.Sentinel("already exists", errdefs.ErrConflict)
 )
-
-// Sandbox states.
-const (
-	StateCreating = "creating"
-	StateRunning  = "running"
-	StatePaused   = "paused"  // frozen: its processes and memory kept, no CPU
-	StateStopped  = "stopped" // destroyed on purpose (delete or expiry)
-	StateFailed   = "failed"  // lost: its runtime side is gone; Reason says why
-)
-
-// Sandbox is the durable record of one sandbox.
-type Sandbox struct {
-	ID        string            `json:"id"`
-	TenantID  string            `json:"tenant_id"`
-	State     string            `json:"state"`
-	Reason    string            `json:"reason,omitempty"`
-	Template  string            `json:"template"`
-	CPUs      float64           `json:"cpus"`
-	MemoryMB  int64             `json:"memory_mb"`
-	Pids      int64             `json:"pids"`
-	DiskMB    int64             `json:"disk_mb"`
-	Env       map[string]string `json:"env,omitempty"`
-	Metadata  map[string]string `json:"metadata,omitempty"`
-	Workdir   string            `json:"workdir,omitempty"`
-	CreatedAt time.Time         `json:"created_at"`
-	ExpiresAt time.Time         `json:"expires_at"`
-	EndedAt   time.Time         `json:"ended_at,omitzero"`
-	// Network is the egress policy as JSON, "" for the default (none). The
-	// store keeps it opaque: the sandbox package owns its meaning.
-	Network string `json:"network,omitempty"`
-	// IdleTimeoutS stops the sandbox after that long unused (0: never).
-	IdleTimeoutS int64 `json:"idle_timeout_s,omitempty"`
-	// Secrets are the secrets bound at create as JSON (name ->
-	// placeholder), "" for none; opaque to the store. Placeholders are not
-	// secret: the sandbox holds them in its environment.
-	Secrets string `json:"secrets,omitempty"`
-	// Node is the node the sandbox runs on: "local" for the control
-	// plane's own host, else a joined node's name.
-	Node string `json:"node,omitempty"`
-	// Lifecycle is the pause, snapshot, fork and volume settings and state
-	// as JSON, "" for none; opaque to the store (package sandbox owns it).
-	Lifecycle string `json:"lifecycle,omitempty"`
-}
 
 // Secret is a tenant's secret. Sealed is the value encrypted by package
 // secrets; the store never sees a plaintext value.
@@ -163,16 +126,6 @@ type TenantUsage struct {
 	Model            ModelUsage
 }
 
-// SandboxFilter selects sandboxes in List. Zero fields match everything.
-type SandboxFilter struct {
-	TenantID  string            // always set by the API
-	State     string            // exact state
-	Metadata  map[string]string // every pair must match
-	After     string            // pagination: ids sorted ascending, strictly after this one
-	ExpiredBy time.Time         // expires_at at or before this time
-	Limit     int               // 0 = no limit
-}
-
 // Store is everything the daemon persists. Implementations are safe for
 // concurrent use.
 type Store interface {
@@ -201,24 +154,9 @@ type Store interface {
 	TokenByHash(ctx context.Context, hash []byte) (tenancy.Token, error)
 	DeleteTokens(ctx context.Context, sandboxID string) error
 
-	CreateSandbox(ctx context.Context, s Sandbox) error
-	GetSandbox(ctx context.Context, id string) (Sandbox, error)
-	// UpdateSandbox replaces the record with the same ID. A record saved
-	// as stopped or failed loses its tokens in the same write.
-	UpdateSandbox(ctx context.Context, s Sandbox) error
-	// UpdateSandboxSoon is UpdateSandbox for a change a crash may lose
-	// because the next start reconciles it with the runtime (creating to
-	// running; running to stopped, which a restart then reports as failed,
-	// lost): reads through the store see it at once, the database within
-	// milliseconds.
-	UpdateSandboxSoon(ctx context.Context, s Sandbox) error
-	ListSandboxes(ctx context.Context, f SandboxFilter) ([]Sandbox, error)
-	// Usage counts a tenant's live (creating or running) sandboxes and
-	// their memory, for quotas.
-	Usage(ctx context.Context, tenantID string) (sandboxes int, memoryMB int64, err error)
-	// NextExpiry is the earliest expiry after after of a running sandbox,
-	// zero if there is none.
-	NextExpiry(ctx context.Context, after time.Time) (time.Time, error)
+	// Sandboxes and their disks (snapshots and volumes), whose records
+	// and methods' contract are package sandboxrec's.
+	sandboxrec.Store
 
 	// AppendNetEvents adds events to their sandboxes' egress logs, in one
 	// transaction; their IDs are assigned by the store.
@@ -275,8 +213,6 @@ type Store interface {
 	// UsageByTenant sums the usage f selects per tenant, ordered by
 	// tenant id; tenants without sandboxes there are left out.
 	UsageByTenant(ctx context.Context, f UsageFilter) ([]TenantUsage, error)
-	// CountSandboxes counts sandbox records by state.
-	CountSandboxes(ctx context.Context) (map[string]int, error)
 	// SaveIdle records when each sandbox was last used, which starts its
 	// idle timer, for the daemon that runs after this one.
 	SaveIdle(ctx context.Context, last map[string]time.Time) error
@@ -284,40 +220,9 @@ type Store interface {
 	// running) sandbox that has one.
 	IdleSince(ctx context.Context) (map[string]time.Time, error)
 
-	// AppendEvents stores tenant events in one transaction, setting each
-	// one's ID (ascending, never reused), and creates the deliveries each
-	// lists, to webhooks that still exist.
-	AppendEvents(ctx context.Context, events []TenantEvent) error
-	// TenantEvents returns up to limit of a tenant's events with an ID
-	// above after, oldest first; with types, only those.
-	TenantEvents(ctx context.Context, tenantID string, after int64, types []string, limit int) ([]TenantEvent, error)
-	// PruneEvents deletes events older than before and all but the newest
-	// keep (0: no count bound), except those a pending delivery needs,
-	// and finished deliveries that ended before before. It returns how
-	// many events went.
-	PruneEvents(ctx context.Context, before time.Time, keep int) (int, error)
-	// CreateWebhook inserts a webhook; an existing ID is ErrConflict.
-	CreateWebhook(ctx context.Context, w Webhook) error
-	// GetWebhook returns the tenant's webhook, or ErrNotFound.
-	GetWebhook(ctx context.Context, tenantID, id string) (Webhook, error)
-	// ListWebhooks returns a tenant's webhooks ("" = all) oldest first.
-	ListWebhooks(ctx context.Context, tenantID string) ([]Webhook, error)
-	// DeleteWebhook removes the tenant's webhook and its deliveries, or
-	// returns ErrNotFound.
-	DeleteWebhook(ctx context.Context, tenantID, id string) error
-	// DueDeliveries returns up to limit pending deliveries due by now,
-	// earliest first, with their webhook and event.
-	DueDeliveries(ctx context.Context, now time.Time, limit int) ([]Delivery, error)
-	// NextDelivery is the earliest time after after at which a pending
-	// delivery is due, zero if there is none.
-	NextDelivery(ctx context.Context, after time.Time) (time.Time, error)
-	// RecordAttempt saves an attempt and the delivery's new state in one
-	// transaction; ErrNotFound if the delivery is gone.
-	RecordAttempt(ctx context.Context, d Delivery, a DeliveryAttempt) error
-	// ListDeliveries returns up to limit deliveries of the tenant's
-	// webhook for events below before (0: from the newest), newest first,
-	// with their attempts.
-	ListDeliveries(ctx context.Context, tenantID, webhookID string, before int64, limit int) ([]Delivery, error)
+	// Tenant events, webhooks and their deliveries, whose records and
+	// methods' contract are package eventrec's.
+	eventrec.Store
 
 	// Tasks, their events and artifacts (tasks.go), whose records and
 	// methods' contract are package taskrec's.
@@ -328,18 +233,6 @@ type Store interface {
 	// left by a daemon that went away and forgets them.
 	UpdateLiveConns(ctx context.Context, opened []LiveConn, closed []string) error
 	TakeLiveConns(ctx context.Context) ([]LiveConn, error)
-
-	// Snapshots and volumes (disks.go): CreateDisk inserts one and counts
-	// its Bytes in its tenant's storage (an existing name of its kind is
-	// ErrConflict); DeleteDisk removes it and its count (ErrNotFound if
-	// none); ListDisks orders by tenant and name ("" tenant: all).
-	CreateDisk(ctx context.Context, d Disk) error
-	GetDisk(ctx context.Context, kind, tenantID, name string) (Disk, error)
-	ListDisks(ctx context.Context, kind, tenantID string) ([]Disk, error)
-	DeleteDisk(ctx context.Context, kind, tenantID, name string) error
-	// MoveDisk records that the disk is kept on node now (ErrNotFound if
-	// there is none).
-	MoveDisk(ctx context.Context, kind, tenantID, name, node string) error
 
 	// Approvals (approvals.go): CreateApproval inserts one (an existing id
 	// is ErrConflict); GetApproval reads the tenant's (ErrNotFound for

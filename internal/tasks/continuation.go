@@ -9,7 +9,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/errdefs"
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
@@ -99,7 +99,7 @@ func (s *Service) sweepWorkspaces(stop <-chan struct{}) {
 }
 
 func (s *Service) sweepOnce(ctx context.Context) {
-	disks, err := s.st.ListDisks(ctx, store.DiskSnapshot, "")
+	disks, err := s.st.ListDisks(ctx, sandboxrec.DiskSnapshot, "")
 	if err != nil {
 		s.log.Warn("task: list kept workspaces", "err", err)
 		return

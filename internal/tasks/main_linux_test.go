@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/sandbox/sandboxtest"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/tasks"
@@ -98,7 +99,7 @@ func (e env) gone(t *testing.T, id string) {
 	if err != nil {
 		t.Fatalf("sandbox %s: %v", id, err)
 	}
-	if sb.State != store.StateStopped {
+	if sb.State != sandboxrec.Stopped {
 		t.Errorf("sandbox %s is %s, want stopped", id, sb.State)
 	}
 	ids, err := testRuntime(t).List(context.Background())

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/tasks"
 	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
@@ -22,9 +22,9 @@ type failingCreates struct {
 	left atomic.Int32
 }
 
-func (f *failingCreates) Create(ctx context.Context, c sandbox.Caller, req sandbox.CreateRequest) (store.Sandbox, error) {
+func (f *failingCreates) Create(ctx context.Context, c sandbox.Caller, req sandbox.CreateRequest) (sandboxrec.Sandbox, error) {
 	if f.left.Add(-1) >= 0 {
-		return store.Sandbox{}, fmt.Errorf("%w: node n1 did not answer", sandbox.ErrUnavailable)
+		return sandboxrec.Sandbox{}, fmt.Errorf("%w: node n1 did not answer", sandbox.ErrUnavailable)
 	}
 	return f.Sandboxes.Create(ctx, c, req)
 }

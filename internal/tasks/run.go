@@ -12,7 +12,7 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
@@ -220,7 +220,7 @@ func (r *taskRun) cut(ctx context.Context, err error, what string) ending {
 // createSandbox creates the task's sandbox. A tenant at its sandbox quota
 // (its own sandboxes count too) makes the task wait and retry rather than
 // fail.
-func (r *taskRun) createSandbox(ctx context.Context) (store.Sandbox, error) {
+func (r *taskRun) createSandbox(ctx context.Context) (sandboxrec.Sandbox, error) {
 	req := sandboxRequest(r.req, r.h, r.rec.ID)
 	for {
 		sb, err := r.s.m.Create(ctx, r.c, req)
@@ -231,7 +231,7 @@ func (r *taskRun) createSandbox(ctx context.Context) (store.Sandbox, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return store.Sandbox{}, err
+			return sandboxrec.Sandbox{}, err
 		case <-time.After(time.Second):
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/airlockhq/airlock/internal/pricing"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // Sandboxes is what tasks use of the sandbox layer, always with the
@@ -19,7 +19,7 @@ type Sandboxes interface {
 	// Check refuses, as Create would, a request for what can never be
 	// had; it creates nothing.
 	Check(ctx context.Context, c sandbox.Caller, req sandbox.CreateRequest) error
-	Create(ctx context.Context, c sandbox.Caller, req sandbox.CreateRequest) (store.Sandbox, error)
+	Create(ctx context.Context, c sandbox.Caller, req sandbox.CreateRequest) (sandboxrec.Sandbox, error)
 	Delete(ctx context.Context, c sandbox.Caller, id string) error
 	// Template tells whether the server has a harness's template.
 	Template(ctx context.Context, name string) (runtime.TemplateInfo, error)

@@ -3,7 +3,7 @@ package tasks
 import (
 	"context"
 
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 	"github.com/airlockhq/airlock/internal/tenancy"
 )
@@ -17,5 +17,5 @@ type Store interface {
 	GetTenant(ctx context.Context, id string) (tenancy.Tenant, error)
 	// ListDisks finds kept workspaces (snapshots) to sweep; the disk
 	// records are still store's.
-	ListDisks(ctx context.Context, kind, tenantID string) ([]store.Disk, error)
+	ListDisks(ctx context.Context, kind, tenantID string) ([]sandboxrec.Disk, error)
 }

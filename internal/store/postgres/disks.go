@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/jackc/pgx/v5"
 )
 
 // CreateDisk: see store.Store.
-func (s *Store) CreateDisk(ctx context.Context, d store.Disk) error {
+func (s *Store) CreateDisk(ctx context.Context, d sandboxrec.Disk) error {
 	return s.storageTx(ctx, "create "+d.Kind, func(tx pgx.Tx, sd delta) error {
 		_, err := tx.Exec(ctx, `INSERT INTO disks (`+store.DiskCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 			d.Kind, d.TenantID, d.Name, d.Node, d.Sandbox, d.Bytes, store.ToNanos(d.CreatedAt), d.Spec)
@@ -22,17 +23,17 @@ func (s *Store) CreateDisk(ctx context.Context, d store.Disk) error {
 }
 
 // GetDisk: see store.Store.
-func (s *Store) GetDisk(ctx context.Context, kind, tenantID, name string) (store.Disk, error) {
+func (s *Store) GetDisk(ctx context.Context, kind, tenantID, name string) (sandboxrec.Disk, error) {
 	d, err := store.ScanDisk(s.pool.QueryRow(ctx, `SELECT `+store.DiskCols+` FROM disks
 		WHERE tenant_id = $1 AND kind = $2 AND name = $3`, tenantID, kind, name))
 	if err != nil {
-		return store.Disk{}, fmt.Errorf("get %s %s: %w", kind, name, mapErr(err))
+		return sandboxrec.Disk{}, fmt.Errorf("get %s %s: %w", kind, name, mapErr(err))
 	}
 	return d, nil
 }
 
 // ListDisks: see store.Store.
-func (s *Store) ListDisks(ctx context.Context, kind, tenantID string) ([]store.Disk, error) {
+func (s *Store) ListDisks(ctx context.Context, kind, tenantID string) ([]sandboxrec.Disk, error) {
 	q, args := `SELECT `+store.DiskCols+` FROM disks WHERE kind = $1`, []any{kind}
 	if tenantID != "" {
 		q, args = q+` AND tenant_id = $2`, append(args, tenantID)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/airlockhq/airlock/internal/events/eventrec"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -19,7 +20,7 @@ import (
 // transactions may commit out of the order they drew in: a follower that
 // had read up to 12 would then never see 11. So appenders queue on an
 // advisory lock held to commit, and IDs become visible in order.
-func (s *Store) AppendEvents(ctx context.Context, events []store.TenantEvent) error {
+func (s *Store) AppendEvents(ctx context.Context, events []eventrec.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -64,7 +65,7 @@ func (s *Store) AppendEvents(ctx context.Context, events []store.TenantEvent) er
 
 // TenantEvents returns up to limit of the tenant's events with an ID above
 // after, oldest first; with types, only those.
-func (s *Store) TenantEvents(ctx context.Context, tenantID string, after int64, types []string, n int) ([]store.TenantEvent, error) {
+func (s *Store) TenantEvents(ctx context.Context, tenantID string, after int64, types []string, n int) ([]eventrec.Event, error) {
 	q := `SELECT id, tenant_id, sandbox_id, type, time, data FROM tenant_events WHERE tenant_id = $1 AND id > $2`
 	args := []any{tenantID, after, limit(n)}
 	if len(types) > 0 {
@@ -72,8 +73,8 @@ func (s *Store) TenantEvents(ctx context.Context, tenantID string, after int64, 
 		args = append(args, types)
 	}
 	q += ` ORDER BY id LIMIT $3`
-	out, err := query(ctx, s.pool, q, args, func(r store.Scanner) (store.TenantEvent, error) {
-		var e store.TenantEvent
+	out, err := query(ctx, s.pool, q, args, func(r store.Scanner) (eventrec.Event, error) {
+		var e eventrec.Event
 		var t sql.NullInt64
 		err := r.Scan(&e.ID, &e.TenantID, &e.SandboxID, &e.Type, &t, &e.Data)
 		e.Time = store.FromNanos(t)

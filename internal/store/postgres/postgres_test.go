@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/airlockhq/airlock/internal/events/eventrec"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/store/storetest"
 	"github.com/airlockhq/airlock/internal/tenancy"
@@ -91,14 +93,14 @@ func TestReplicasShareState(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	ctx := context.Background()
-	sb := store.Sandbox{ID: "sb_1", TenantID: "ten", State: store.StateCreating, Template: "t"}
+	sb := sandboxrec.Sandbox{ID: "sb_1", TenantID: "ten", State: sandboxrec.Creating, Template: "t"}
 	if err := a.CreateSandbox(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.CreateToken(ctx, tenancy.Token{ID: "tok", SandboxID: sb.ID, TenantID: "ten", Hash: []byte("h")}); err != nil {
 		t.Fatal(err)
 	}
-	for _, state := range []string{store.StateRunning, store.StateStopped} {
+	for _, state := range []string{sandboxrec.Running, sandboxrec.Stopped} {
 		sb.State = state
 		if err := a.UpdateSandboxSoon(ctx, sb); err != nil {
 			t.Fatal(err)
@@ -116,7 +118,7 @@ func TestReplicasShareState(t *testing.T) {
 	for _, s := range []*Store{a, b, a, b} {
 		wg.Go(func() {
 			for range 30 {
-				if err := s.AppendEvents(ctx, []store.TenantEvent{{TenantID: "ten", SandboxID: "sb", Type: "x", Time: time.Now(), Data: []byte(`{}`)}}); err != nil {
+				if err := s.AppendEvents(ctx, []eventrec.Event{{TenantID: "ten", SandboxID: "sb", Type: "x", Time: time.Now(), Data: []byte(`{}`)}}); err != nil {
 					t.Error(err)
 					return
 				}

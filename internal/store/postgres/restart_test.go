@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/events/eventrec"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/tenancy"
 	"github.com/airlockhq/airlock/internal/testenv"
 )
@@ -80,7 +81,7 @@ func TestDatabaseRestart(t *testing.T) {
 	if err := s.CreateTenant(ctx, tenancy.Tenant{ID: "ten", Name: "t"}); err != nil {
 		t.Fatal(err)
 	}
-	sb := store.Sandbox{ID: "sb", TenantID: "ten", State: store.StateRunning, Template: "x"}
+	sb := sandboxrec.Sandbox{ID: "sb", TenantID: "ten", State: sandboxrec.Running, Template: "x"}
 	if err := s.CreateSandbox(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestDatabaseRestart(t *testing.T) {
 					return
 				default:
 				}
-				ev := []store.TenantEvent{{TenantID: "ten", SandboxID: "sb", Type: mode, Time: time.Now(), Data: []byte(`{}`)}}
+				ev := []eventrec.Event{{TenantID: "ten", SandboxID: "sb", Type: mode, Time: time.Now(), Data: []byte(`{}`)}}
 				if err := s.AppendEvents(ctx, ev); err != nil {
 					failed.Add(1)
 					time.Sleep(20 * time.Millisecond)
@@ -119,7 +120,7 @@ func TestDatabaseRestart(t *testing.T) {
 		ww.Wait()
 		t.Logf("restart -m %s: %d appends acknowledged, %d failed", mode, len(acked), failed.Load())
 
-		var stored []store.TenantEvent
+		var stored []eventrec.Event
 		retry(t, "read events", func() error {
 			var err error
 			stored, err = s.TenantEvents(ctx, "ten", 0, []string{mode}, 1_000_000)
@@ -138,7 +139,7 @@ func TestDatabaseRestart(t *testing.T) {
 			t.Errorf("restart -m %s: sandbox %+v, %v", mode, got, err)
 		}
 		// New calls work without reopening the store.
-		if err := s.CreateSandbox(ctx, store.Sandbox{ID: "sb_after_" + mode, TenantID: "ten", State: store.StateCreating}); err != nil {
+		if err := s.CreateSandbox(ctx, sandboxrec.Sandbox{ID: "sb_after_" + mode, TenantID: "ten", State: sandboxrec.Creating}); err != nil {
 			t.Errorf("restart -m %s: a new write: %v", mode, err)
 		}
 		if n, _, err := s.Usage(ctx, "ten"); err != nil || n != 2+i {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -17,7 +18,7 @@ const sandboxCols = `id, tenant_id, state, reason, template, cpus, memory_mb, pi
 	env, metadata::text, workdir, created_at, expires_at, ended_at, network, secrets, idle_timeout_s, node, lifecycle`
 
 // CreateSandbox inserts sb; an existing id is ErrConflict.
-func (s *Store) CreateSandbox(ctx context.Context, sb store.Sandbox) error {
+func (s *Store) CreateSandbox(ctx context.Context, sb sandboxrec.Sandbox) error {
 	args, err := sandboxArgs(sb)
 	if err == nil {
 		_, err = s.exec(ctx, `INSERT INTO sandboxes (id, tenant_id, state, reason, template, cpus, memory_mb, pids, disk_mb,
@@ -32,10 +33,10 @@ func (s *Store) CreateSandbox(ctx context.Context, sb store.Sandbox) error {
 
 // GetSandbox returns the sandbox with the id, as the database holds it:
 // there is no cache to go stale when another replica writes it.
-func (s *Store) GetSandbox(ctx context.Context, id string) (store.Sandbox, error) {
+func (s *Store) GetSandbox(ctx context.Context, id string) (sandboxrec.Sandbox, error) {
 	sb, err := store.ScanSandbox(s.pool.QueryRow(ctx, `SELECT `+sandboxCols+` FROM sandboxes WHERE id = $1`, id))
 	if err != nil {
-		return store.Sandbox{}, fmt.Errorf("get sandbox %s: %w", id, err)
+		return sandboxrec.Sandbox{}, fmt.Errorf("get sandbox %s: %w", id, err)
 	}
 	return sb, nil
 }
@@ -43,7 +44,7 @@ func (s *Store) GetSandbox(ctx context.Context, id string) (store.Sandbox, error
 // UpdateSandbox replaces every column of the sandbox with sb.ID but its
 // idle timer. Saved as stopped or failed, it loses its tokens in the same
 // statement (trigger sandboxes_end_tokens).
-func (s *Store) UpdateSandbox(ctx context.Context, sb store.Sandbox) error {
+func (s *Store) UpdateSandbox(ctx context.Context, sb sandboxrec.Sandbox) error {
 	args, err := sandboxArgs(sb)
 	if err == nil {
 		var n int64
@@ -65,12 +66,12 @@ func (s *Store) UpdateSandbox(ctx context.Context, sb store.Sandbox) error {
 // UpdateSandboxSoon is UpdateSandbox: with several replicas reading the
 // database, a write held back in one process would be invisible to the
 // others, so none is deferred.
-func (s *Store) UpdateSandboxSoon(ctx context.Context, sb store.Sandbox) error {
+func (s *Store) UpdateSandboxSoon(ctx context.Context, sb sandboxrec.Sandbox) error {
 	return s.UpdateSandbox(ctx, sb)
 }
 
 // ListSandboxes returns the sandboxes f selects, ordered by id.
-func (s *Store) ListSandboxes(ctx context.Context, f store.SandboxFilter) ([]store.Sandbox, error) {
+func (s *Store) ListSandboxes(ctx context.Context, f sandboxrec.Filter) ([]sandboxrec.Sandbox, error) {
 	var where []string
 	var args []any
 	arg := func(v any) string {
@@ -120,7 +121,7 @@ func (s *Store) Usage(ctx context.Context, tenantID string) (int, int64, error) 
 	var n int
 	var mem int64
 	err := s.pool.QueryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(memory_mb), 0)::bigint FROM sandboxes
-		WHERE tenant_id = $1 AND state IN ($2, $3, $4)`, tenantID, store.StateCreating, store.StateRunning, store.StatePaused).Scan(&n, &mem)
+		WHERE tenant_id = $1 AND state IN ($2, $3, $4)`, tenantID, sandboxrec.Creating, sandboxrec.Running, sandboxrec.Paused).Scan(&n, &mem)
 	if err != nil {
 		return 0, 0, fmt.Errorf("usage of tenant %s: %w", tenantID, err)
 	}
@@ -132,7 +133,7 @@ func (s *Store) Usage(ctx context.Context, tenantID string) (int, int64, error) 
 func (s *Store) NextExpiry(ctx context.Context, after time.Time) (time.Time, error) {
 	var next sql.NullInt64
 	err := s.pool.QueryRow(ctx, `SELECT MIN(expires_at) FROM sandboxes WHERE state IN ($1, $2) AND expires_at > $3`,
-		store.StateRunning, store.StatePaused, store.ToNanos(after)).Scan(&next)
+		sandboxrec.Running, sandboxrec.Paused, store.ToNanos(after)).Scan(&next)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("next expiry: %w", err)
 	}
@@ -208,7 +209,7 @@ func (s *Store) IdleSince(ctx context.Context) (map[string]time.Time, error) {
 }
 
 // sandboxArgs returns sb's columns in sandboxCols order.
-func sandboxArgs(sb store.Sandbox) ([]any, error) {
+func sandboxArgs(sb sandboxrec.Sandbox) ([]any, error) {
 	env, err := store.EncodeMap(sb.Env)
 	if err != nil {
 		return nil, fmt.Errorf("encode env: %w", err)

@@ -258,8 +258,8 @@ var migrations = []string{
 		use             TEXT NOT NULL DEFAULT '{}',
 		last_heartbeat  BIGINT
 	);`,
-	// Pause, snapshot, fork and volume settings (store.Sandbox.Lifecycle), and the
-	// snapshots and volumes themselves (store.Disk).
+	// Pause, snapshot, fork and volume settings (sandboxrec.Sandbox.Lifecycle), and the
+	// snapshots and volumes themselves (sandboxrec.Disk).
 	`ALTER TABLE sandboxes ADD COLUMN lifecycle TEXT NOT NULL DEFAULT '';` + store.DisksSchema,
 	// What a sandbox's model calls used and cost, counted at the egress
 	// proxy (store.SandboxUsage.Model).

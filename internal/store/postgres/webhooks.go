@@ -10,11 +10,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/airlockhq/airlock/internal/events/eventrec"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
 // CreateWebhook inserts w; an existing ID is ErrConflict.
-func (s *Store) CreateWebhook(ctx context.Context, w store.Webhook) error {
+func (s *Store) CreateWebhook(ctx context.Context, w eventrec.Webhook) error {
 	events, err := json.Marshal(w.Events)
 	if err == nil {
 		_, err = s.exec(ctx, `INSERT INTO webhooks (`+store.WebhookCols+`) VALUES ($1, $2, $3, $4, $5, $6)`,
@@ -27,17 +28,17 @@ func (s *Store) CreateWebhook(ctx context.Context, w store.Webhook) error {
 }
 
 // GetWebhook returns the tenant's webhook with the id.
-func (s *Store) GetWebhook(ctx context.Context, tenantID, id string) (store.Webhook, error) {
+func (s *Store) GetWebhook(ctx context.Context, tenantID, id string) (eventrec.Webhook, error) {
 	w, err := store.ScanWebhook(s.pool.QueryRow(ctx, `SELECT `+store.WebhookCols+` FROM webhooks WHERE id = $1 AND tenant_id = $2`, id, tenantID))
 	if err != nil {
-		return store.Webhook{}, fmt.Errorf("get webhook %s: %w", id, err)
+		return eventrec.Webhook{}, fmt.Errorf("get webhook %s: %w", id, err)
 	}
 	return w, nil
 }
 
 // ListWebhooks returns the tenant's webhooks ("" = every tenant's) in
 // creation order (NULLS FIRST: SQLite's order of a zero time).
-func (s *Store) ListWebhooks(ctx context.Context, tenantID string) ([]store.Webhook, error) {
+func (s *Store) ListWebhooks(ctx context.Context, tenantID string) ([]eventrec.Webhook, error) {
 	out, err := query(ctx, s.pool, `SELECT `+store.WebhookCols+` FROM webhooks
 		WHERE $1 = '' OR tenant_id = $1 ORDER BY created_at NULLS FIRST, id`, []any{tenantID}, store.ScanWebhook)
 	if err != nil {
@@ -67,16 +68,16 @@ func (s *Store) DeleteWebhook(ctx context.Context, tenantID, id string) error {
 
 // DueDeliveries returns up to limit pending deliveries due at or before
 // now, earliest first, each with its webhook and event.
-func (s *Store) DueDeliveries(ctx context.Context, now time.Time, n int) ([]store.Delivery, error) {
+func (s *Store) DueDeliveries(ctx context.Context, now time.Time, n int) ([]eventrec.Delivery, error) {
 	out, err := query(ctx, s.pool, `SELECT `+store.DeliveryCols+`, w.url, w.sealed, w.created_at, e.sandbox_id, e.time, e.data
 		FROM webhook_deliveries d
 		JOIN webhooks w ON w.id = d.webhook_id
 		JOIN tenant_events e ON e.id = d.event_id
 		WHERE d.state = 'pending' AND d.next_at <= $1 ORDER BY d.next_at, d.id LIMIT $2`, []any{store.ToNanos(now), limit(n)},
-		func(r store.Scanner) (store.Delivery, error) {
+		func(r store.Scanner) (eventrec.Delivery, error) {
 			var wcreated, etime sql.NullInt64
-			var w store.Webhook
-			var e store.TenantEvent
+			var w eventrec.Webhook
+			var e eventrec.Event
 			d, err := store.ScanDelivery(r, &w.URL, &w.Sealed, &wcreated, &e.SandboxID, &etime, &e.Data)
 			if err != nil {
 				return d, err
@@ -110,7 +111,7 @@ func (s *Store) NextDelivery(ctx context.Context, after time.Time) (time.Time, e
 // RecordAttempt saves attempt a of delivery d and d's new state in one
 // transaction; ErrNotFound if the delivery is gone (its webhook was
 // deleted), ErrConflict if the attempt's number is taken.
-func (s *Store) RecordAttempt(ctx context.Context, d store.Delivery, a store.DeliveryAttempt) error {
+func (s *Store) RecordAttempt(ctx context.Context, d eventrec.Delivery, a eventrec.DeliveryAttempt) error {
 	return s.tx(ctx, "record attempt of "+d.ID, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET state = $1, attempts = $2, next_at = $3,
 			last_status = $4, last_error = $5, ended_at = $6 WHERE id = $7`,
@@ -132,7 +133,7 @@ func (s *Store) RecordAttempt(ctx context.Context, d store.Delivery, a store.Del
 // ListDeliveries returns up to limit of the tenant's webhook's deliveries
 // for events below before (0: the newest), newest first, each with its
 // attempts.
-func (s *Store) ListDeliveries(ctx context.Context, tenantID, webhookID string, before int64, n int) ([]store.Delivery, error) {
+func (s *Store) ListDeliveries(ctx context.Context, tenantID, webhookID string, before int64, n int) ([]eventrec.Delivery, error) {
 	if before <= 0 {
 		before = math.MaxInt64
 	}
@@ -145,20 +146,20 @@ func (s *Store) ListDeliveries(ctx context.Context, tenantID, webhookID string, 
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	out, err := query(ctx, tx, `SELECT `+store.DeliveryCols+` FROM webhook_deliveries d
 		WHERE d.webhook_id = $1 AND d.tenant_id = $2 AND d.event_id < $3 ORDER BY d.event_id DESC LIMIT $4`,
-		[]any{webhookID, tenantID, before, limit(n)}, func(r store.Scanner) (store.Delivery, error) { return store.ScanDelivery(r) })
+		[]any{webhookID, tenantID, before, limit(n)}, func(r store.Scanner) (eventrec.Delivery, error) { return store.ScanDelivery(r) })
 	if err != nil {
 		return nil, fmt.Errorf("deliveries of webhook %s: %w", webhookID, err)
 	}
 	if len(out) == 0 {
 		return out, nil
 	}
-	byID := make(map[string]*store.Delivery, len(out))
+	byID := make(map[string]*eventrec.Delivery, len(out))
 	for i := range out {
 		byID[out[i].ID] = &out[i]
 	}
 	type row struct {
 		id string
-		a  store.DeliveryAttempt
+		a  eventrec.DeliveryAttempt
 	}
 	attempts, err := query(ctx, tx, `SELECT a.delivery_id, a.n, a.time, a.status, a.error, a.duration_ms
 		FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id

@@ -5,12 +5,13 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
 // CreateDisk inserts d and counts its bytes in its tenant's storage; an
 // existing name of its kind is ErrConflict.
-func (s *Store) CreateDisk(ctx context.Context, d store.Disk) error {
+func (s *Store) CreateDisk(ctx context.Context, d sandboxrec.Disk) error {
 	return s.storageTx(ctx, "create "+d.Kind, func(tx *sql.Tx, sd storageDelta) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO disks (`+store.DiskCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			d.Kind, d.TenantID, d.Name, d.Node, d.Sandbox, d.Bytes, store.ToNanos(d.CreatedAt), d.Spec)
@@ -23,18 +24,18 @@ func (s *Store) CreateDisk(ctx context.Context, d store.Disk) error {
 }
 
 // GetDisk returns the tenant's disk of that kind and name.
-func (s *Store) GetDisk(ctx context.Context, kind, tenantID, name string) (store.Disk, error) {
+func (s *Store) GetDisk(ctx context.Context, kind, tenantID, name string) (sandboxrec.Disk, error) {
 	d, err := store.ScanDisk(s.queryRow(ctx, `SELECT `+store.DiskCols+` FROM disks WHERE tenant_id = ? AND kind = ? AND name = ?`,
 		tenantID, kind, name))
 	if err != nil {
-		return store.Disk{}, fmt.Errorf("get %s %s: %w", kind, name, err)
+		return sandboxrec.Disk{}, fmt.Errorf("get %s %s: %w", kind, name, err)
 	}
 	return d, nil
 }
 
 // ListDisks returns the tenant's disks of a kind by name ("" tenant: every
 // tenant's, by tenant and name).
-func (s *Store) ListDisks(ctx context.Context, kind, tenantID string) ([]store.Disk, error) {
+func (s *Store) ListDisks(ctx context.Context, kind, tenantID string) ([]sandboxrec.Disk, error) {
 	q, args := `SELECT `+store.DiskCols+` FROM disks WHERE kind = ?`, []any{kind}
 	if tenantID != "" {
 		q, args = q+` AND tenant_id = ?`, append(args, tenantID)
@@ -44,7 +45,7 @@ func (s *Store) ListDisks(ctx context.Context, kind, tenantID string) ([]store.D
 		return nil, fmt.Errorf("list %ss: %w", kind, err)
 	}
 	defer rows.Close()
-	var out []store.Disk
+	var out []sandboxrec.Disk
 	for rows.Next() {
 		d, err := store.ScanDisk(rows)
 		if err != nil {

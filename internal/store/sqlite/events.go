@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/events/eventrec"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -63,7 +64,7 @@ const eventsSchema = `CREATE TABLE tenant_events (
 // AppendEvents stores events in one transaction, sets each one's ID,
 // creates the deliveries each one lists, and counts the events against
 // their tenants' storage.
-func (s *Store) AppendEvents(ctx context.Context, events []store.TenantEvent) error {
+func (s *Store) AppendEvents(ctx context.Context, events []eventrec.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -104,7 +105,7 @@ func (s *Store) AppendEvents(ctx context.Context, events []store.TenantEvent) er
 
 // TenantEvents returns up to limit of the tenant's events with an ID above
 // after, oldest first; with types, only those.
-func (s *Store) TenantEvents(ctx context.Context, tenantID string, after int64, types []string, limit int) ([]store.TenantEvent, error) {
+func (s *Store) TenantEvents(ctx context.Context, tenantID string, after int64, types []string, limit int) ([]eventrec.Event, error) {
 	q := `SELECT id, tenant_id, sandbox_id, type, time, data FROM tenant_events WHERE tenant_id = ? AND id > ?`
 	args := []any{tenantID, after}
 	if len(types) > 0 {
@@ -119,8 +120,8 @@ func (s *Store) TenantEvents(ctx context.Context, tenantID string, after int64, 
 	if err != nil {
 		return nil, fmt.Errorf("events of tenant %s: %w", tenantID, err)
 	}
-	out, err := scanAll(rows, func(r store.Scanner) (store.TenantEvent, error) {
-		var e store.TenantEvent
+	out, err := scanAll(rows, func(r store.Scanner) (eventrec.Event, error) {
+		var e eventrec.Event
 		var t sql.NullInt64
 		var data string
 		if err := r.Scan(&e.ID, &e.TenantID, &e.SandboxID, &e.Type, &t, &data); err != nil {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -14,7 +15,7 @@ const sandboxCols = `id, tenant_id, state, reason, template, cpus, memory_mb, pi
 	env, metadata, workdir, created_at, expires_at, ended_at, network, secrets, idle_timeout_s, node, lifecycle`
 
 // CreateSandbox inserts sb; an existing id is ErrConflict.
-func (s *Store) CreateSandbox(ctx context.Context, sb store.Sandbox) error {
+func (s *Store) CreateSandbox(ctx context.Context, sb sandboxrec.Sandbox) error {
 	args, err := sandboxArgs(sb)
 	if err == nil {
 		_, err = s.execThen(ctx, func(_ int64, err error) { s.sandboxes.wrote(sb.ID, stored(sb), err == nil) },
@@ -28,24 +29,24 @@ func (s *Store) CreateSandbox(ctx context.Context, sb store.Sandbox) error {
 }
 
 // GetSandbox returns the sandbox with the id.
-func (s *Store) GetSandbox(ctx context.Context, id string) (store.Sandbox, error) {
+func (s *Store) GetSandbox(ctx context.Context, id string) (sandboxrec.Sandbox, error) {
 	sb, ok, gen := s.sandboxes.get(id)
 	if ok {
 		return sb, nil
 	}
 	if err := s.flushSandboxes(ctx); err != nil {
-		return store.Sandbox{}, err
+		return sandboxrec.Sandbox{}, err
 	}
 	sb, err := store.ScanSandbox(s.queryRow(ctx, `SELECT `+sandboxCols+` FROM sandboxes WHERE id = ?`, id))
 	if err != nil {
-		return store.Sandbox{}, fmt.Errorf("get sandbox %s: %w", id, err)
+		return sandboxrec.Sandbox{}, fmt.Errorf("get sandbox %s: %w", id, err)
 	}
 	s.sandboxes.fill(sb, gen)
 	return sb, nil
 }
 
 // UpdateSandbox replaces every column of the sandbox with sb.ID.
-func (s *Store) UpdateSandbox(ctx context.Context, sb store.Sandbox) error {
+func (s *Store) UpdateSandbox(ctx context.Context, sb sandboxrec.Sandbox) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	// This write carries the whole record: a pending one of it is older.
@@ -60,7 +61,7 @@ func (s *Store) UpdateSandbox(ctx context.Context, sb store.Sandbox) error {
 
 // updateSandboxLocked writes sb's row, the write lock held. The caller
 // updates the cache.
-func (s *Store) updateSandboxLocked(ctx context.Context, sb store.Sandbox) error {
+func (s *Store) updateSandboxLocked(ctx context.Context, sb sandboxrec.Sandbox) error {
 	args, err := sandboxArgs(sb)
 	if err != nil {
 		return err
@@ -88,7 +89,7 @@ func (s *Store) updateSandboxLocked(ctx context.Context, sb store.Sandbox) error
 }
 
 // ListSandboxes returns the sandboxes f selects, ordered by id.
-func (s *Store) ListSandboxes(ctx context.Context, f store.SandboxFilter) ([]store.Sandbox, error) {
+func (s *Store) ListSandboxes(ctx context.Context, f sandboxrec.Filter) ([]sandboxrec.Sandbox, error) {
 	if err := s.flushSandboxes(ctx); err != nil {
 		return nil, err
 	}
@@ -134,7 +135,7 @@ func (s *Store) Usage(ctx context.Context, tenantID string) (int, int64, error) 
 	var n int
 	var mem int64
 	err := s.queryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(memory_mb), 0) FROM sandboxes
-		WHERE tenant_id = ? AND state IN (?, ?, ?)`, tenantID, store.StateCreating, store.StateRunning, store.StatePaused).Scan(&n, &mem)
+		WHERE tenant_id = ? AND state IN (?, ?, ?)`, tenantID, sandboxrec.Creating, sandboxrec.Running, sandboxrec.Paused).Scan(&n, &mem)
 	if err != nil {
 		return 0, 0, fmt.Errorf("usage of tenant %s: %w", tenantID, err)
 	}
@@ -149,7 +150,7 @@ func (s *Store) NextExpiry(ctx context.Context, after time.Time) (time.Time, err
 	}
 	var next sql.NullInt64
 	err := s.queryRow(ctx, `SELECT MIN(expires_at) FROM sandboxes WHERE state IN (?, ?) AND expires_at > ?`,
-		store.StateRunning, store.StatePaused, store.ToNanos(after)).Scan(&next)
+		sandboxrec.Running, sandboxrec.Paused, store.ToNanos(after)).Scan(&next)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("next expiry: %w", err)
 	}
@@ -157,7 +158,7 @@ func (s *Store) NextExpiry(ctx context.Context, after time.Time) (time.Time, err
 }
 
 // sandboxArgs returns sb's columns in sandboxCols order.
-func sandboxArgs(sb store.Sandbox) ([]any, error) {
+func sandboxArgs(sb sandboxrec.Sandbox) ([]any, error) {
 	env, err := store.EncodeMap(sb.Env)
 	if err != nil {
 		return nil, fmt.Errorf("encode env: %w", err)

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"sync"
 
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -16,26 +17,26 @@ import (
 // older than the database's.
 type sandboxCache struct {
 	mu  sync.Mutex
-	m   map[string]store.Sandbox
+	m   map[string]sandboxrec.Sandbox
 	gen uint64 // bumped by every write
 }
 
 // sandboxCacheMax bounds the cache; past it the cache starts over.
 const sandboxCacheMax = 8192
 
-func (c *sandboxCache) get(id string) (store.Sandbox, bool, uint64) {
+func (c *sandboxCache) get(id string) (sandboxrec.Sandbox, bool, uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sb, ok := c.m[id]
 	if !ok {
-		return store.Sandbox{}, false, c.gen
+		return sandboxrec.Sandbox{}, false, c.gen
 	}
 	return cloneSandbox(sb), true, c.gen
 }
 
 // fill caches sb, read from the database, unless a write happened since
 // get returned gen.
-func (c *sandboxCache) fill(sb store.Sandbox, gen uint64) {
+func (c *sandboxCache) fill(sb sandboxrec.Sandbox, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if gen == c.gen {
@@ -45,7 +46,7 @@ func (c *sandboxCache) fill(sb store.Sandbox, gen uint64) {
 
 // wrote records a write of sb (ok) or that the record with id is in an
 // unknown state (!ok: dropped). Called with the store's write lock held.
-func (c *sandboxCache) wrote(id string, sb store.Sandbox, ok bool) {
+func (c *sandboxCache) wrote(id string, sb sandboxrec.Sandbox, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
@@ -56,22 +57,22 @@ func (c *sandboxCache) wrote(id string, sb store.Sandbox, ok bool) {
 	}
 }
 
-func (c *sandboxCache) setLocked(sb store.Sandbox) {
+func (c *sandboxCache) setLocked(sb sandboxrec.Sandbox) {
 	if c.m == nil || len(c.m) >= sandboxCacheMax {
-		c.m = map[string]store.Sandbox{}
+		c.m = map[string]sandboxrec.Sandbox{}
 	}
 	c.m[sb.ID] = cloneSandbox(sb)
 }
 
 // cloneSandbox copies sb's maps: callers may change the record they get.
-func cloneSandbox(sb store.Sandbox) store.Sandbox {
+func cloneSandbox(sb sandboxrec.Sandbox) sandboxrec.Sandbox {
 	sb.Env, sb.Metadata = maps.Clone(sb.Env), maps.Clone(sb.Metadata)
 	return sb
 }
 
 // stored is sb as a read of the database returns it: times in UTC at
 // nanosecond precision without a monotonic reading, empty maps as nil.
-func stored(sb store.Sandbox) store.Sandbox {
+func stored(sb sandboxrec.Sandbox) sandboxrec.Sandbox {
 	sb.CreatedAt, sb.ExpiresAt, sb.EndedAt = store.FromNanos(store.ToNanos(sb.CreatedAt)), store.FromNanos(store.ToNanos(sb.ExpiresAt)), store.FromNanos(store.ToNanos(sb.EndedAt))
 	if len(sb.Env) == 0 {
 		sb.Env = nil

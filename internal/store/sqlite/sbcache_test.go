@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/tenancy"
 )
 
@@ -20,7 +20,7 @@ func TestSandboxCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	local := time.Date(2026, 12, 3, 10, 0, 0, 123456789, time.FixedZone("X", 3600))
-	sb := store.Sandbox{ID: "sb-1", TenantID: "ten_a", State: store.StateCreating, Template: "base", CPUs: 1, MemoryMB: 512,
+	sb := sandboxrec.Sandbox{ID: "sb-1", TenantID: "ten_a", State: sandboxrec.Creating, Template: "base", CPUs: 1, MemoryMB: 512,
 		Env: map[string]string{}, Metadata: map[string]string{"k": "v"}, CreatedAt: local, ExpiresAt: time.Now()}
 	if err := s.CreateSandbox(ctx, sb); err != nil {
 		t.Fatal(err)
@@ -49,18 +49,18 @@ func TestSandboxCache(t *testing.T) {
 	got.Metadata["k"] = "changed"
 	same("after a caller changed its copy")
 
-	got.State, got.Metadata = store.StateRunning, map[string]string{"k": "v2"}
+	got.State, got.Metadata = sandboxrec.Running, map[string]string{"k": "v2"}
 	if err := s.UpdateSandbox(ctx, got); err != nil {
 		t.Fatal(err)
 	}
 	same("after update")
-	if err := s.UpdateSandbox(ctx, store.Sandbox{ID: "sb-missing", TenantID: "ten_a"}); err == nil {
+	if err := s.UpdateSandbox(ctx, sandboxrec.Sandbox{ID: "sb-missing", TenantID: "ten_a"}); err == nil {
 		t.Fatal("update of a missing sandbox succeeded")
 	}
 	if _, err := s.GetSandbox(ctx, "sb-missing"); err == nil {
 		t.Fatal("a failed update made a record appear")
 	}
-	if err := s.CreateSandbox(ctx, store.Sandbox{ID: "sb-1", TenantID: "ten_a", State: store.StateFailed}); err == nil {
+	if err := s.CreateSandbox(ctx, sandboxrec.Sandbox{ID: "sb-1", TenantID: "ten_a", State: sandboxrec.Failed}); err == nil {
 		t.Fatal("duplicate create succeeded")
 	}
 	same("after a refused duplicate")

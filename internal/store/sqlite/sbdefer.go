@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -18,7 +19,7 @@ import (
 // this store ever sees the older row and no later write is overtaken.
 type deferredSandboxes struct {
 	mu      sync.Mutex
-	pending map[string]store.Sandbox
+	pending map[string]sandboxrec.Sandbox
 	timer   *time.Timer
 	closed  bool // by Close, after its last flush
 	// flushing counts flushes that took pending records and have not
@@ -38,7 +39,7 @@ const deferFor = 2 * time.Millisecond
 // UpdateSandboxSoon is UpdateSandbox for a change a crash may lose
 // because a restart reconciles it with the runtime anyway (see store.Store).
 // The record must exist.
-func (s *Store) UpdateSandboxSoon(ctx context.Context, sb store.Sandbox) error {
+func (s *Store) UpdateSandboxSoon(ctx context.Context, sb sandboxrec.Sandbox) error {
 	if _, err := s.GetSandbox(ctx, sb.ID); err != nil {
 		return fmt.Errorf("update sandbox %s: %w", sb.ID, err)
 	}
@@ -50,7 +51,7 @@ func (s *Store) UpdateSandboxSoon(ctx context.Context, sb store.Sandbox) error {
 		return fmt.Errorf("update sandbox %s: the store is closed", sb.ID)
 	}
 	if d.pending == nil {
-		d.pending = map[string]store.Sandbox{}
+		d.pending = map[string]sandboxrec.Sandbox{}
 	}
 	d.pending[sb.ID] = sb
 	if d.timer == nil {
@@ -121,7 +122,7 @@ func (s *Store) flushSandboxesLocked(ctx context.Context) error {
 		// already holds the record.
 		d.mu.Lock()
 		if d.pending == nil {
-			d.pending = map[string]store.Sandbox{}
+			d.pending = map[string]sandboxrec.Sandbox{}
 		}
 		if _, newer := d.pending[sb.ID]; !newer && !d.closed {
 			d.pending[sb.ID] = sb

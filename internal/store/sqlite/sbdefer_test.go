@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/tenancy"
 )
@@ -39,8 +40,8 @@ func TestUpdateSandboxSoon(t *testing.T) {
 		}
 		return sb.State
 	}
-	mk := func(id string) store.Sandbox {
-		sb := store.Sandbox{ID: id, TenantID: "ten_a", State: store.StateCreating, Template: "base", CPUs: 1, MemoryMB: 64, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
+	mk := func(id string) sandboxrec.Sandbox {
+		sb := sandboxrec.Sandbox{ID: id, TenantID: "ten_a", State: sandboxrec.Creating, Template: "base", CPUs: 1, MemoryMB: 64, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
 		if err := s.CreateSandbox(ctx, sb); err != nil {
 			t.Fatal(err)
 		}
@@ -48,16 +49,16 @@ func TestUpdateSandboxSoon(t *testing.T) {
 	}
 
 	sb := mk("sb-soon")
-	sb.State = store.StateRunning
+	sb.State = sandboxrec.Running
 	if err := s.UpdateSandboxSoon(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.GetSandbox(ctx, sb.ID); got.State != store.StateRunning {
+	if got, _ := s.GetSandbox(ctx, sb.ID); got.State != sandboxrec.Running {
 		t.Errorf("through the store: %s", got.State)
 	}
 	// It reaches the database on its own.
 	deadline := time.Now().Add(5 * time.Second)
-	for dbState(sb.ID) != store.StateRunning {
+	for dbState(sb.ID) != sandboxrec.Running {
 		if time.Now().After(deadline) {
 			t.Fatal("the deferred write never reached the database")
 		}
@@ -66,38 +67,38 @@ func TestUpdateSandboxSoon(t *testing.T) {
 
 	// A read of the table writes what is pending first.
 	sb2 := mk("sb-list")
-	sb2.State = store.StateRunning
+	sb2.State = sandboxrec.Running
 	s.UpdateSandboxSoon(ctx, sb2)
 	if n, _, err := s.Usage(ctx, "ten_a"); err != nil || n != 2 {
 		t.Errorf("usage %d %v", n, err)
 	}
-	list, err := s.ListSandboxes(ctx, store.SandboxFilter{State: store.StateRunning})
+	list, err := s.ListSandboxes(ctx, sandboxrec.Filter{State: sandboxrec.Running})
 	if err != nil || len(list) != 2 {
 		t.Errorf("list of running: %d %v", len(list), err)
 	}
 
 	// A later write wins, however the deferred one is timed.
 	for i := 0; i < 50; i++ {
-		sb2.State = store.StateRunning
+		sb2.State = sandboxrec.Running
 		s.UpdateSandboxSoon(ctx, sb2)
-		sb2.State, sb2.Reason = store.StateStopped, "deleted"
+		sb2.State, sb2.Reason = sandboxrec.Stopped, "deleted"
 		if err := s.UpdateSandbox(ctx, sb2); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Duration(i%5) * time.Millisecond)
-		if got := dbState(sb2.ID); got != store.StateStopped {
+		if got := dbState(sb2.ID); got != sandboxrec.Stopped {
 			t.Fatalf("round %d: a deferred write overtook a later one: %s", i, got)
 		}
 	}
 
 	// A deferred stop deletes the sandbox's tokens before any token lookup.
 	sb4 := mk("sb-token")
-	sb4.State = store.StateRunning
+	sb4.State = sandboxrec.Running
 	s.UpdateSandbox(ctx, sb4)
 	if err := s.CreateToken(ctx, tenancy.Token{ID: "tok_x", SandboxID: sb4.ID, TenantID: "ten_a", Hash: []byte("h"), ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	sb4.State = store.StateStopped
+	sb4.State = sandboxrec.Stopped
 	s.UpdateSandboxSoon(ctx, sb4)
 	if _, err := s.TokenByHash(ctx, []byte("h")); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("token of a stopped sandbox: %v", err)
@@ -105,10 +106,10 @@ func TestUpdateSandboxSoon(t *testing.T) {
 
 	// Close writes what is pending.
 	sb3 := mk("sb-close")
-	sb3.State = store.StateRunning
+	sb3.State = sandboxrec.Running
 	s.UpdateSandboxSoon(ctx, sb3)
 	s.Close()
-	if got := dbState(sb3.ID); got != store.StateRunning {
+	if got := dbState(sb3.ID); got != sandboxrec.Running {
 		t.Errorf("after close: %s", got)
 	}
 
@@ -117,7 +118,7 @@ func TestUpdateSandboxSoon(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	if err := s2.UpdateSandboxSoon(ctx, store.Sandbox{ID: "sb-none", TenantID: "ten_a", State: store.StateRunning}); !errors.Is(err, store.ErrNotFound) {
+	if err := s2.UpdateSandboxSoon(ctx, sandboxrec.Sandbox{ID: "sb-none", TenantID: "ten_a", State: sandboxrec.Running}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("deferred update of a missing record: %v", err)
 	}
 }
@@ -127,21 +128,21 @@ func TestUpdateSandboxSoon(t *testing.T) {
 // the flush is about to replace.
 func TestFlushUnderWay(t *testing.T) {
 	ctx := context.Background()
-	s, sb := storeWithSandbox(t, "sb-flush", store.StateRunning)
+	s, sb := storeWithSandbox(t, "sb-flush", sandboxrec.Running)
 	taken, release := make(chan struct{}), make(chan struct{})
 	flushTaken = func() {
 		close(taken)
 		<-release
 	}
 	defer func() { flushTaken = nil }()
-	sb.State = store.StateStopped
+	sb.State = sandboxrec.Stopped
 	if err := s.UpdateSandboxSoon(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
 	<-taken // the timer's flush holds the record now
-	listed := make(chan []store.Sandbox, 1)
+	listed := make(chan []sandboxrec.Sandbox, 1)
 	go func() {
-		l, err := s.ListSandboxes(ctx, store.SandboxFilter{State: store.StateRunning})
+		l, err := s.ListSandboxes(ctx, sandboxrec.Filter{State: sandboxrec.Running})
 		if err != nil {
 			t.Error(err)
 		}
@@ -158,7 +159,7 @@ func TestFlushUnderWay(t *testing.T) {
 // older version reads as the newer one throughout, in the cache too.
 func TestFlushKeepsNewer(t *testing.T) {
 	ctx := context.Background()
-	s, sb := storeWithSandbox(t, "sb-newer", store.StateCreating)
+	s, sb := storeWithSandbox(t, "sb-newer", sandboxrec.Creating)
 	taken := []chan struct{}{make(chan struct{}), make(chan struct{})}
 	release := []chan struct{}{make(chan struct{}), make(chan struct{})}
 	calls := 0
@@ -169,23 +170,23 @@ func TestFlushKeepsNewer(t *testing.T) {
 		<-release[i]
 	}
 	defer func() { flushTaken = nil }()
-	sb.State = store.StateRunning
+	sb.State = sandboxrec.Running
 	s.UpdateSandboxSoon(ctx, sb)
 	<-taken[0] // the first flush holds running
-	sb.State = store.StateStopped
+	sb.State = sandboxrec.Stopped
 	s.UpdateSandboxSoon(ctx, sb)
 	close(release[0])
 	<-taken[1] // the first flush has written running; the second holds stopped
 	got, err := s.GetSandbox(ctx, sb.ID)
 	close(release[1])
-	if err != nil || got.State != store.StateStopped {
+	if err != nil || got.State != sandboxrec.Stopped {
 		t.Errorf("between the two flushes the record reads %s (%v), want stopped", got.State, err)
 	}
 }
 
 // storeWithSandbox opens a fresh store holding one sandbox of a tenant, in
 // the given state.
-func storeWithSandbox(t *testing.T, id, state string) (*Store, store.Sandbox) {
+func storeWithSandbox(t *testing.T, id, state string) (*Store, sandboxrec.Sandbox) {
 	ctx := context.Background()
 	s, err := Open(filepath.Join(t.TempDir(), "airlock.db"))
 	if err != nil {
@@ -195,7 +196,7 @@ func storeWithSandbox(t *testing.T, id, state string) (*Store, store.Sandbox) {
 	if err := s.CreateTenant(ctx, tenancy.Tenant{ID: "ten_a", Name: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	sb := store.Sandbox{ID: id, TenantID: "ten_a", State: state, Template: "base", CPUs: 1, MemoryMB: 64, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
+	sb := sandboxrec.Sandbox{ID: id, TenantID: "ten_a", State: state, Template: "base", CPUs: 1, MemoryMB: 64, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
 	if err := s.CreateSandbox(ctx, sb); err != nil {
 		t.Fatal(err)
 	}

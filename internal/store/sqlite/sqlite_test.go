@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/tenancy"
 )
@@ -32,12 +33,12 @@ func openTest(t *testing.T) (*Store, string) {
 // in storetest (run by storetest_test.go); these are SQLite's own.
 var t0 = time.Date(2025, 3, 14, 15, 9, 26, 535897932, time.FixedZone("X", 5*3600))
 
-func fixture() (tenancy.Tenant, tenancy.Key, tenancy.Token, store.Sandbox) {
+func fixture() (tenancy.Tenant, tenancy.Key, tenancy.Token, sandboxrec.Sandbox) {
 	tn := tenancy.Tenant{ID: "ten_1", Name: "acme", MaxSandboxes: 10, MaxMemoryMB: 8192, MaxStorageMB: 512, CreatedAt: t0}
 	k := tenancy.Key{ID: "key_1", TenantID: tn.ID, Name: "ci", Hash: []byte{0, 1, 2, 0xff}, Admin: true, CreatedAt: t0}
 	tok := tenancy.Token{ID: "tok_1", SandboxID: "sb_1", TenantID: tn.ID, Hash: []byte("tokhash"), ExpiresAt: t0.Add(time.Hour)}
-	sb := store.Sandbox{
-		ID: "sb_1", TenantID: tn.ID, State: store.StateRunning, Template: "python:3.12",
+	sb := sandboxrec.Sandbox{
+		ID: "sb_1", TenantID: tn.ID, State: sandboxrec.Running, Template: "python:3.12",
 		CPUs: 1.5, MemoryMB: 512, Pids: 256, DiskMB: 1024,
 		Env:      map[string]string{"A": "1", "QUOTE": `"'\n`},
 		Metadata: map[string]string{"job": "42", "weird.key \"x\"": "v"},
@@ -46,7 +47,7 @@ func fixture() (tenancy.Tenant, tenancy.Key, tenancy.Token, store.Sandbox) {
 	return tn, k, tok, sb
 }
 
-func seed(t *testing.T, s store.Store) (tenancy.Tenant, tenancy.Key, tenancy.Token, store.Sandbox) {
+func seed(t *testing.T, s store.Store) (tenancy.Tenant, tenancy.Key, tenancy.Token, sandboxrec.Sandbox) {
 	t.Helper()
 	ctx := context.Background()
 	tn, k, tok, sb := fixture()

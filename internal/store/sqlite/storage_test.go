@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/events/eventrec"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock/internal/store"
@@ -112,7 +113,7 @@ func TestStorageBytesFollowEveryWriter(t *testing.T) {
 				{SandboxID: "sb_b", TenantID: "ten_b", Time: t0, Data: []byte(`{}`)}})
 		}, map[string]int64{"ten_a": 22 + store.NetRowBytes, "ten_b": 2 + store.NetRowBytes}},
 		{"event stream", func() error {
-			return s.AppendEvents(ctx, []store.TenantEvent{
+			return s.AppendEvents(ctx, []eventrec.Event{
 				{TenantID: "ten_a", SandboxID: "sb_a_old", Type: audit.ExecExited, Time: old, Data: []byte(`{"exit_code":0}`)},
 				{TenantID: "ten_b", SandboxID: "sb_b", Type: audit.ExecExited, Time: t0, Data: []byte(`{"exit_code":1}`)}})
 		}, map[string]int64{"ten_a": 15 + store.EventRowBytes, "ten_b": 15 + store.EventRowBytes}},

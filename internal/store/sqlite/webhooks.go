@@ -8,11 +8,12 @@ import (
 	"math"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/events/eventrec"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
 // CreateWebhook inserts w; an existing ID is ErrConflict.
-func (s *Store) CreateWebhook(ctx context.Context, w store.Webhook) error {
+func (s *Store) CreateWebhook(ctx context.Context, w eventrec.Webhook) error {
 	events, err := json.Marshal(w.Events)
 	if err == nil {
 		_, err = s.exec(ctx, `INSERT INTO webhooks (`+store.WebhookCols+`) VALUES (?, ?, ?, ?, ?, ?)`,
@@ -25,17 +26,17 @@ func (s *Store) CreateWebhook(ctx context.Context, w store.Webhook) error {
 }
 
 // GetWebhook returns the tenant's webhook with the id.
-func (s *Store) GetWebhook(ctx context.Context, tenantID, id string) (store.Webhook, error) {
+func (s *Store) GetWebhook(ctx context.Context, tenantID, id string) (eventrec.Webhook, error) {
 	w, err := store.ScanWebhook(s.queryRow(ctx, `SELECT `+store.WebhookCols+` FROM webhooks WHERE id = ? AND tenant_id = ?`, id, tenantID))
 	if err != nil {
-		return store.Webhook{}, fmt.Errorf("get webhook %s: %w", id, err)
+		return eventrec.Webhook{}, fmt.Errorf("get webhook %s: %w", id, err)
 	}
 	return w, nil
 }
 
 // ListWebhooks returns the tenant's webhooks ("" = every tenant's) in
 // creation order.
-func (s *Store) ListWebhooks(ctx context.Context, tenantID string) ([]store.Webhook, error) {
+func (s *Store) ListWebhooks(ctx context.Context, tenantID string) ([]eventrec.Webhook, error) {
 	rows, err := s.query(ctx, `SELECT `+store.WebhookCols+` FROM webhooks
 		WHERE ? = '' OR tenant_id = ? ORDER BY created_at, id`, tenantID, tenantID)
 	if err != nil {
@@ -78,7 +79,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, tenantID, id string) error {
 
 // DueDeliveries returns up to limit pending deliveries due at or before
 // now, earliest first, each with its webhook and event.
-func (s *Store) DueDeliveries(ctx context.Context, now time.Time, limit int) ([]store.Delivery, error) {
+func (s *Store) DueDeliveries(ctx context.Context, now time.Time, limit int) ([]eventrec.Delivery, error) {
 	rows, err := s.query(ctx, `SELECT `+store.DeliveryCols+`, w.url, w.sealed, w.created_at, e.sandbox_id, e.time, e.data
 		FROM webhook_deliveries d
 		JOIN webhooks w ON w.id = d.webhook_id
@@ -87,11 +88,11 @@ func (s *Store) DueDeliveries(ctx context.Context, now time.Time, limit int) ([]
 	if err != nil {
 		return nil, fmt.Errorf("due deliveries: %w", err)
 	}
-	out, err := scanAll(rows, func(r store.Scanner) (store.Delivery, error) {
+	out, err := scanAll(rows, func(r store.Scanner) (eventrec.Delivery, error) {
 		var wcreated, etime sql.NullInt64
 		var data string
-		var w store.Webhook
-		var e store.TenantEvent
+		var w eventrec.Webhook
+		var e eventrec.Event
 		d, err := store.ScanDelivery(r, &w.URL, &w.Sealed, &wcreated, &e.SandboxID, &etime, &data)
 		if err != nil {
 			return d, err
@@ -125,7 +126,7 @@ func (s *Store) NextDelivery(ctx context.Context, after time.Time) (time.Time, e
 // RecordAttempt saves attempt a of delivery d and d's new state, next
 // attempt time, last status and error and end time, in one transaction;
 // ErrNotFound if the delivery is gone (its webhook was deleted).
-func (s *Store) RecordAttempt(ctx context.Context, d store.Delivery, a store.DeliveryAttempt) error {
+func (s *Store) RecordAttempt(ctx context.Context, d eventrec.Delivery, a eventrec.DeliveryAttempt) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -153,7 +154,7 @@ func (s *Store) RecordAttempt(ctx context.Context, d store.Delivery, a store.Del
 // ListDeliveries returns up to limit of the tenant's webhook's deliveries
 // for events below before (0: the newest), newest first, each with its
 // attempts.
-func (s *Store) ListDeliveries(ctx context.Context, tenantID, webhookID string, before int64, limit int) ([]store.Delivery, error) {
+func (s *Store) ListDeliveries(ctx context.Context, tenantID, webhookID string, before int64, limit int) ([]eventrec.Delivery, error) {
 	if before <= 0 {
 		before = 1<<63 - 1
 	}
@@ -170,14 +171,14 @@ func (s *Store) ListDeliveries(ctx context.Context, tenantID, webhookID string, 
 	if err != nil {
 		return nil, fmt.Errorf("deliveries of webhook %s: %w", webhookID, err)
 	}
-	out, err := scanAll(rows, func(r store.Scanner) (store.Delivery, error) { return store.ScanDelivery(r) })
+	out, err := scanAll(rows, func(r store.Scanner) (eventrec.Delivery, error) { return store.ScanDelivery(r) })
 	if err != nil || len(out) == 0 {
 		if err != nil {
 			err = fmt.Errorf("deliveries of webhook %s: %w", webhookID, err)
 		}
 		return out, err
 	}
-	byID := make(map[string]*store.Delivery, len(out))
+	byID := make(map[string]*eventrec.Delivery, len(out))
 	for i := range out {
 		byID[out[i].ID] = &out[i]
 	}
@@ -190,7 +191,7 @@ func (s *Store) ListDeliveries(ctx context.Context, tenantID, webhookID string, 
 	}
 	type row struct {
 		id string
-		a  store.DeliveryAttempt
+		a  eventrec.DeliveryAttempt
 	}
 	attempts, err := scanAll(rows, func(r store.Scanner) (row, error) {
 		var x row

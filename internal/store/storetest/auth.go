@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock/internal/errdefs"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/tenancy"
 )
@@ -17,7 +18,7 @@ func testRoundTrip(t *testing.T, h *harness) {
 	tn, k, tok, sb := seed(t, s)
 
 	ended := sb
-	ended.ID, ended.State, ended.Reason = "sb_2", store.StateFailed, "runtime lost"
+	ended.ID, ended.State, ended.Reason = "sb_2", sandboxrec.Failed, "runtime lost"
 	ended.EndedAt = t0.Add(time.Minute)
 	ended.Env, ended.Metadata = map[string]string{}, nil // empty reads back as nil
 	must(t, s.CreateSandbox(ctx, ended))
@@ -217,11 +218,11 @@ func testEndedSandboxLosesTokens(t *testing.T, h *harness) {
 	must(t, s.CreateToken(ctx, other))
 	i := 0
 	for _, soon := range []bool{false, true} {
-		for _, state := range []string{store.StateRunning, store.StateStopped, store.StateFailed} {
+		for _, state := range []string{sandboxrec.Running, sandboxrec.Stopped, sandboxrec.Failed} {
 			i++
 			sb.ID, tok.SandboxID = "sb_end_"+string(rune('a'+i)), "sb_end_"+string(rune('a'+i))
 			tok.ID, tok.Hash = "tok_"+sb.ID, []byte("hash_"+sb.ID)
-			sb.State = store.StateRunning
+			sb.State = sandboxrec.Running
 			must(t, s.CreateSandbox(ctx, sb))
 			must(t, s.CreateToken(ctx, tok))
 			sb.State = state
@@ -231,7 +232,7 @@ func testEndedSandboxLosesTokens(t *testing.T, h *harness) {
 			}
 			must(t, update(ctx, sb))
 			_, err := s.TokenByHash(ctx, tok.Hash)
-			if ended := state != store.StateRunning; ended != errors.Is(err, store.ErrNotFound) {
+			if ended := state != sandboxrec.Running; ended != errors.Is(err, store.ErrNotFound) {
 				t.Errorf("sandbox saved as %s (soon %v): TokenByHash = %v; want the token gone: %v", state, soon, err, ended)
 			}
 			if _, err := s.TokenByHash(ctx, other.Hash); err != nil {

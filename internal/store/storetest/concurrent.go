@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/events/eventrec"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
@@ -56,7 +57,7 @@ func testConcurrentAppends(t *testing.T, h *harness) {
 	for w := range writers {
 		wg.Go(func() {
 			for r := range rounds {
-				batch := []store.TenantEvent{
+				batch := []eventrec.Event{
 					{TenantID: "ten_c", SandboxID: "sb", Type: "x", Time: t0, Data: []byte(`{}`)},
 					{TenantID: "ten_c", SandboxID: "sb", Type: "y", Time: t0, Data: []byte(`{}`)},
 				}
@@ -163,7 +164,7 @@ func testFollowerMissesNothing(t *testing.T, h *harness) {
 	for range writers {
 		wg.Go(func() {
 			for range rounds {
-				if err := s.AppendEvents(ctx, []store.TenantEvent{{TenantID: "ten_f", SandboxID: "sb", Type: "x", Time: t0, Data: []byte(`{}`)}}); err != nil {
+				if err := s.AppendEvents(ctx, []eventrec.Event{{TenantID: "ten_f", SandboxID: "sb", Type: "x", Time: t0, Data: []byte(`{}`)}}); err != nil {
 					t.Error(err)
 					return
 				}

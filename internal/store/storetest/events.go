@@ -9,15 +9,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/airlockhq/airlock/internal/events/eventrec"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
 func testTenantEvents(t *testing.T, h *harness) {
 	s := h.s
-	ev := func(tenant, sb, typ string, d time.Duration) store.TenantEvent {
-		return store.TenantEvent{TenantID: tenant, SandboxID: sb, Type: typ, Time: t0.Add(d), Data: []byte(`{"n":1}`)}
+	ev := func(tenant, sb, typ string, d time.Duration) eventrec.Event {
+		return eventrec.Event{TenantID: tenant, SandboxID: sb, Type: typ, Time: t0.Add(d), Data: []byte(`{"n":1}`)}
 	}
-	batch := []store.TenantEvent{
+	batch := []eventrec.Event{
 		ev("ten_a", "sb_1", "sandbox.created", 0),
 		ev("ten_b", "sb_2", "sandbox.created", time.Second),
 		ev("ten_a", "sb_1", "exec.exited", 2*time.Second),
@@ -32,13 +33,13 @@ func testTenantEvents(t *testing.T, h *harness) {
 	}
 	got, err := s.TenantEvents(ctx, "ten_a", 0, nil, 10)
 	must(t, err)
-	want := []store.TenantEvent{batch[0], batch[2], batch[3]}
+	want := []eventrec.Event{batch[0], batch[2], batch[3]}
 	opt := cmpopts.EquateApproxTime(0)
 	if d := cmp.Diff(want, got, opt); d != "" {
 		t.Errorf("tenant a (-want +got):\n%s", d)
 	}
 	got, _ = s.TenantEvents(ctx, "ten_a", batch[0].ID, []string{"sandbox.destroyed", "sandbox.created"}, 10)
-	if d := cmp.Diff([]store.TenantEvent{batch[3]}, got, opt); d != "" {
+	if d := cmp.Diff([]eventrec.Event{batch[3]}, got, opt); d != "" {
 		t.Errorf("after the first, two types (-want +got):\n%s", d)
 	}
 	got, _ = s.TenantEvents(ctx, "ten_a", 0, nil, 1)
@@ -55,7 +56,7 @@ func testTenantEvents(t *testing.T, h *harness) {
 		t.Fatalf("prune: %d, %v", n, err)
 	}
 	s = h.restart(t)
-	next := []store.TenantEvent{ev("ten_a", "sb_3", "sandbox.created", time.Hour)}
+	next := []eventrec.Event{ev("ten_a", "sb_3", "sandbox.created", time.Hour)}
 	must(t, s.AppendEvents(ctx, next))
 	if next[0].ID <= batch[3].ID {
 		t.Errorf("id after prune and reopen: %d, want above %d", next[0].ID, batch[3].ID)
@@ -67,9 +68,9 @@ func testTenantEvents(t *testing.T, h *harness) {
 
 func testPruneEventsCount(t *testing.T, h *harness) {
 	s := h.s
-	var batch []store.TenantEvent
+	var batch []eventrec.Event
 	for i := range 10 {
-		batch = append(batch, store.TenantEvent{TenantID: "ten_a", SandboxID: "sb", Type: "x", Time: t0.Add(time.Duration(i) * time.Second), Data: []byte(`{}`)})
+		batch = append(batch, eventrec.Event{TenantID: "ten_a", SandboxID: "sb", Type: "x", Time: t0.Add(time.Duration(i) * time.Second), Data: []byte(`{}`)})
 	}
 	must(t, s.AppendEvents(ctx, batch))
 	// Time bound: the first two are older than t0+2s.
@@ -92,9 +93,9 @@ func testPruneEventsCount(t *testing.T, h *harness) {
 
 func testWebhookDeliveries(t *testing.T, h *harness) {
 	s := h.s
-	wa := store.Webhook{ID: "wh_a", TenantID: "ten_a", URL: "https://a.example/hook", Events: []string{"*"}, Sealed: []byte{1, 2}, CreatedAt: t0}
-	wb := store.Webhook{ID: "wh_b", TenantID: "ten_b", URL: "https://b.example/hook", Events: []string{"sandbox.created"}, Sealed: []byte{3}, CreatedAt: t0.Add(time.Second)}
-	for _, w := range []store.Webhook{wa, wb} {
+	wa := eventrec.Webhook{ID: "wh_a", TenantID: "ten_a", URL: "https://a.example/hook", Events: []string{"*"}, Sealed: []byte{1, 2}, CreatedAt: t0}
+	wb := eventrec.Webhook{ID: "wh_b", TenantID: "ten_b", URL: "https://b.example/hook", Events: []string{"sandbox.created"}, Sealed: []byte{3}, CreatedAt: t0.Add(time.Second)}
+	for _, w := range []eventrec.Webhook{wa, wb} {
 		must(t, s.CreateWebhook(ctx, w))
 	}
 	if err := s.CreateWebhook(ctx, wa); !errors.Is(err, store.ErrConflict) {
@@ -109,14 +110,14 @@ func testWebhookDeliveries(t *testing.T, h *harness) {
 	all, err := s.ListWebhooks(ctx, "")
 	must(t, err)
 	opt := cmpopts.EquateApproxTime(0)
-	if d := cmp.Diff([]store.Webhook{wa, wb}, all, opt); d != "" {
+	if d := cmp.Diff([]eventrec.Webhook{wa, wb}, all, opt); d != "" {
 		t.Errorf("all webhooks (-want +got):\n%s", d)
 	}
 
 	// A delivery naming another tenant's webhook, or a missing one, is
 	// not created (and does not fail the batch).
-	evs := []store.TenantEvent{{TenantID: "ten_a", SandboxID: "sb_1", Type: "sandbox.created", Time: t0, Data: []byte(`{"a":1}`),
-		Deliveries: []store.Delivery{{ID: "dl_1", WebhookID: "wh_a"}, {ID: "dl_x", WebhookID: "wh_b"}, {ID: "dl_y", WebhookID: "wh_gone"}}}}
+	evs := []eventrec.Event{{TenantID: "ten_a", SandboxID: "sb_1", Type: "sandbox.created", Time: t0, Data: []byte(`{"a":1}`),
+		Deliveries: []eventrec.Delivery{{ID: "dl_1", WebhookID: "wh_a"}, {ID: "dl_x", WebhookID: "wh_b"}, {ID: "dl_y", WebhookID: "wh_gone"}}}}
 	must(t, s.AppendEvents(ctx, evs))
 	eid := evs[0].ID
 	if next, err := s.NextDelivery(ctx, time.Time{}); err != nil || !next.Equal(t0) {
@@ -130,8 +131,8 @@ func testWebhookDeliveries(t *testing.T, h *harness) {
 	}
 	due, err := s.DueDeliveries(ctx, t0, 10)
 	must(t, err)
-	wantDue := []store.Delivery{{ID: "dl_1", WebhookID: "wh_a", TenantID: "ten_a", EventID: eid, EventType: "sandbox.created",
-		State: store.DeliveryPending, NextAt: t0, CreatedAt: t0, Webhook: wa, Event: store.TenantEvent{ID: eid, TenantID: "ten_a",
+	wantDue := []eventrec.Delivery{{ID: "dl_1", WebhookID: "wh_a", TenantID: "ten_a", EventID: eid, EventType: "sandbox.created",
+		State: eventrec.DeliveryPending, NextAt: t0, CreatedAt: t0, Webhook: wa, Event: eventrec.Event{ID: eid, TenantID: "ten_a",
 			SandboxID: "sb_1", Type: "sandbox.created", Time: t0, Data: []byte(`{"a":1}`)}}}
 	wantDue[0].Webhook.Events = nil // not read back with a delivery
 	if d := cmp.Diff(wantDue, due, opt); d != "" {
@@ -140,7 +141,7 @@ func testWebhookDeliveries(t *testing.T, h *harness) {
 
 	// Two failed attempts, then success.
 	d := due[0]
-	d.Webhook, d.Event = store.Webhook{}, store.TenantEvent{}
+	d.Webhook, d.Event = eventrec.Webhook{}, eventrec.Event{}
 	for i, st := range []int{500, 0, 204} {
 		d.Attempts = i + 1
 		d.LastStatus, d.LastError = st, ""
@@ -149,28 +150,28 @@ func testWebhookDeliveries(t *testing.T, h *harness) {
 			d.LastError = "connection refused"
 		}
 		if st == 204 {
-			d.State, d.NextAt, d.EndedAt = store.DeliveryDelivered, time.Time{}, t0.Add(3*time.Second)
+			d.State, d.NextAt, d.EndedAt = eventrec.DeliveryDelivered, time.Time{}, t0.Add(3*time.Second)
 		}
-		a := store.DeliveryAttempt{N: i + 1, Time: t0.Add(time.Duration(i) * time.Second), Status: st, Error: d.LastError, DurationMS: 1.5}
+		a := eventrec.DeliveryAttempt{N: i + 1, Time: t0.Add(time.Duration(i) * time.Second), Status: st, Error: d.LastError, DurationMS: 1.5}
 		must(t, s.RecordAttempt(ctx, d, a))
 	}
-	if err := s.RecordAttempt(ctx, d, store.DeliveryAttempt{N: 3, Time: t0}); !errors.Is(err, store.ErrConflict) {
+	if err := s.RecordAttempt(ctx, d, eventrec.DeliveryAttempt{N: 3, Time: t0}); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("an attempt's number taken twice: %v, want ErrConflict", err)
 	}
 	if next, _ := s.NextDelivery(ctx, time.Time{}); !next.IsZero() {
 		t.Errorf("next delivery after success: %v", next)
 	}
-	if err := s.RecordAttempt(ctx, store.Delivery{ID: "dl_nope"}, store.DeliveryAttempt{N: 1}); !errors.Is(err, store.ErrNotFound) {
+	if err := s.RecordAttempt(ctx, eventrec.Delivery{ID: "dl_nope"}, eventrec.DeliveryAttempt{N: 1}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("attempt of a missing delivery: %v", err)
 	}
 	list, err := s.ListDeliveries(ctx, "ten_a", "wh_a", 0, 10)
 	must(t, err)
-	d.History = []store.DeliveryAttempt{
+	d.History = []eventrec.DeliveryAttempt{
 		{N: 1, Time: t0, Status: 500, DurationMS: 1.5},
 		{N: 2, Time: t0.Add(time.Second), Error: "connection refused", DurationMS: 1.5},
 		{N: 3, Time: t0.Add(2 * time.Second), Status: 204, DurationMS: 1.5},
 	}
-	if diff := cmp.Diff([]store.Delivery{d}, list, opt); diff != "" {
+	if diff := cmp.Diff([]eventrec.Delivery{d}, list, opt); diff != "" {
 		t.Errorf("deliveries (-want +got):\n%s", diff)
 	}
 	if list, _ := s.ListDeliveries(ctx, "ten_b", "wh_a", 0, 10); len(list) != 0 {
@@ -182,8 +183,8 @@ func testWebhookDeliveries(t *testing.T, h *harness) {
 
 	// A pending delivery keeps its event through a prune; a finished one
 	// does not, and is itself pruned once old.
-	evs = []store.TenantEvent{{TenantID: "ten_a", SandboxID: "sb_1", Type: "exec.exited", Time: t0, Data: []byte(`{}`),
-		Deliveries: []store.Delivery{{ID: "dl_2", WebhookID: "wh_a"}}}}
+	evs = []eventrec.Event{{TenantID: "ten_a", SandboxID: "sb_1", Type: "exec.exited", Time: t0, Data: []byte(`{}`),
+		Deliveries: []eventrec.Delivery{{ID: "dl_2", WebhookID: "wh_a"}}}}
 	must(t, s.AppendEvents(ctx, evs))
 	if n, err := s.PruneEvents(ctx, t0.Add(time.Hour), 0); err != nil || n != 1 {
 		t.Errorf("prune: %d, %v; want 1 (the second event is pending)", n, err)
@@ -216,11 +217,11 @@ func testWebhookDeliveries(t *testing.T, h *harness) {
 // "before", as the API does, and DueDeliveries earliest first with a limit.
 func testListDeliveriesPages(t *testing.T, h *harness) {
 	s := h.s
-	must(t, s.CreateWebhook(ctx, store.Webhook{ID: "wh", TenantID: "ten", URL: "https://x", Events: []string{"*"}, Sealed: []byte{1}, CreatedAt: t0}))
-	var evs []store.TenantEvent
+	must(t, s.CreateWebhook(ctx, eventrec.Webhook{ID: "wh", TenantID: "ten", URL: "https://x", Events: []string{"*"}, Sealed: []byte{1}, CreatedAt: t0}))
+	var evs []eventrec.Event
 	for i := range 7 {
-		evs = append(evs, store.TenantEvent{TenantID: "ten", SandboxID: "sb", Type: "x", Time: t0.Add(time.Duration(6-i) * time.Second),
-			Data: []byte(`{}`), Deliveries: []store.Delivery{{ID: fmt.Sprintf("dl_%d", i), WebhookID: "wh"}}})
+		evs = append(evs, eventrec.Event{TenantID: "ten", SandboxID: "sb", Type: "x", Time: t0.Add(time.Duration(6-i) * time.Second),
+			Data: []byte(`{}`), Deliveries: []eventrec.Delivery{{ID: fmt.Sprintf("dl_%d", i), WebhookID: "wh"}}})
 	}
 	must(t, s.AppendEvents(ctx, evs))
 	var got []string

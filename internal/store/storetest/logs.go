@@ -11,12 +11,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/events/eventrec"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )
 
 func testNetEvents(t *testing.T, h *harness) {
-	sb := store.Sandbox{ID: "sb_1", TenantID: "a", State: store.StateRunning, Network: `{"mode":"allowlist","allow":["pypi.org"]}`}
+	sb := sandboxrec.Sandbox{ID: "sb_1", TenantID: "a", State: sandboxrec.Running, Network: `{"mode":"allowlist","allow":["pypi.org"]}`}
 	must(t, h.s.CreateSandbox(ctx, sb))
 	var in []store.NetEvent
 	for i := range 5 {
@@ -239,7 +241,7 @@ func testStorageBytes(t *testing.T, h *harness) {
 				{SandboxID: "sb_b", TenantID: "ten_b", Time: t0, Data: []byte(`{}`)}})
 		}, map[string]int64{"ten_a": 22 + store.NetRowBytes, "ten_b": 2 + store.NetRowBytes}},
 		{"event stream", func() error {
-			return s.AppendEvents(ctx, []store.TenantEvent{
+			return s.AppendEvents(ctx, []eventrec.Event{
 				{TenantID: "ten_a", SandboxID: "sb_a_old", Type: audit.ExecExited, Time: old, Data: []byte(`{"exit_code":0}`)},
 				{TenantID: "ten_b", SandboxID: "sb_b", Type: audit.ExecExited, Time: t0, Data: []byte(`{"exit_code":1}`)}})
 		}, map[string]int64{"ten_a": 15 + store.EventRowBytes, "ten_b": 15 + store.EventRowBytes}},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/tenancy"
 )
@@ -16,7 +17,7 @@ import (
 func testUpdateSandbox(t *testing.T, h *harness) {
 	s := h.s
 	_, _, _, sb := seed(t, s)
-	sb.State, sb.Reason, sb.EndedAt = store.StateStopped, "deleted", t0.Add(time.Hour)
+	sb.State, sb.Reason, sb.EndedAt = sandboxrec.Stopped, "deleted", t0.Add(time.Hour)
 	sb.Metadata = nil
 	sb.Env = map[string]string{"B": "2"}
 	sb.Network, sb.IdleTimeoutS, sb.Node = `{"mode":"none"}`, 60, "node-2"
@@ -33,25 +34,25 @@ func testUpdateSandbox(t *testing.T, h *harness) {
 func testUpdateSandboxSoon(t *testing.T, h *harness) {
 	s := h.s
 	must(t, s.CreateTenant(ctx, tenancy.Tenant{ID: "ten_a", Name: "a"}))
-	mk := func(id string) store.Sandbox {
-		sb := store.Sandbox{ID: id, TenantID: "ten_a", State: store.StateCreating, Template: "base", CPUs: 1, MemoryMB: 64,
+	mk := func(id string) sandboxrec.Sandbox {
+		sb := sandboxrec.Sandbox{ID: id, TenantID: "ten_a", State: sandboxrec.Creating, Template: "base", CPUs: 1, MemoryMB: 64,
 			CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
 		must(t, s.CreateSandbox(ctx, sb))
 		return sb
 	}
 	sb := mk("sb-soon")
-	sb.State = store.StateRunning
+	sb.State = sandboxrec.Running
 	must(t, s.UpdateSandboxSoon(ctx, sb))
-	if got, err := s.GetSandbox(ctx, sb.ID); err != nil || got.State != store.StateRunning {
+	if got, err := s.GetSandbox(ctx, sb.ID); err != nil || got.State != sandboxrec.Running {
 		t.Errorf("GetSandbox: %s, %v", got.State, err)
 	}
 	if n, _, err := s.Usage(ctx, "ten_a"); err != nil || n != 1 {
 		t.Errorf("Usage: %d, %v", n, err)
 	}
-	if l, err := s.ListSandboxes(ctx, store.SandboxFilter{State: store.StateRunning}); err != nil || len(l) != 1 {
+	if l, err := s.ListSandboxes(ctx, sandboxrec.Filter{State: sandboxrec.Running}); err != nil || len(l) != 1 {
 		t.Errorf("ListSandboxes running: %d, %v", len(l), err)
 	}
-	if c, err := s.CountSandboxes(ctx); err != nil || c[store.StateRunning] != 1 {
+	if c, err := s.CountSandboxes(ctx); err != nil || c[sandboxrec.Running] != 1 {
 		t.Errorf("CountSandboxes: %v, %v", c, err)
 	}
 	if next, err := s.NextExpiry(ctx, t0); err != nil || !next.Equal(t0.Add(time.Hour)) {
@@ -61,29 +62,29 @@ func testUpdateSandboxSoon(t *testing.T, h *harness) {
 	// A later write wins, however the deferred one is timed.
 	sb2 := mk("sb-race")
 	for i := range 20 {
-		sb2.State = store.StateRunning
+		sb2.State = sandboxrec.Running
 		must(t, s.UpdateSandboxSoon(ctx, sb2))
-		sb2.State, sb2.Reason = store.StateStopped, fmt.Sprint("deleted ", i)
+		sb2.State, sb2.Reason = sandboxrec.Stopped, fmt.Sprint("deleted ", i)
 		must(t, s.UpdateSandbox(ctx, sb2))
 		time.Sleep(time.Duration(i%3) * time.Millisecond)
-		if got, _ := s.GetSandbox(ctx, sb2.ID); got.State != store.StateStopped || got.Reason != sb2.Reason {
+		if got, _ := s.GetSandbox(ctx, sb2.ID); got.State != sandboxrec.Stopped || got.Reason != sb2.Reason {
 			t.Fatalf("round %d: a deferred write overtook a later one: %s %q", i, got.State, got.Reason)
 		}
 	}
 
 	// Durable once closed: the deferred writes reach the database.
 	sb3 := mk("sb-close")
-	sb3.State, sb3.Metadata = store.StateRunning, map[string]string{"k": "v"}
+	sb3.State, sb3.Metadata = sandboxrec.Running, map[string]string{"k": "v"}
 	must(t, s.UpdateSandboxSoon(ctx, sb3))
 	s = h.restart(t)
-	for _, want := range []store.Sandbox{sb, sb3} {
+	for _, want := range []sandboxrec.Sandbox{sb, sb3} {
 		got, err := s.GetSandbox(ctx, want.ID)
 		must(t, err)
 		if d := cmp.Diff(want.State, got.State); d != "" || !cmp.Equal(want.Metadata, got.Metadata) {
 			t.Errorf("%s after reopening: %s %v, want %s %v", want.ID, got.State, got.Metadata, want.State, want.Metadata)
 		}
 	}
-	if got, _ := s.GetSandbox(ctx, sb2.ID); got.State != store.StateStopped {
+	if got, _ := s.GetSandbox(ctx, sb2.ID); got.State != sandboxrec.Stopped {
 		t.Errorf("%s after reopening: %s", sb2.ID, got.State)
 	}
 }
@@ -91,14 +92,14 @@ func testUpdateSandboxSoon(t *testing.T, h *harness) {
 // listFixture creates 25 sandboxes over two tenants: sb_00..sb_24, tenant
 // a for even i, b for odd; every third running, others stopped; metadata
 // team=red for i%5==0, team=blue otherwise, and job=i.
-func listFixture(t *testing.T, s store.Store) map[string]store.Sandbox {
+func listFixture(t *testing.T, s store.Store) map[string]sandboxrec.Sandbox {
 	t.Helper()
-	all := map[string]store.Sandbox{}
+	all := map[string]sandboxrec.Sandbox{}
 	for i := range 25 {
-		sb := store.Sandbox{
+		sb := sandboxrec.Sandbox{
 			ID:       fmt.Sprintf("sb_%02d", i),
 			TenantID: map[bool]string{true: "a", false: "b"}[i%2 == 0],
-			State:    map[bool]string{true: store.StateRunning, false: store.StateStopped}[i%3 == 0],
+			State:    map[bool]string{true: sandboxrec.Running, false: sandboxrec.Stopped}[i%3 == 0],
 			Template: "base", MemoryMB: int64(100 + i),
 			Metadata:  map[string]string{"team": map[bool]string{true: "red", false: "blue"}[i%5 == 0], "job": fmt.Sprint(i)},
 			CreatedAt: t0.Add(time.Duration(i) * time.Second),
@@ -122,24 +123,24 @@ func testListSandboxes(t *testing.T, h *harness) {
 	}
 	tests := []struct {
 		name string
-		f    store.SandboxFilter
+		f    sandboxrec.Filter
 		want []string
 	}{
-		{"all", store.SandboxFilter{}, ids(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24)},
-		{"tenant", store.SandboxFilter{TenantID: "b"}, ids(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23)},
-		{"tenant and state", store.SandboxFilter{TenantID: "a", State: store.StateRunning}, ids(0, 6, 12, 18, 24)},
-		{"metadata", store.SandboxFilter{Metadata: map[string]string{"team": "red"}}, ids(0, 5, 10, 15, 20)},
-		{"metadata all pairs", store.SandboxFilter{Metadata: map[string]string{"team": "red", "job": "15"}}, ids(15)},
-		{"metadata mismatch", store.SandboxFilter{Metadata: map[string]string{"team": "red", "job": "16"}}, ids()},
-		{"metadata missing key", store.SandboxFilter{Metadata: map[string]string{"nope": ""}}, ids()},
-		{"tenant state metadata", store.SandboxFilter{TenantID: "a", State: store.StateStopped, Metadata: map[string]string{"team": "red"}}, ids(10, 20)},
-		{"expired by", store.SandboxFilter{ExpiredBy: t0.Add(3 * time.Minute)}, ids(0, 1, 2, 3)},
-		{"limit", store.SandboxFilter{Limit: 3}, ids(0, 1, 2)},
-		{"after", store.SandboxFilter{After: "sb_21"}, ids(22, 23, 24)},
-		{"after limit", store.SandboxFilter{After: "sb_04", Limit: 2}, ids(5, 6)},
-		{"after not an id", store.SandboxFilter{After: "sb_045"}, ids(5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24)},
-		{"page of filtered", store.SandboxFilter{Metadata: map[string]string{"team": "blue"}, After: "sb_04", Limit: 3}, ids(6, 7, 8)},
-		{"after last", store.SandboxFilter{After: "sb_24"}, ids()},
+		{"all", sandboxrec.Filter{}, ids(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24)},
+		{"tenant", sandboxrec.Filter{TenantID: "b"}, ids(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23)},
+		{"tenant and state", sandboxrec.Filter{TenantID: "a", State: sandboxrec.Running}, ids(0, 6, 12, 18, 24)},
+		{"metadata", sandboxrec.Filter{Metadata: map[string]string{"team": "red"}}, ids(0, 5, 10, 15, 20)},
+		{"metadata all pairs", sandboxrec.Filter{Metadata: map[string]string{"team": "red", "job": "15"}}, ids(15)},
+		{"metadata mismatch", sandboxrec.Filter{Metadata: map[string]string{"team": "red", "job": "16"}}, ids()},
+		{"metadata missing key", sandboxrec.Filter{Metadata: map[string]string{"nope": ""}}, ids()},
+		{"tenant state metadata", sandboxrec.Filter{TenantID: "a", State: sandboxrec.Stopped, Metadata: map[string]string{"team": "red"}}, ids(10, 20)},
+		{"expired by", sandboxrec.Filter{ExpiredBy: t0.Add(3 * time.Minute)}, ids(0, 1, 2, 3)},
+		{"limit", sandboxrec.Filter{Limit: 3}, ids(0, 1, 2)},
+		{"after", sandboxrec.Filter{After: "sb_21"}, ids(22, 23, 24)},
+		{"after limit", sandboxrec.Filter{After: "sb_04", Limit: 2}, ids(5, 6)},
+		{"after not an id", sandboxrec.Filter{After: "sb_045"}, ids(5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24)},
+		{"page of filtered", sandboxrec.Filter{Metadata: map[string]string{"team": "blue"}, After: "sb_04", Limit: 3}, ids(6, 7, 8)},
+		{"after last", sandboxrec.Filter{After: "sb_24"}, ids()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,9 +160,9 @@ func testListSandboxes(t *testing.T, h *harness) {
 	}
 	// Ids sort in byte order, whatever the server's locale.
 	for _, id := range []string{"sb_Z", "sb_a", "sb__"} {
-		must(t, s.CreateSandbox(ctx, store.Sandbox{ID: id, TenantID: "c", State: store.StateRunning}))
+		must(t, s.CreateSandbox(ctx, sandboxrec.Sandbox{ID: id, TenantID: "c", State: sandboxrec.Running}))
 	}
-	got, err := s.ListSandboxes(ctx, store.SandboxFilter{TenantID: "c"})
+	got, err := s.ListSandboxes(ctx, sandboxrec.Filter{TenantID: "c"})
 	must(t, err)
 	var gotIDs []string
 	for _, sb := range got {
@@ -177,7 +178,7 @@ func testListSandboxes(t *testing.T, h *harness) {
 func testListSandboxesPages(t *testing.T, h *harness) {
 	s := h.s
 	listFixture(t, s)
-	f := store.SandboxFilter{TenantID: "b", Metadata: map[string]string{"team": "blue"}, Limit: 4}
+	f := sandboxrec.Filter{TenantID: "b", Metadata: map[string]string{"team": "blue"}, Limit: 4}
 	var got []string
 	for range 10 {
 		page, err := s.ListSandboxes(ctx, f)
@@ -198,10 +199,10 @@ func testListSandboxesPages(t *testing.T, h *harness) {
 
 func testUsage(t *testing.T, h *harness) {
 	s := h.s
-	for i, st := range []string{store.StateCreating, store.StateRunning, store.StateRunning, store.StateStopped, store.StateFailed} {
-		must(t, s.CreateSandbox(ctx, store.Sandbox{ID: fmt.Sprintf("sb_%d", i), TenantID: "a", State: st, MemoryMB: int64(1) << i}))
+	for i, st := range []string{sandboxrec.Creating, sandboxrec.Running, sandboxrec.Running, sandboxrec.Stopped, sandboxrec.Failed} {
+		must(t, s.CreateSandbox(ctx, sandboxrec.Sandbox{ID: fmt.Sprintf("sb_%d", i), TenantID: "a", State: st, MemoryMB: int64(1) << i}))
 	}
-	must(t, s.CreateSandbox(ctx, store.Sandbox{ID: "sb_other", TenantID: "b", State: store.StateRunning, MemoryMB: 1000}))
+	must(t, s.CreateSandbox(ctx, sandboxrec.Sandbox{ID: "sb_other", TenantID: "b", State: sandboxrec.Running, MemoryMB: 1000}))
 	tests := []struct {
 		tenant string
 		n      int
@@ -224,10 +225,10 @@ func testUsage(t *testing.T, h *harness) {
 // the next running sandbox will.
 func testExpiry(t *testing.T, h *harness) {
 	s := h.s
-	for i, st := range []string{store.StateStopped, store.StateRunning, store.StateRunning, store.StateFailed, store.StateRunning} {
-		must(t, s.CreateSandbox(ctx, store.Sandbox{ID: fmt.Sprintf("sb_%d", i), TenantID: "a", State: st, ExpiresAt: t0.Add(time.Duration(i) * time.Second)}))
+	for i, st := range []string{sandboxrec.Stopped, sandboxrec.Running, sandboxrec.Running, sandboxrec.Failed, sandboxrec.Running} {
+		must(t, s.CreateSandbox(ctx, sandboxrec.Sandbox{ID: fmt.Sprintf("sb_%d", i), TenantID: "a", State: st, ExpiresAt: t0.Add(time.Duration(i) * time.Second)}))
 	}
-	got, err := s.ListSandboxes(ctx, store.SandboxFilter{State: store.StateRunning, ExpiredBy: t0.Add(2 * time.Second)})
+	got, err := s.ListSandboxes(ctx, sandboxrec.Filter{State: sandboxrec.Running, ExpiredBy: t0.Add(2 * time.Second)})
 	must(t, err)
 	var ids []string
 	for _, sb := range got {
@@ -259,14 +260,14 @@ func testCountSandboxes(t *testing.T, h *harness) {
 		t.Errorf("empty store: %v, %v", got, err)
 	}
 	_, _, _, sb := seed(t, s)
-	for i, state := range []string{store.StateRunning, store.StateStopped, store.StateStopped, store.StateFailed} {
+	for i, state := range []string{sandboxrec.Running, sandboxrec.Stopped, sandboxrec.Stopped, sandboxrec.Failed} {
 		sb.ID, sb.State = "sb_x"+string(rune('a'+i)), state
 		must(t, s.CreateSandbox(ctx, sb))
 	}
 	got, err := s.CountSandboxes(ctx)
 	must(t, err)
 	// seed's own sandbox is running.
-	if d := cmp.Diff(map[string]int{store.StateRunning: 2, store.StateStopped: 2, store.StateFailed: 1}, got); d != "" {
+	if d := cmp.Diff(map[string]int{sandboxrec.Running: 2, sandboxrec.Stopped: 2, sandboxrec.Failed: 1}, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
 }
@@ -281,7 +282,7 @@ func testConcurrentSandboxWrites(t *testing.T, h *harness) {
 	errs := make(chan error, 3*n)
 	for i := range n {
 		wg.Go(func() {
-			sb := store.Sandbox{ID: fmt.Sprintf("sb_%03d", i), TenantID: "a", State: store.StateCreating, MemoryMB: 10,
+			sb := sandboxrec.Sandbox{ID: fmt.Sprintf("sb_%03d", i), TenantID: "a", State: sandboxrec.Creating, MemoryMB: 10,
 				Metadata: map[string]string{"i": fmt.Sprint(i)}}
 			if err := s.CreateSandbox(ctx, sb); err != nil {
 				errs <- err
@@ -290,11 +291,11 @@ func testConcurrentSandboxWrites(t *testing.T, h *harness) {
 			if _, _, err := s.Usage(ctx, "a"); err != nil {
 				errs <- err
 			}
-			sb.State = store.StateRunning
+			sb.State = sandboxrec.Running
 			if err := s.UpdateSandbox(ctx, sb); err != nil {
 				errs <- err
 			}
-			if _, err := s.ListSandboxes(ctx, store.SandboxFilter{TenantID: "a", Limit: 5}); err != nil {
+			if _, err := s.ListSandboxes(ctx, sandboxrec.Filter{TenantID: "a", Limit: 5}); err != nil {
 				errs <- err
 			}
 		})
@@ -306,7 +307,7 @@ func testConcurrentSandboxWrites(t *testing.T, h *harness) {
 	}
 	got, mem, err := s.Usage(ctx, "a")
 	must(t, err)
-	running, err := s.ListSandboxes(ctx, store.SandboxFilter{State: store.StateRunning})
+	running, err := s.ListSandboxes(ctx, sandboxrec.Filter{State: sandboxrec.Running})
 	must(t, err)
 	if got != n || mem != 10*n || len(running) != n {
 		t.Errorf("after %d goroutines: usage %d sandboxes %d MB, %d running", n, got, mem, len(running))
@@ -343,7 +344,7 @@ func testIdleSince(t *testing.T, h *harness) {
 	if got, err := s.IdleSince(ctx); err != nil || len(got) != 1 || !got[sb.ID].Equal(at) {
 		t.Fatalf("after a save and a row update: %v, %v", got, err)
 	}
-	sb.State, sb.EndedAt = store.StateStopped, at
+	sb.State, sb.EndedAt = sandboxrec.Stopped, at
 	must(t, s.UpdateSandbox(ctx, sb))
 	if got, err := s.IdleSince(ctx); err != nil || len(got) != 0 {
 		t.Fatalf("stopped: %v, %v", got, err)

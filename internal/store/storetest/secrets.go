@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -156,16 +157,16 @@ func testSandboxSecretsField(t *testing.T, h *harness) {
 	withSecrets := sb
 	withSecrets.ID = "sb_2"
 	must(t, s.CreateSandbox(ctx, withSecrets))
-	for _, want := range []store.Sandbox{sb, withSecrets} {
+	for _, want := range []sandboxrec.Sandbox{sb, withSecrets} {
 		got, err := s.GetSandbox(ctx, want.ID)
 		must(t, err)
 		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("%s: -want +got:\n%s", want.ID, d)
 		}
 	}
-	list, err := s.ListSandboxes(ctx, store.SandboxFilter{TenantID: sb.TenantID})
+	list, err := s.ListSandboxes(ctx, sandboxrec.Filter{TenantID: sb.TenantID})
 	must(t, err)
-	if d := cmp.Diff([]store.Sandbox{sb, withSecrets}, list); d != "" {
+	if d := cmp.Diff([]sandboxrec.Sandbox{sb, withSecrets}, list); d != "" {
 		t.Errorf("ListSandboxes -want +got:\n%s", d)
 	}
 }
