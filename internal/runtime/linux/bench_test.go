@@ -33,6 +33,11 @@ func BenchmarkSpawn(b *testing.B) {
 		}
 		d = append(d, time.Since(start))
 	}
+	reportPercentiles(b, d)
+}
+
+// reportPercentiles reports d's p50, p95 and p99 in milliseconds.
+func reportPercentiles(b *testing.B, d []time.Duration) {
 	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 	at := func(q float64) float64 {
 		return float64(d[min(len(d)-1, int(q*float64(len(d))))].Microseconds()) / 1000
@@ -40,4 +45,31 @@ func BenchmarkSpawn(b *testing.B) {
 	b.ReportMetric(at(0.50), "p50-ms")
 	b.ReportMetric(at(0.95), "p95-ms")
 	b.ReportMetric(at(0.99), "p99-ms")
+}
+
+// BenchmarkExecLive measures exec true in one live sandbox, the agent's
+// start of a process and its wait; `airlock bench spawn` prints it beside
+// a host fork+exec.
+func BenchmarkExecLive(b *testing.B) {
+	r := testRuntimeB(b)
+	ctx := context.Background()
+	sb, err := r.Create(ctx, runtime.Spec{ID: fmt.Sprintf("b%d-live", os.Getpid())})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sb.Destroy(context.WithoutCancel(ctx))
+	exec := func() {
+		st, err := sb.Exec(ctx, runtime.ExecRequest{Argv: []string{"true"}})
+		if err != nil || st.Code != 0 {
+			b.Fatalf("exec true: %v %+v", err, st)
+		}
+	}
+	exec() // waits for the agent
+	var d []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		exec()
+		d = append(d, time.Since(start))
+	}
+	reportPercentiles(b, d)
 }

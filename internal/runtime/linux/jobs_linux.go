@@ -124,11 +124,11 @@ func (s *sandbox) oomKills() int64 {
 	if s.cg == nil {
 		return -1
 	}
-	st, err := s.cg.Stats()
+	n, err := s.cg.OOMKills()
 	if err != nil {
 		return -1
 	}
-	return st.OOMKills
+	return n
 }
 
 // oomKilled says whether job pid, which has ended, was OOM-killed: decided

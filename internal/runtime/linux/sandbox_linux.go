@@ -84,7 +84,7 @@ func (p *process) Wait() (runtime.ExitStatus, error) {
 	// into exit 137); the cgroup's counter says whether the kernel's OOM
 	// killer struck while this process ran.
 	if p.sb.cg != nil {
-		if s, err := p.sb.cg.Stats(); err == nil && s.OOMKills > p.oomBefore {
+		if n, err := p.sb.cg.OOMKills(); err == nil && n > p.oomBefore {
 			st.OOMKilled = true
 		}
 	}
@@ -95,8 +95,8 @@ func (s *sandbox) Start(ctx context.Context, req runtime.ExecRequest) (runtime.P
 	req = s.withDefaults(req)
 	var before int64
 	if s.cg != nil {
-		if st, err := s.cg.Stats(); err == nil {
-			before = st.OOMKills
+		if n, err := s.cg.OOMKills(); err == nil {
+			before = n
 		}
 	}
 	p, err := s.client.Start(ctx, req)
