@@ -206,15 +206,24 @@ func (tr *tracker) kill(t *tree) {
 		procs := scanProcs()
 		for {
 			t.expand(procs)
-			for _, pid := range t.live(procs) {
+			stopped := t.live(procs)
+			for _, pid := range stopped {
 				unix.Kill(pid, unix.SIGSTOP)
 			}
-			procs = scanProcs()
+			// A member stopped just now may have forked before the stop
+			// landed: look again. With none left running (the common end
+			// of a command: its one process exited and was reaped) there
+			// is nothing that could have forked.
+			if len(stopped) > 0 {
+				procs = scanProcs()
+			}
 			grew := t.expand(procs)
 			// A daemon whose middle process exited before any scan saw
 			// it has lost every link to the tree but still carries the
-			// tree's environment marker.
-			if tr.marked != nil && t.marker != "" {
+			// tree's environment marker. Only a process outside the tree
+			// can be one: with none, there is nothing to read the
+			// environment of.
+			if tr.marked != nil && t.marker != "" && strangers(procs, t) {
 				for pid, start := range tr.marked(t.marker) {
 					if _, ok := t.members[pid]; !ok {
 						t.members[pid], grew = start, true
@@ -237,4 +246,16 @@ func (tr *tracker) kill(t *tree) {
 		unix.Kill(-t.root, unix.SIGKILL)
 		time.Sleep(time.Duration(round+1) * time.Millisecond)
 	}
+}
+
+// strangers says whether procs holds a running process other than the
+// agent and t's members: one that might carry t's marker.
+func strangers(procs map[int]procStat, t *tree) bool {
+	self := os.Getpid()
+	for pid, st := range procs {
+		if _, member := t.members[pid]; !member && pid != self && !st.zombie {
+			return true
+		}
+	}
+	return false
 }
