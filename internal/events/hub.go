@@ -22,10 +22,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/batch"
 	"github.com/airlockhq/airlock/internal/events/eventrec"
-
-	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/secrets"
 )
 

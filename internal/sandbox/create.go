@@ -10,9 +10,8 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/audit"
-	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
-
 	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // create validates the request, checks the tenant's quota and inserts the

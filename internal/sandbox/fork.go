@@ -9,10 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
-	"go.opentelemetry.io/otel/attribute"
 )
 
 // MaxForks bounds the sandboxes one fork makes.

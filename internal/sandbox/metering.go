@@ -6,13 +6,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/airlockhq/airlock/internal/batch"
-	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
-
 	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/batch"
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
 )
 

@@ -3,9 +3,9 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
-	"github.com/airlockhq/airlock/internal/batch"
 	"log/slog"
 
+	"github.com/airlockhq/airlock/internal/batch"
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/store"
 )

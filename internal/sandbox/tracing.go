@@ -3,10 +3,11 @@ package sandbox
 import (
 	"context"
 
-	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 )
 
 // The service's spans: one per create and per command, children of the

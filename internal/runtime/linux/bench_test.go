@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sort"
 	"testing"
 	"time"
 
@@ -39,7 +38,7 @@ func BenchmarkSpawn(b *testing.B) {
 
 // reportPercentiles reports d's p50, p95 and p99 in milliseconds.
 func reportPercentiles(b *testing.B, d []time.Duration) {
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	slices.Sort(d)
 	at := func(q float64) float64 {
 		return float64(d[min(len(d)-1, int(q*float64(len(d))))].Microseconds()) / 1000
 	}

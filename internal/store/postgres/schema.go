@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/airlockhq/airlock/internal/store"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/airlockhq/airlock/internal/store"
 )
 
 // migrations[i] brings the schema from version i to i+1, in PostgreSQL's

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlockhq/airlock/internal/audit"
-	"github.com/airlockhq/airlock/internal/events/eventrec"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/events/eventrec"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/tasks/taskrec"
 )

@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/airlockhq/airlock/internal/sandbox/sandboxrec"
 	"github.com/airlockhq/airlock/internal/store"
-	"github.com/google/go-cmp/cmp"
 )
 
 // testDisks: snapshots and volumes round-trip, are per tenant and kind,
