@@ -175,13 +175,6 @@ func (r *Runtime) boot(ctx context.Context, name string, lim runtime.Limits, hos
 	return sb, sb.save()
 }
 
-// groupLimits are the cgroup limits of a sandbox with limits lim: its
-// commands' pids and the agent's threads (sbinit.AgentPids).
-func groupLimits(lim runtime.Limits) runtime.Limits {
-	lim.Pids += sbinit.AgentPids
-	return lim
-}
-
 // cgroupName names a sandbox's cgroup after its uid range first, so that
 // no two live sandboxes on the host, whatever their data dirs, ever share
 // a group; the sandbox's own name follows for people reading the tree.
@@ -232,7 +225,7 @@ func (r *Runtime) bind(ctx context.Context, sb *sandbox, spec runtime.Spec, lim 
 		return fmt.Errorf("register sandbox id: %w", err)
 	}
 	if sb.cg != nil && lim != sb.p.Limits {
-		if err := sb.cg.SetLimits(groupLimits(lim)); err != nil {
+		if err := sb.cg.SetLimits(lim); err != nil {
 			os.Remove(link)
 			return fmt.Errorf("set limits: %w", err)
 		}
@@ -368,6 +361,21 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *sbinit.Config, ho
 	defer logf.Close()
 
 	endPrep()
+	if r.cgErr == nil && !r.rootless {
+		end := r.phase("create: cgroup")
+		name := cgroupName(sb.slot.n, cfg.ID)
+		cg, err := cgroups.New(name, sb.p.Limits)
+		if err == nil && idle {
+			if err = cg.SetIdle(true); err != nil {
+				cg.Destroy()
+			}
+		}
+		end()
+		if err != nil {
+			return fmt.Errorf("create cgroup: %w", err)
+		}
+		sb.cg, sb.p.Cgroup, sb.p.CgroupName = cg, true, name
+	}
 	cmd := exec.Command(initExec, sbinit.Arg, cfg.ID)
 	// One P: the agent mostly waits on sockets and pipes, and fewer threads
 	// make every all-threads syscall of the init (and its exit) cheaper.
@@ -388,6 +396,20 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *sbinit.Config, ho
 		defer theirs.Close()
 		cmd.ExtraFiles = append(cmd.ExtraFiles, theirs)
 		cfg.VolumeSock, volSock = 2+len(cmd.ExtraFiles), ours
+	}
+	// The init moves the thread it forks commands from into the group's
+	// commands subgroup through this file, opened here: its own
+	// credentials could not. Without a subgroup it keeps the threads its
+	// group's pids limit holds for it started instead.
+	cfg.ReserveThreads = cgroups.InitPids
+	if sb.cg != nil && sb.cg.CommandTasks() != "" {
+		f, err := os.OpenFile(sb.cg.CommandTasks(), os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("commands cgroup: %w", err)
+		}
+		defer f.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+		cfg.CommandTasks, cfg.ReserveThreads = 2+len(cmd.ExtraFiles), 0
 	}
 	ids := 1
 	if !r.rootless {
@@ -413,21 +435,6 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *sbinit.Config, ho
 	}
 	if err := json.NewEncoder(cfgW).Encode(cfg); err != nil {
 		return fmt.Errorf("send init config: %w", err)
-	}
-	if r.cgErr == nil && !r.rootless {
-		end := r.phase("create: cgroup")
-		name := cgroupName(sb.slot.n, cfg.ID)
-		cg, err := cgroups.New(name, groupLimits(sb.p.Limits))
-		if err == nil && idle {
-			if err = cg.SetIdle(true); err != nil {
-				cg.Destroy()
-			}
-		}
-		end()
-		if err != nil {
-			return fmt.Errorf("create cgroup: %w", err)
-		}
-		sb.cg, sb.p.Cgroup, sb.p.CgroupName = cg, true, name
 	}
 	end := r.phase("create: clone init")
 	proc, err := r.startInit(cmd, hostUID, idle)

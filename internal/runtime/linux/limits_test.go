@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 func TestForkBombStopsAtPidsLimit(t *testing.T) {
@@ -69,6 +71,32 @@ while True:
 	}
 	if out := mustSh(t, neighbour, "echo alive"); out != "alive\n" {
 		t.Errorf("neighbour sandbox: %q", out)
+	}
+	// The bomb's own agent still serves while its commands hold every pid
+	// they may: calls at once (each may want a thread of the agent's own)
+	// answer, and a command it cannot fork is refused, not the agent lost.
+	errs := make(chan error, 8)
+	for i := range cap(errs) {
+		go func() {
+			path := fmt.Sprintf("/tmp/during-bomb-%d", i)
+			if _, err := bomb.WriteFile(ctx, path, strings.NewReader("x"), 0o644); err != nil {
+				errs <- err
+				return
+			}
+			_, err := bomb.Stat(ctx, path)
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Errorf("file call in the bomb's sandbox while its pids are full: %v", err)
+		}
+	}
+	if st, err := bomb.Exec(ctx, runtime.ExecRequest{Shell: "true"}); err == nil && st.Code == 0 {
+		t.Logf("an exec still forked beside the bomb (it had a pid free): %+v", st)
+	}
+	if _, err := bomb.ListDir(ctx, "/tmp"); err != nil {
+		t.Errorf("the bomb's agent after a refused exec: %v", err)
 	}
 	if err := bomb.Destroy(context.Background()); err != nil {
 		t.Fatalf("destroy the bomb's sandbox: %v", err)
@@ -167,5 +195,74 @@ func TestDestroyLeavesNothing(t *testing.T) {
 	}
 	if ids, _ := r.List(ctx); strings.Contains(strings.Join(ids, " "), id) {
 		t.Errorf("runtime still lists %s", id)
+	}
+}
+
+// TestCommandsCgroup: where the pids controller is v1, the init's fork
+// thread, and every command it starts, sit in the sandbox group's
+// commands subgroup, and the init's other threads in the group: the
+// commands' limit is theirs alone, and the agent needs no threads started
+// ahead (the idle init keeps few).
+func TestCommandsCgroup(t *testing.T) {
+	host, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^\d+:pids:`).Match(host) {
+		testenv.Unsupported(t, "pids is not a v1 controller on this host: the init keeps its threads started instead (TestForkBombStopsAtPidsLimit covers that)")
+	}
+	sb := newSandbox(t, runtime.Limits{Pids: 32})
+	initPid := sb.(interface{ InitPid() int }).InitPid()
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/cgroup", initPid))
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("the init's threads: %v %v", tasks, err)
+	}
+	commands := regexp.MustCompile(`(?m):pids:(/\S+/commands)$`)
+	var group string
+	var inCommands int
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := commands.FindSubmatch(b); m != nil {
+			group, inCommands = string(m[1]), inCommands+1
+		}
+	}
+	if inCommands != 1 {
+		t.Fatalf("%d of the init's %d threads in the commands subgroup, want 1 (the fork thread)", inCommands, len(tasks))
+	}
+	if len(tasks) >= 16 {
+		t.Errorf("the idle init has %d threads: none should be started ahead", len(tasks))
+	}
+	// Commands land there, and the sandbox's pids count them alone.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := sb.Start(ctx, runtime.ExecRequest{Shell: "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 100 & done; wait"}); err != nil {
+		t.Fatal(err)
+	}
+	var sleeps int
+	var procs []byte
+	for deadline := time.Now().Add(10 * time.Second); sleeps < 10 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if procs, err = os.ReadFile(filepath.Join("/sys/fs/cgroup/pids", group, "cgroup.procs")); err != nil {
+			t.Fatal(err)
+		}
+		sleeps = 0
+		for _, pid := range strings.Fields(string(procs)) {
+			if cmd, _ := os.ReadFile("/proc/" + pid + "/cmdline"); strings.HasPrefix(string(cmd), "sleep\x00") {
+				sleeps++
+			}
+		}
+	}
+	if sleeps != 10 {
+		t.Errorf("%d sleeps in the commands subgroup (%s), want 10", sleeps, procs)
+	}
+	st, err := sb.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The shell and its ten sleeps; the fork thread is the agent's.
+	if st.Pids != 11 {
+		t.Errorf("Stats().Pids = %d with a shell and 10 sleeps running, want 11", st.Pids)
 	}
 }

@@ -187,7 +187,7 @@ func (s *sandbox) Stats(ctx context.Context) (runtime.Stats, error) {
 		if st, err = s.cg.Stats(); err != nil {
 			return st, fmt.Errorf("sandbox %s stats: %w", s.p.ID, err)
 		}
-		// The group's tasks less the agent's threads (see sbinit.AgentPids):
+		// The group's tasks less the agent's threads (see cgroups.InitPids):
 		// what the sandbox's pids limit bounds.
 		if n := s.initThreads(); n > 0 {
 			st.Pids = max(st.Pids-int64(n), 0)

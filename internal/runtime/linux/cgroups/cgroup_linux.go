@@ -22,6 +22,21 @@ import (
 // holds every sandbox group. It is created once and never removed.
 const Parent = "airlock"
 
+// Commands names the subgroup a sandbox's commands run in, under its
+// group in a v1 pids hierarchy (v1 places each thread on its own). The
+// init puts the one thread it forks every command from there, so its
+// commands, and what they fork, count against the subgroup's pids limit
+// alone, and the init's other threads against the group's: a fork bomb
+// fills the subgroup and the agent can still start the threads it needs.
+// Where pids is a v2 controller no subgroup is made, and the init keeps
+// InitPids threads started instead (see sbinit.Config.ReserveThreads).
+const Commands = "commands"
+
+// InitPids is what a sandbox group's pids limit holds beyond its commands'
+// limit: the threads of its init (the agent). The Go runtime ends a
+// program that cannot start a thread it needs.
+const InitPids = 16
+
 // ErrInUse is returned by New when a group of that name still holds
 // processes: it belongs to a live sandbox and must not be clobbered.
 var ErrInUse = errors.New("cgroup in use")
@@ -52,6 +67,7 @@ type Cgroup struct {
 	unified string            // group in the cgroup2 tree, "" when none
 	ctl     map[string]string // controller -> group directory
 	dirs    []string          // every distinct group directory, unified first
+	cmds    string            // the Commands subgroup of a v1 pids group, "" when none
 	kill    bool              // unified group has cgroup.kill
 	freeze  bool              // unified group has cgroup.freeze
 }
@@ -85,6 +101,9 @@ func plan(info Info, name string) (*Cgroup, error) {
 	}
 	if m, ok := info.Controllers["freezer"]; ok && !info.Kill && !info.Freeze {
 		add("freezer", m)
+	}
+	if !c.v2("pids") {
+		c.cmds = filepath.Join(c.ctl["pids"], Commands)
 	}
 	return c, nil
 }
@@ -130,7 +149,10 @@ func create(info Info, name string, lim runtime.Limits) (*Cgroup, error) {
 		}
 		return nil, fmt.Errorf("create cgroup %s: %w", name, err)
 	}
-	for _, d := range c.dirs {
+	for _, d := range append(slices.Clip(c.dirs), c.cmds) {
+		if d == "" {
+			continue
+		}
 		if err := os.Mkdir(filepath.Dir(d), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fail(err)
 		}
@@ -190,6 +212,9 @@ func Open(name string) (*Cgroup, error) {
 	if !slices.Contains(present, c.unified) {
 		c.unified = ""
 	}
+	if _, err := os.Stat(c.cmds); err != nil {
+		c.cmds = ""
+	}
 	c.dirs = present
 	c.features()
 	return c, nil
@@ -247,6 +272,15 @@ func (c *Cgroup) Name() string { return c.name }
 // CLONE_INTO_CGROUP; on v1 and hybrid hosts they must still call Add.
 func (c *Cgroup) Unified() string { return c.unified }
 
+// CommandTasks is the tasks file of the group's Commands subgroup, ""
+// when it has none: a thread that writes "0" to it moves there alone.
+func (c *Cgroup) CommandTasks() string {
+	if c.cmds == "" {
+		return ""
+	}
+	return filepath.Join(c.cmds, "tasks")
+}
+
 // Add moves the whole thread group of pid into the group in every
 // hierarchy. Children it forks before Add may stay outside, so callers add a
 // process before it runs untrusted code.
@@ -268,7 +302,10 @@ func (c *Cgroup) Add(pid int) error {
 // the union over every hierarchy so a process half-added is still found.
 func (c *Cgroup) Procs() ([]int, error) {
 	var all []int
-	for _, d := range c.dirs {
+	for _, d := range append(slices.Clip(c.dirs), c.cmds) {
+		if d == "" {
+			continue
+		}
 		pids, err := readProcs(d)
 		if err != nil {
 			return nil, fmt.Errorf("cgroup %s: %w", c.name, err)
@@ -286,7 +323,11 @@ func (c *Cgroup) Destroy() error {
 		return fmt.Errorf("destroy cgroup %s: %w", c.name, err)
 	}
 	var errs []error
-	for _, d := range slices.Backward(c.dirs) {
+	// The subgroup first: a v1 group with a child cannot be removed.
+	for _, d := range slices.Backward(append(slices.Clip(c.dirs), c.cmds)) {
+		if d == "" {
+			continue
+		}
 		if err := rmdir(d); err != nil {
 			errs = append(errs, err)
 		}

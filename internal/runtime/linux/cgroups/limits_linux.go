@@ -13,8 +13,10 @@ import (
 const cpuPeriod = 100_000
 
 // SetLimits writes the memory, CPU and pids limits of lim (zero fields take
-// the defaults). New calls it; a warm pool may call it again once the
-// sandbox's real limits are known.
+// the defaults). lim.Pids bounds the sandbox's commands: the group holds
+// InitPids more for its init, and its Commands subgroup, where there is
+// one, lim.Pids and the one init thread that forks them. New calls it; a
+// warm pool may call it again once the sandbox's real limits are known.
 func (c *Cgroup) SetLimits(lim runtime.Limits) error {
 	lim = lim.WithDefaults()
 	if lim.CPUs < 0 || lim.MemoryMB < 0 || lim.Pids < 0 {
@@ -27,8 +29,13 @@ func (c *Cgroup) SetLimits(lim runtime.Limits) error {
 	if err := c.setCPU(quota); err != nil {
 		return fmt.Errorf("set limits of cgroup %s: %w", c.name, err)
 	}
-	if err := write(c.ctl["pids"], "pids.max", strconv.FormatInt(lim.Pids, 10)); err != nil {
+	if err := write(c.ctl["pids"], "pids.max", strconv.FormatInt(lim.Pids+InitPids, 10)); err != nil {
 		return fmt.Errorf("set limits of cgroup %s: %w", c.name, err)
+	}
+	if c.cmds != "" {
+		if err := write(c.cmds, "pids.max", strconv.FormatInt(lim.Pids+1, 10)); err != nil {
+			return fmt.Errorf("set limits of cgroup %s: %w", c.name, err)
+		}
 	}
 	return nil
 }

@@ -22,11 +22,3 @@ const (
 	BuildUpper = "build-upper"
 	BuildWork  = "build-work"
 )
-
-// AgentPids is what the agent may take of its sandbox's pids: the Go
-// runtime ends a program that cannot start a thread, so the group's pids
-// limit is the sandbox's plus AgentPids, and the agent starts that many
-// threads of its own at once (reserveThreads) and keeps them idle: its
-// commands can hold their own limit and no more, and the agent never
-// needs a thread it cannot have.
-const AgentPids = 16

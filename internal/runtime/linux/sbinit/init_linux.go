@@ -62,9 +62,21 @@ type Config struct {
 	Volumes  []VolumeBind `json:"volumes,omitempty"`
 	// VolumeSock is the fd of the socket the host sends the volumes'
 	// mounts on (volumes_linux.go).
-	VolumeSock int   `json:"volume_sock,omitempty"`
-	Trace      bool  `json:"trace"`   // report phase times on the status pipe
-	SentAt     int64 `json:"sent_at"` // host clock (ns) just before the clone, when tracing
+	VolumeSock int `json:"volume_sock,omitempty"`
+	// CommandTasks is the fd of the tasks file of the sandbox's commands
+	// cgroup (cgroups.Commands), opened by the host; 0 when there is none.
+	// The fork thread writes itself there, so every command it starts
+	// counts against that group's pids limit, and the init's other
+	// threads do not.
+	CommandTasks int `json:"command_tasks,omitempty"`
+	// ReserveThreads, without CommandTasks, is how many threads the init
+	// starts and keeps idle before any command runs: its commands share
+	// its pids limit, and the Go runtime ends a program that cannot start
+	// a thread, so the init takes the threads its group's limit holds for
+	// it (cgroups.InitPids) while it still can.
+	ReserveThreads int   `json:"reserve_threads,omitempty"`
+	Trace          bool  `json:"trace"`   // report phase times on the status pipe
+	SentAt         int64 `json:"sent_at"` // host clock (ns) just before the clone, when tracing
 
 	status *os.File
 	placed func() error // blocks until the host has placed the init in its cgroups
@@ -138,10 +150,11 @@ func runInit(status *os.File) error {
 	status.Close()
 	// No sandboxed process starts before the agent has its threads: a
 	// command started at once (a fork bomb) would otherwise take pids the
-	// agent counts on.
+	// agent counts on. With its commands in a group of their own
+	// (CommandTasks) there is nothing to take.
 	reserved := make(chan struct{})
 	go func() {
-		reserveThreads(AgentPids)
+		reserveThreads(c.ReserveThreads)
 		close(reserved)
 	}()
 	return agent.Serve(context.Background(), ln, agent.Config{
@@ -188,15 +201,19 @@ func prepare(c *Config) error {
 		return fmt.Errorf("wait for cgroup placement: %w", err)
 	}
 	step("wait for cgroup placement")
-	if _, _, e := syscall.AllThreadsSyscall(unix.SYS_UNSHARE, unix.CLONE_NEWCGROUP, 0, 0); e != 0 {
-		return fmt.Errorf("unshare cgroup namespace: %w", e)
-	}
-	step("cgroup namespace")
-	f, err := newForkThread()
+	f, err := newForkThread(c.CommandTasks)
 	if err != nil {
 		return err
 	}
 	c.forker = f
+	step("fork thread")
+	// Each thread's namespace is rooted at its own groups: the fork
+	// thread's, and so its commands', at the commands subgroup, where they
+	// see their groups as "/" like the init's other threads see theirs.
+	if _, _, e := syscall.AllThreadsSyscall(unix.SYS_UNSHARE, unix.CLONE_NEWCGROUP, 0, 0); e != 0 {
+		return fmt.Errorf("unshare cgroup namespace: %w", e)
+	}
+	step("cgroup namespace")
 	writable := writableDirs
 	if c.Build {
 		writable = append(slices.Clone(writableDirs), UsrLocal)
@@ -290,15 +307,35 @@ func dropCapabilities(f *forkThread) error {
 // and could not, say, read its neighbours' /proc entries.
 type forkThread struct{ work chan func() }
 
-func newForkThread() (*forkThread, error) {
+func newForkThread(tasks int) (*forkThread, error) {
 	f := &forkThread{work: make(chan func())}
+	placed := make(chan error, 1)
 	go func() {
 		goruntime.LockOSThread() // never unlocked: the thread dies with the agent
+		placed <- enterCommands(tasks)
 		for fn := range f.work {
 			fn()
 		}
 	}()
+	if err := <-placed; err != nil {
+		return nil, err
+	}
 	return f, nil
+}
+
+// enterCommands moves the calling thread, alone, into the cgroup whose
+// tasks file fd is open on (0: none), and closes it. The Go runtime starts
+// new threads from other threads than a locked one, so only the fork
+// thread and what it forks land there.
+func enterCommands(fd int) error {
+	if fd <= 0 {
+		return nil
+	}
+	defer unix.Close(fd)
+	if _, err := unix.Write(fd, []byte("0")); err != nil {
+		return fmt.Errorf("fork thread into the commands cgroup: %w", err)
+	}
+	return nil
 }
 
 // run calls fn on the fork thread and waits for it.
@@ -322,13 +359,16 @@ func lastCap() uintptr {
 // reserveThreads has the Go runtime start threads until the process has n,
 // and lets them idle: the runtime keeps idle threads and takes one before
 // it starts another, so the agent has them when its commands hold every
-// pid of the sandbox (see AgentPids). Each is started by a goroutine that
+// pid of the sandbox (see Config.ReserveThreads). Each is started by a goroutine that
 // locks itself to its thread and parks: a locked thread runs nothing
 // else, so the scheduler starts the next one at once (a goroutine blocked
 // in a read instead waits for the runtime's monitor to notice, which
 // backs off to 10 ms when idle: the first command of a new sandbox waited
 // for that). Unlocked, the threads join the runtime's idle list and stay.
 func reserveThreads(n int) {
+	if n <= 0 {
+		return
+	}
 	var release sync.WaitGroup
 	release.Add(1)
 	defer release.Done()
