@@ -61,7 +61,7 @@ func TestWarmPool(t *testing.T) {
 		t.Errorf("CPU weight of a pooled sandbox's group: %s, want nice 19's", w)
 	}
 	ctx := context.Background()
-	sb, err := r.Create(ctx, runtime.Spec{ID: "pooled", Limits: runtime.Limits{MemoryMB: 64}, Env: map[string]string{"X": "from-spec"}, Workdir: "/home/user/w"})
+	sb, err := r.Create(ctx, runtime.Spec{ID: "pooled", Limits: runtime.Limits{MemoryMB: 64, Pids: 40}, Env: map[string]string{"X": "from-spec"}, Workdir: "/home/user/w"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +85,12 @@ func TestWarmPool(t *testing.T) {
 	// The request's 64 MiB replaced the pool's default limit.
 	if _, st := shOut(t, sb, `python3 -c 'a = b"a" * (256 << 20)'`); !st.OOMKilled {
 		t.Errorf("256 MiB allocation under a 64 MiB limit: %+v", st)
+	}
+	// And its 40 pids: its commands' group holds them and the fork thread.
+	if tasks := sb.(*sandbox).cg.CommandTasks(); tasks != "" {
+		if b, err := os.ReadFile(filepath.Join(filepath.Dir(tasks), "pids.max")); err != nil || strings.TrimSpace(string(b)) != "41" {
+			t.Errorf("pids.max of a claimed sandbox's commands: %q (%v), want 41", b, err)
+		}
 	}
 	if ids, _ := r.List(ctx); len(ids) != 1 || ids[0] != "pooled" {
 		t.Errorf("List = %v, want [pooled]", ids)
