@@ -16,11 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/egress/fakenet"
 	"github.com/airlockhq/airlock/internal/runtime/linux"
 	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
-	"golang.org/x/sys/unix"
 )
 
 // Attacks an outside review ran against Airlock as a hostile tenant and a

@@ -17,10 +17,11 @@ import (
 	"testing"
 	"time"
 
+	_ "modernc.org/sqlite"
+
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/cast"
 	"github.com/airlockhq/airlock/internal/egress/fakenet"
-	_ "modernc.org/sqlite"
 )
 
 // auditRun is a daemon with egress through a fake internet and a secret

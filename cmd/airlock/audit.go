@@ -10,9 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/audit"
-	"golang.org/x/term"
 )
 
 const auditUsage = `Usage:

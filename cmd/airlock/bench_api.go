@@ -14,9 +14,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/runtime"
-	"golang.org/x/sys/unix"
 )
 
 // benchAPI measures create -> exec true -> delete through HTTP on loopback

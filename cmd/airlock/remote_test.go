@@ -15,10 +15,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/client/clienttest"
 	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
-	"github.com/google/go-cmp/cmp"
 )
 
 // remoteCLI runs the built binary against srv with srv's admin key and an

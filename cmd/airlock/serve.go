@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/airlockhq/airlock/internal/tracing"
 	"net"
 	"net/http"
 	"os"
@@ -38,6 +37,7 @@ import (
 	"github.com/airlockhq/airlock/internal/store/sqlite"
 	"github.com/airlockhq/airlock/internal/tasks"
 	"github.com/airlockhq/airlock/internal/tenancy"
+	"github.com/airlockhq/airlock/internal/tracing"
 )
 
 // serveCmd runs the daemon until SIGTERM or SIGINT.

@@ -14,8 +14,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/airlockhq/airlock/client"
 	"golang.org/x/term"
+
+	"github.com/airlockhq/airlock/client"
 )
 
 // detachKey (Ctrl-]) typed on an attached terminal detaches from it and

@@ -14,8 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/internal/runtime"
 )
 
 // execResult is what a user of Exec sees.

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/airlockhq/airlock/internal/runtime"
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/runtime"
 )
 
 // resolveFlags keep every lookup inside Root: absolute symlinks and ".."

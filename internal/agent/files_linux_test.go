@@ -12,9 +12,10 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/airlockhq/airlock/internal/runtime"
 )
 
 // fileServer serves a fresh Root with /home/user as workdir. outside is a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/airlockhq/airlock/internal/testenv"
 	"net"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // The reaping server must be PID 1 or a subreaper and wait4(-1): that would

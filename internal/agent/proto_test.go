@@ -9,9 +9,10 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/airlockhq/airlock/internal/runtime"
 )
 
 func TestFrameRoundTrip(t *testing.T) {

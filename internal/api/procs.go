@@ -7,8 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/airlockhq/airlock/internal/sandbox"
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
 )
 
 // pidOf reads the {pid} path value.

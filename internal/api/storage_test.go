@@ -3,9 +3,9 @@ package api
 import (
 	"testing"
 
-	"github.com/airlockhq/airlock/internal/store"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/tenancy"
 )
 

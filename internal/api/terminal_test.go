@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlockhq/airlock/client"
 	"github.com/coder/websocket"
+
+	"github.com/airlockhq/airlock/client"
 )
 
 func TestAttachSession(t *testing.T) {

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlockhq/airlock/internal/egress"
-	"github.com/airlockhq/airlock/internal/errdefs"
-	"github.com/airlockhq/airlock/internal/store/teststore"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock/internal/approvals"
+	"github.com/airlockhq/airlock/internal/egress"
+	"github.com/airlockhq/airlock/internal/errdefs"
+	"github.com/airlockhq/airlock/internal/store/teststore"
 )
 
 type recorded struct{ typ, state, actor string }

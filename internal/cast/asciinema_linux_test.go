@@ -2,7 +2,6 @@ package cast
 
 import (
 	"bytes"
-	"github.com/airlockhq/airlock/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,9 +9,11 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
-	"golang.org/x/sys/unix"
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // TestAsciinemaReadsCasts hands casts to asciinema's own parser: `asciinema

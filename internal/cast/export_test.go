@@ -6,8 +6,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/internal/audit"
 )
 
 func TestSession(t *testing.T) {

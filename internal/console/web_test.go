@@ -3,7 +3,6 @@ package console
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/airlockhq/airlock/internal/testenv"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -11,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // webDir is the console's sources, beside this package in the repository.

@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlockhq/airlock/client"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/client"
 )
 
 const testImage = "127.0.0.1:5000/test/img:latest"

@@ -12,8 +12,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
 )
 
 // newNS returns a fresh namespace with lo up, closed when the test ends.

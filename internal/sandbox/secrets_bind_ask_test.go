@@ -4,9 +4,10 @@ import (
 	"context"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/secrets"
-	"github.com/google/go-cmp/cmp"
 )
 
 // TestBindSecretsKeepsAsk pins issue 26: binding secrets rebuilt the

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/hex"
-	"github.com/airlockhq/airlock/internal/testenv"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 var testKey = []byte("0123456789abcdef0123456789abcdef")

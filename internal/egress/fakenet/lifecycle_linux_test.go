@@ -7,8 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/internal/runtime/linux/linuxtest"
 )
 
 // TestStopRemovesEverything checks the teardown Start registers: no link,

@@ -13,8 +13,9 @@ import (
 	"os/exec"
 	"strings"
 
-	"github.com/airlockhq/airlock/internal/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/netns"
 )
 
 // linkPrefix starts the name of every host-side veth Start makes, so a

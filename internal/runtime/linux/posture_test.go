@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/internal/runtime"
 )
 
 // posture is the security-relevant state of a process, collected inside a

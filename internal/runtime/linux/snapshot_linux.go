@@ -9,9 +9,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/runtime/linux/quota"
-	"golang.org/x/sys/unix"
 )
 
 // A snapshot is a copy of a sandbox's whole directory in the disk pool, at

@@ -11,9 +11,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/runtime/linux/sbinit"
-	"golang.org/x/sys/unix"
 )
 
 // A volume is a directory of the disk pool, .vol-NAME, limited like a

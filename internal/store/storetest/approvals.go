@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlockhq/airlock/internal/store"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock/internal/approvals"
+	"github.com/airlockhq/airlock/internal/store"
 )
 
 // testApprovals: approvals round-trip, are per tenant, list by state

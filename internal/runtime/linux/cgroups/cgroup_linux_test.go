@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/airlockhq/airlock/internal/testenv"
 	"io"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // hogEnv makes the test binary a memory hog (see TestMain).

@@ -2,7 +2,6 @@ package cgroups
 
 import (
 	"fmt"
-	"github.com/airlockhq/airlock/internal/runtime/linux/mountinfo"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/runtime/linux/mountinfo"
 )
 
 // Version is the cgroup layout of a host.

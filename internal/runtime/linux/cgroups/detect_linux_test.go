@@ -2,12 +2,12 @@ package cgroups
 
 import (
 	"errors"
-	"github.com/airlockhq/airlock/internal/runtime/linux/mountinfo"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/runtime/linux/mountinfo"
 )
 
 const (

@@ -5,7 +5,6 @@
 package linuxtest
 
 import (
-	"github.com/airlockhq/airlock/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // Require skips (or, in CI, fails) t unless the host can run sandboxes with

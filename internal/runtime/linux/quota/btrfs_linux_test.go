@@ -3,7 +3,6 @@ package quota
 import (
 	"errors"
 	"fmt"
-	"github.com/airlockhq/airlock/internal/testenv"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // setupBtrfsTest returns an FS in btrfs mode on a fresh image, unmounted

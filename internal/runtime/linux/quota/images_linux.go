@@ -3,13 +3,14 @@ package quota
 import (
 	"errors"
 	"fmt"
-	"github.com/airlockhq/airlock/internal/runtime/linux/mountinfo"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/runtime/linux/mountinfo"
 )
 
 // imagePath is where the image of project id lives in image mode: derived

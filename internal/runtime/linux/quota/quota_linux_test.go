@@ -3,7 +3,6 @@ package quota
 import (
 	"errors"
 	"fmt"
-	"github.com/airlockhq/airlock/internal/testenv"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 const mib = 1 << 20

@@ -5,9 +5,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // owner is a file's uid, gid and mode bits.

@@ -17,10 +17,11 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlockhq/airlock/internal/agent"
 	"github.com/airlockhq/airlock/internal/runtime/linux/landlock"
 	"github.com/airlockhq/airlock/internal/runtime/linux/seccomp"
-	"golang.org/x/sys/unix"
 )
 
 // Arg is the hidden first argument that makes the airlock binary run as

@@ -1,11 +1,12 @@
 package seccomp
 
 import (
-	"github.com/airlockhq/airlock/internal/testenv"
 	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 const auditArchI386 = 0x40000003

@@ -19,8 +19,9 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/airlockhq/airlock/internal/runtime/linux/landlock"
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/runtime/linux/landlock"
 )
 
 func main() {
