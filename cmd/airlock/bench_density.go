@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/runtime/linux/sbinit"
 )
 
 // benchDensity keeps n idle sandboxes of an in-process daemon (created
@@ -90,6 +91,7 @@ func benchDensity(ctx context.Context, args []string) error {
 	per := float64(after-before) / float64(*n) / 1024
 	fmt.Printf("density: %d idle sandboxes (created through the API, 8 at a time, in %s)\n", *n, created.Round(time.Millisecond))
 	fmt.Printf("  host memory per sandbox      %6.2f MiB  (MemTotal - MemAvailable: %d MiB before, %d MiB after)\n", per, before>>10, after>>10)
+	printInitShare(per * 1024)
 	fmt.Printf("  daemon RSS                   %6d MiB  (%d MiB before: %.1f KiB per sandbox)\n", rss1>>10, rss0>>10, float64(rss1-rss0)/float64(*n))
 	var d []time.Duration
 	for range *execs {
@@ -173,4 +175,62 @@ func meminfo(path string) map[string]int64 {
 		}
 	}
 	return out
+}
+
+// threadStackKiB is a thread's kernel stack (THREAD_SIZE on x86-64 and
+// arm64 with 4 KiB pages).
+const threadStackKiB = 16
+
+// printInitShare says what a sandbox's host memory (perKiB) is made of:
+// its init's own memory, page tables and threads' kernel stacks, read
+// from the inits this process started, and the rest, the kernel objects
+// of its cgroups, namespaces and mounts. The init's program text is a
+// memfd all of them share, so it is not counted.
+func printInitShare(perKiB float64) {
+	inits := benchInits()
+	if len(inits) == 0 {
+		return
+	}
+	var anon, pte, threads int64
+	for _, pid := range inits {
+		m := meminfo(fmt.Sprintf("/proc/%d/status", pid))
+		anon, pte, threads = anon+m["RssAnon"], pte+m["VmPTE"], threads+m["Threads"]
+	}
+	n := float64(len(inits))
+	a, p, t := float64(anon)/n, float64(pte)/n, float64(threads)/n
+	fmt.Printf("    the init's own memory      %6.0f KiB  (anonymous: the Go runtime, heap and stacks of the init and agent)\n", a)
+	fmt.Printf("    its page tables            %6.0f KiB\n", p)
+	fmt.Printf("    its threads' kernel stacks %6.0f KiB  (%.1f threads)\n", t*threadStackKiB, t)
+	fmt.Printf("    the rest                   %6.0f KiB  (kernel objects: cgroups, namespaces, mounts, task structures)\n", perKiB-a-p-t*threadStackKiB)
+}
+
+// benchInits lists the sandbox inits this process started: the spawner
+// forks them as this process's children.
+func benchInits() []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var inits []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		i := strings.LastIndexByte(string(b), ')')
+		if err != nil || i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 2 || f[1] != strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		args := strings.Split(string(cmd), "\x00")
+		if len(args) > 2 && args[1] == sbinit.Arg && args[2] != sbinit.SpawnerArg {
+			inits = append(inits, pid)
+		}
+	}
+	return inits
 }
