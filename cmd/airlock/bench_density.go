@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/client"
-	"github.com/airlockhq/airlock/internal/runtime/linux/sbinit"
+	"github.com/airlockhq/airlock/internal/runtime/linux"
 )
 
 // benchDensity keeps n idle sandboxes of an in-process daemon (created
@@ -91,7 +91,7 @@ func benchDensity(ctx context.Context, args []string) error {
 	per := float64(after-before) / float64(*n) / 1024
 	fmt.Printf("density: %d idle sandboxes (created through the API, 8 at a time, in %s)\n", *n, created.Round(time.Millisecond))
 	fmt.Printf("  host memory per sandbox      %6.2f MiB  (MemTotal - MemAvailable: %d MiB before, %d MiB after)\n", per, before>>10, after>>10)
-	printInitShare(per * 1024)
+	printInitShare(per*1024, benchInits(ctx, b.d.rt, ids))
 	fmt.Printf("  daemon RSS                   %6d MiB  (%d MiB before: %.1f KiB per sandbox)\n", rss1>>10, rss0>>10, float64(rss1-rss0)/float64(*n))
 	var d []time.Duration
 	for range *execs {
@@ -183,11 +183,10 @@ const threadStackKiB = 16
 
 // printInitShare says what a sandbox's host memory (perKiB) is made of:
 // its init's own memory, page tables and threads' kernel stacks, read
-// from the inits this process started, and the rest, the kernel objects
-// of its cgroups, namespaces and mounts. The init's program text is a
+// from the sandboxes' inits, and the rest, the kernel objects of its
+// cgroups, namespaces and mounts. The init's program text is a
 // memfd all of them share, so it is not counted.
-func printInitShare(perKiB float64) {
-	inits := benchInits()
+func printInitShare(perKiB float64, inits []int) {
 	if len(inits) == 0 {
 		return
 	}
@@ -204,33 +203,15 @@ func printInitShare(perKiB float64) {
 	fmt.Printf("    the rest                   %6.0f KiB  (kernel objects: cgroups, namespaces, mounts, task structures)\n", perKiB-a-p-t*threadStackKiB)
 }
 
-// benchInits lists the sandbox inits this process started: the spawner
-// forks them as this process's children.
-func benchInits() []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var inits []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		i := strings.LastIndexByte(string(b), ')')
-		if err != nil || i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 2 || f[1] != strconv.Itoa(os.Getpid()) {
-			continue
-		}
-		cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		args := strings.Split(string(cmd), "\x00")
-		if len(args) > 2 && args[1] == sbinit.Arg && args[2] != sbinit.SpawnerArg {
-			inits = append(inits, pid)
+// benchInits is the init pid of each of the sandboxes ids, as the
+// runtime holds them.
+func benchInits(ctx context.Context, rt *linux.Runtime, ids []string) []int {
+	var pids []int
+	for _, id := range ids {
+		sb, err := rt.Get(ctx, id)
+		if s, ok := sb.(interface{ InitPid() int }); err == nil && ok && s.InitPid() > 0 {
+			pids = append(pids, s.InitPid())
 		}
 	}
-	return inits
+	return pids
 }

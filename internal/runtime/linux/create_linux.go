@@ -401,15 +401,20 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *sbinit.Config, ho
 	// commands subgroup through this file, opened here: its own
 	// credentials could not. Without a subgroup it keeps the threads its
 	// group's pids limit holds for it started instead.
-	cfg.ReserveThreads = cgroups.InitPids
-	if sb.cg != nil && sb.cg.CommandTasks() != "" {
-		f, err := os.OpenFile(sb.cg.CommandTasks(), os.O_WRONLY, 0)
+	var tasks string
+	if sb.cg != nil {
+		tasks = sb.cg.CommandTasks()
+	}
+	if tasks == "" {
+		cfg.ReserveThreads = cgroups.InitPids
+	} else {
+		f, err := os.OpenFile(tasks, os.O_WRONLY, 0)
 		if err != nil {
 			return fmt.Errorf("commands cgroup: %w", err)
 		}
 		defer f.Close()
 		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
-		cfg.CommandTasks, cfg.ReserveThreads = 2+len(cmd.ExtraFiles), 0
+		cfg.CommandTasks = 2 + len(cmd.ExtraFiles)
 	}
 	ids := 1
 	if !r.rootless {

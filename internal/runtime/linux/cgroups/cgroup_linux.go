@@ -149,10 +149,7 @@ func create(info Info, name string, lim runtime.Limits) (*Cgroup, error) {
 		}
 		return nil, fmt.Errorf("create cgroup %s: %w", name, err)
 	}
-	for _, d := range append(slices.Clip(c.dirs), c.cmds) {
-		if d == "" {
-			continue
-		}
+	for _, d := range c.groups() {
 		if err := os.Mkdir(filepath.Dir(d), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fail(err)
 		}
@@ -272,6 +269,15 @@ func (c *Cgroup) Name() string { return c.name }
 // CLONE_INTO_CGROUP; on v1 and hybrid hosts they must still call Add.
 func (c *Cgroup) Unified() string { return c.unified }
 
+// groups are the group's directories, parents before the Commands
+// subgroup.
+func (c *Cgroup) groups() []string {
+	if c.cmds == "" {
+		return c.dirs
+	}
+	return append(slices.Clip(c.dirs), c.cmds)
+}
+
 // CommandTasks is the tasks file of the group's Commands subgroup, ""
 // when it has none: a thread that writes "0" to it moves there alone.
 func (c *Cgroup) CommandTasks() string {
@@ -302,10 +308,7 @@ func (c *Cgroup) Add(pid int) error {
 // the union over every hierarchy so a process half-added is still found.
 func (c *Cgroup) Procs() ([]int, error) {
 	var all []int
-	for _, d := range append(slices.Clip(c.dirs), c.cmds) {
-		if d == "" {
-			continue
-		}
+	for _, d := range c.dirs {
 		pids, err := readProcs(d)
 		if err != nil {
 			return nil, fmt.Errorf("cgroup %s: %w", c.name, err)
@@ -324,10 +327,7 @@ func (c *Cgroup) Destroy() error {
 	}
 	var errs []error
 	// The subgroup first: a v1 group with a child cannot be removed.
-	for _, d := range slices.Backward(append(slices.Clip(c.dirs), c.cmds)) {
-		if d == "" {
-			continue
-		}
+	for _, d := range slices.Backward(c.groups()) {
 		if err := rmdir(d); err != nil {
 			errs = append(errs, err)
 		}

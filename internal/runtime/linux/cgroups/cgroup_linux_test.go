@@ -69,10 +69,7 @@ func newGroup(t *testing.T, info Info, lim runtime.Limits) *Cgroup {
 		if err := c.Destroy(); err != nil {
 			t.Errorf("destroy: %v", err)
 		}
-		for _, d := range append(slices.Clip(c.dirs), c.cmds) {
-			if d == "" {
-				continue
-			}
+		for _, d := range c.groups() {
 			if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("%s still there after Destroy (stat: %v)", d, err)
 			}
