@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"runtime/pprof"
 	"runtime/trace"
 	"sync/atomic"
@@ -27,6 +28,7 @@ func benchAPI(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench api", flag.ContinueOnError)
 	n := fs.Int("n", 200, "iterations per row")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	memProfile := fs.String("memprofile", "", "write a profile of the run's allocations to this file (go tool pprof -sample_index=alloc_space)")
 	traceFile := fs.String("trace", "", "write a runtime trace of the run to this file (go tool trace)")
 	verbose := fs.Bool("v", false, "also split the overhead of each request into server and transport")
 	fs.Usage = func() {
@@ -58,6 +60,18 @@ func benchAPI(ctx context.Context, args []string) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		f, err := os.Create(*memProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		// Every allocation sampled: the cycle's allocations decide how
+		// often the collector runs beside it.
+		defer func(rate int) { goruntime.MemProfileRate = rate }(goruntime.MemProfileRate)
+		goruntime.MemProfileRate = 1
+		defer pprof.Lookup("allocs").WriteTo(f, 0)
 	}
 	if *traceFile != "" {
 		f, err := os.Create(*traceFile)

@@ -42,21 +42,25 @@ type clientConn struct {
 // open dials, sends req and arranges for ctx cancellation to close the
 // connection, which is how the agent learns to abandon the operation.
 func (c *Client) open(ctx context.Context, req Request) (*clientConn, error) {
+	return c.openInput(ctx, req, false)
+}
+
+// openInput is open; with endInput the request's end of input goes with it.
+func (c *Client) openInput(ctx context.Context, req Request, endInput bool) (*clientConn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "unix", c.path)
 	if err != nil {
 		return nil, fmt.Errorf("dial agent: %w: %w", runtime.ErrUnavailable, err)
 	}
-	if err := writeRequest(nc, req); err != nil {
+	if err := writeRequest(nc, req, endInput); err != nil {
 		nc.Close()
 		return nil, err
 	}
 	cc := &clientConn{
 		ctx: ctx,
 		c:   nc,
-		br:  bufio.NewReaderSize(nc, 32<<10),
+		br:  bufio.NewReader(nc),
 		fw:  newFrameWriter(nc),
-		buf: make([]byte, MaxPayload),
 	}
 	cc.stop = context.AfterFunc(ctx, func() { nc.Close() })
 	return cc, nil
@@ -71,7 +75,7 @@ func (cc *clientConn) close() {
 // a broken connection after cancellation becomes the context's error.
 func (cc *clientConn) next() (byte, []byte, error) {
 	for {
-		kind, p, err := readFrame(cc.br, cc.buf)
+		kind, p, err := readFrame(cc.br, &cc.buf)
 		if err != nil {
 			if cerr := cc.ctx.Err(); cerr != nil {
 				return 0, nil, cerr

@@ -58,7 +58,7 @@ func (c *Client) Start(ctx context.Context, req runtime.ExecRequest) (*Process, 
 	if err != nil {
 		return nil, fmt.Errorf("agent exec: %w", err)
 	}
-	cc, err := c.open(ctx, wire)
+	cc, err := c.openInput(ctx, wire, req.Stdin == nil)
 	if err != nil {
 		return nil, fmt.Errorf("agent exec: %w", err)
 	}
@@ -68,11 +68,7 @@ func (c *Client) Start(ctx context.Context, req runtime.ExecRequest) (*Process, 
 		return nil, fmt.Errorf("agent exec: %w", err)
 	}
 	p := &Process{cc: cc, pid: pid, done: make(chan struct{})}
-	if req.Stdin == nil {
-		// Not checked: a process that already exited has closed the
-		// connection, and a dead connection is reported by Wait.
-		_ = cc.fw.write(FrameEnd, nil)
-	} else {
+	if req.Stdin != nil {
 		// The pump's error is not reported: a dead connection shows up as
 		// the output loop's error, and a failing reader just ends stdin.
 		go cc.sendStream(req.Stdin)

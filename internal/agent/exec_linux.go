@@ -45,7 +45,7 @@ func (r *execRun) killTree() {
 // launched is a process just started, with its streams and its tree.
 type launched struct {
 	pid     int
-	status  <-chan waitResult
+	child   *child
 	io      *execIO
 	tree    *tree
 	at      time.Time
@@ -70,13 +70,15 @@ func (s *server) launch(req Request) (*launched, error) {
 		// The terminal becomes the new session's controlling terminal.
 		sys.Setctty, sys.Ctty = true, 0
 	}
-	pid, statusc, err := s.reaper.start(func() (pid int, err error) {
+	pidfd := -1
+	sys.PidFD = &pidfd
+	ch, err := s.reaper.start(func() (pid, fd int, err error) {
 		s.cfg.Thread(func() {
 			pid, err = syscall.ForkExec(spec.path, spec.argv, &syscall.ProcAttr{
 				Dir: spec.dir, Env: env, Files: io.childFds(), Sys: sys,
 			})
 		})
-		return pid, err
+		return pid, pidfd, err
 	})
 	// The child has its copies; ours would keep its stdin open and its
 	// output from ever reaching EOF.
@@ -90,7 +92,7 @@ func (s *server) launch(req Request) (*launched, error) {
 		io.close()
 		return nil, fmt.Errorf("start %s: %w", spec.argv[0], err)
 	}
-	return &launched{pid: pid, status: statusc, io: io, tree: s.tracker.add(pid, marker), at: time.Now(), timeout: spec.timeout}, nil
+	return &launched{pid: ch.pid, child: ch, io: io, tree: s.tracker.add(ch.pid, marker), at: time.Now(), timeout: spec.timeout}, nil
 }
 
 func (s *server) exec(c *opConn, req Request) error {
@@ -98,7 +100,7 @@ func (s *server) exec(c *opConn, req Request) error {
 	if err != nil {
 		return err
 	}
-	io, pid, statusc, start := l.io, l.pid, l.status, l.at
+	io, pid, start := l.io, l.pid, l.at
 	defer io.close()
 	r := &execRun{s: s, c: c, pid: pid, tree: l.tree, tty: io.tty}
 	defer s.tracker.remove(r.tree)
@@ -128,7 +130,7 @@ func (s *server) exec(c *opConn, req Request) error {
 		}()
 	}
 
-	res := <-statusc
+	res := s.reaper.wait(l.child)
 	dur := time.Since(start)
 	if timer != nil {
 		timer.Stop()
@@ -244,9 +246,9 @@ func closePipes(p *[3][2]*os.File) {
 // pumpStdin feeds stdin frames to the process. Any other end of the
 // connection than an end frame means the client is gone: kill the tree.
 func (r *execRun) pumpStdin(stdin *os.File, done <-chan struct{}) {
-	buf := make([]byte, MaxPayload)
+	var buf []byte
 	for {
-		kind, p, err := readFrame(r.c.br, buf)
+		kind, p, err := readFrame(r.c.br, &buf)
 		if err != nil || (kind != FrameData && kind != FrameEnd && kind != FrameResize) {
 			select {
 			case <-done:
@@ -299,7 +301,9 @@ func (r *execRun) keepalive(done <-chan struct{}) {
 // error is returned), and once exited is set only until f stays idle for
 // drainIdle.
 func pumpOutput(f *os.File, exited *atomic.Bool, write func([]byte) error) error {
-	buf := make([]byte, 32<<10)
+	// Small until a read fills it: most commands print a line or nothing,
+	// and the ones that stream get a pipe's worth per frame.
+	buf := make([]byte, 2<<10)
 	for {
 		if exited.Load() {
 			f.SetReadDeadline(time.Now().Add(drainIdle))
@@ -308,6 +312,9 @@ func pumpOutput(f *os.File, exited *atomic.Bool, write func([]byte) error) error
 		if n > 0 {
 			if werr := write(buf[:n]); werr != nil {
 				return werr
+			}
+			if n == len(buf) && n < 32<<10 {
+				buf = make([]byte, 32<<10)
 			}
 		}
 		if err != nil {

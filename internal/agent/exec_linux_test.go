@@ -125,20 +125,31 @@ func TestExecErrors(t *testing.T) {
 // command. A child it left running (here one holding its stdout) neither
 // holds the exec open nor outlives it: a fork bomb, whose root returns at
 // once, used to keep every pid of the sandbox after its exec ended.
+// TestExecLeftoversDieWithIt: what a command leaves running dies with it,
+// also where the agent reaps (its orphans come to the agent, which must
+// not take an exec that ended for one that left nothing behind).
 func TestExecLeftoversDieWithIt(t *testing.T) {
-	c := startServer(t, Config{UID: -1, GID: -1, Root: "/", Workdir: t.TempDir()})
-	got, err := run(t, c, runtime.ExecRequest{Shell: "sleep 1000 & echo $!"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(got.Stdout))
-	if pid <= 0 || got.Code != 0 {
-		t.Fatalf("exec = %+v, want exit 0 and a pid", got)
-	}
-	p := procOf(pid)
-	defer p.kill()
-	if !p.dead() {
-		t.Errorf("child %d outlived the exec that started it", pid)
+	for name, c := range servers(t, t.TempDir()) {
+		t.Run(name, func(t *testing.T) {
+			if _, err := run(t, c, runtime.ExecRequest{Argv: []string{"true"}}); err != nil {
+				t.Fatal(err)
+			}
+			for _, shell := range []string{"sleep 1000 & echo $!", "(setsid sleep 1000 & echo $!)"} {
+				got, err := run(t, c, runtime.ExecRequest{Shell: shell})
+				if err != nil {
+					t.Fatal(err)
+				}
+				pid, _ := strconv.Atoi(strings.TrimSpace(got.Stdout))
+				if pid <= 0 || got.Code != 0 {
+					t.Fatalf("exec %q = %+v, want exit 0 and a pid", shell, got)
+				}
+				p := procOf(pid)
+				defer p.kill()
+				if !p.dead() {
+					t.Errorf("%q: child %d outlived the exec that started it", shell, pid)
+				}
+			}
+		})
 	}
 }
 

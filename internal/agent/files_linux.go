@@ -141,10 +141,10 @@ func (s *server) writeFile(c *opConn, p string, mode uint32) error {
 // receive copies data frames into f until the end frame. A connection that
 // breaks first is an error: the upload is incomplete.
 func receive(c *opConn, f *os.File) (int64, error) {
-	buf := make([]byte, MaxPayload)
+	var buf []byte
 	var n int64
 	for {
-		kind, data, err := readFrame(c.br, buf)
+		kind, data, err := readFrame(c.br, &buf)
 		if err != nil {
 			return n, fmt.Errorf("receive: %w", err)
 		}

@@ -147,7 +147,7 @@ func (s *server) runJob(j *job, l *launched) {
 			pumpOutput(f, &exited, func(p []byte) error { w.Write(p); return nil })
 		}()
 	}
-	res := <-l.status
+	res := s.reaper.wait(l.child)
 	dur := time.Since(l.at)
 	if timer != nil {
 		timer.Stop()
@@ -264,9 +264,9 @@ func (s *server) input(c *opConn, req Request) error {
 	defer close(quit)
 	go func() {
 		defer close(gone)
-		buf := make([]byte, MaxPayload)
+		var buf []byte
 		for {
-			kind, p, err := readFrame(c.br, buf)
+			kind, p, err := readFrame(c.br, &buf)
 			if err != nil {
 				return
 			}

@@ -260,32 +260,52 @@ func readRequest(br *bufio.Reader) (Request, error) {
 	return req, nil
 }
 
-func writeRequest(w io.Writer, req Request) error {
+// writeRequest sends req and, with endInput, an end frame after it in the
+// same write: a command with no input gets its EOF without the client
+// waiting for it to start, and the agent without being woken again.
+func writeRequest(w io.Writer, req Request, endInput bool) error {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("encode request: %w", err)
 	}
-	if _, err := w.Write(append(b, '\n')); err != nil {
+	b = append(b, '\n')
+	if endInput {
+		b = append(b, FrameEnd, 0, 0, 0, 0)
+	}
+	if _, err := w.Write(b); err != nil {
 		return fmt.Errorf("write request: %w", err)
 	}
 	return nil
 }
 
-// readFrame reads one frame into buf (which must hold MaxPayload bytes) and
-// returns the payload as a slice of buf, valid until the next call.
-func readFrame(r io.Reader, buf []byte) (byte, []byte, error) {
+// readFrame reads one frame into *buf and returns the payload as a slice
+// of it, valid until the next call.
+func readFrame(r io.Reader, buf *[]byte) (byte, []byte, error) {
 	var h [headerSize]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return 0, nil, err
 	}
-	n := binary.BigEndian.Uint32(h[1:])
+	n := int(binary.BigEndian.Uint32(h[1:]))
 	if n > MaxPayload {
 		return 0, nil, fmt.Errorf("%w: frame of %d bytes", errProtocol, n)
 	}
-	if _, err := io.ReadFull(r, buf[:n]); err != nil {
+	p := grow(buf, n)
+	if _, err := io.ReadFull(r, p); err != nil {
 		return 0, nil, fmt.Errorf("read frame payload: %w", io.ErrUnexpectedEOF)
 	}
-	return h[0], buf[:n], nil
+	return h[0], p, nil
+}
+
+// grow returns (*buf)[:n], first replacing *buf by a larger one if it is
+// shorter. Buffers start empty and grow to what a connection carries: most
+// carry a request, a few small frames and a result, and every exec
+// allocated 64 KiB buffers for each way (the agent collected garbage every
+// dozen commands, the daemon every few).
+func grow(buf *[]byte, n int) []byte {
+	if len(*buf) < n {
+		*buf = make([]byte, max(n, 2*len(*buf), 512))
+	}
+	return (*buf)[:n]
 }
 
 // frameWriter serialises frames from several goroutines (stdout, stderr,
@@ -297,7 +317,7 @@ type frameWriter struct {
 }
 
 func newFrameWriter(w io.Writer) *frameWriter {
-	return &frameWriter{w: w, buf: make([]byte, headerSize+MaxPayload)}
+	return &frameWriter{w: w}
 }
 
 // write sends p as one or more frames of the given kind.
@@ -306,10 +326,11 @@ func (fw *frameWriter) write(kind byte, p []byte) error {
 	defer fw.mu.Unlock()
 	for first := true; first || len(p) > 0; first = false {
 		n := min(len(p), MaxPayload)
-		fw.buf[0] = kind
-		binary.BigEndian.PutUint32(fw.buf[1:headerSize], uint32(n))
-		copy(fw.buf[headerSize:], p[:n])
-		if _, err := fw.w.Write(fw.buf[:headerSize+n]); err != nil {
+		b := grow(&fw.buf, headerSize+n)
+		b[0] = kind
+		binary.BigEndian.PutUint32(b[1:headerSize], uint32(n))
+		copy(b[headerSize:], p[:n])
+		if _, err := fw.w.Write(b); err != nil {
 			return err
 		}
 		p = p[n:]

@@ -29,9 +29,9 @@ func TestFrameRoundTrip(t *testing.T) {
 		Len  int
 	}
 	var got []frame
-	buf := make([]byte, MaxPayload)
+	var buf []byte
 	for b.Len() > 0 {
-		k, p, err := readFrame(&b, buf)
+		k, p, err := readFrame(&b, &buf)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestReadRequest(t *testing.T) {
 
 func TestOversizedFrameRefused(t *testing.T) {
 	in := []byte{'d', 0, 1, 0, 1} // 65537 bytes announced
-	if _, _, err := readFrame(bytes.NewReader(in), make([]byte, MaxPayload)); !errors.Is(err, errProtocol) {
+	if _, _, err := readFrame(bytes.NewReader(in), new([]byte)); !errors.Is(err, errProtocol) {
 		t.Errorf("readFrame = %v, want a protocol error", err)
 	}
 }
@@ -122,7 +122,7 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		var b bytes.Buffer
-		if err := writeRequest(&b, req); err != nil {
+		if err := writeRequest(&b, req, false); err != nil {
 			t.Fatalf("re-encode %+v: %v", req, err)
 		}
 		again, err := readRequest(bufio.NewReader(&b))
@@ -132,9 +132,9 @@ func FuzzDecode(f *testing.F) {
 		if diff := cmp.Diff(req, again, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("round trip (-first +second):\n%s", diff)
 		}
-		buf := make([]byte, MaxPayload)
+		var buf []byte
 		for {
-			_, p, err := readFrame(br, buf)
+			_, p, err := readFrame(br, &buf)
 			if err != nil {
 				return
 			}

@@ -36,17 +36,67 @@ func newReaper(all bool) *reaper {
 	return &reaper{all: all, waiting: map[int]chan waitResult{}}
 }
 
-// start runs fork (which returns a pid) and registers the pid for a status.
-func (r *reaper) start(fork func() (int, error)) (int, <-chan waitResult, error) {
+// start runs fork (which returns a pid and, where the kernel gives one, a
+// pidfd, else -1) and registers the pid for a status.
+func (r *reaper) start(fork func() (int, int, error)) (*child, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	pid, err := fork()
+	pid, pidfd, err := fork()
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	ch := make(chan waitResult, 1)
 	r.waiting[pid] = ch
-	return pid, ch, nil
+	c := &child{pid: pid, status: ch}
+	if pidfd >= 0 {
+		// Non-blocking, so the runtime's poller watches it for the exit.
+		if unix.SetNonblock(pidfd, true) == nil {
+			c.pidfd = os.NewFile(uintptr(pidfd), "pidfd")
+		} else {
+			unix.Close(pidfd)
+		}
+	}
+	return c, nil
+}
+
+// child is a started process whose status the reaper collects.
+type child struct {
+	pid    int
+	status <-chan waitResult
+	pidfd  *os.File // readable once the process has exited; nil without one
+}
+
+// wait returns how the child ended. With a pidfd the exit wakes this
+// goroutine from the runtime's poller and it reaps at once; SIGCHLD would
+// take the long way (the signal's thread, os/signal's goroutine, the
+// reaper's), a good part of a short command's time. The reaper still gets
+// the signal and may reap first: either way the status comes through
+// status, once.
+func (r *reaper) wait(c *child) waitResult {
+	if c.pidfd != nil {
+		defer c.pidfd.Close()
+		if rc, err := c.pidfd.SyscallConn(); err == nil {
+			var res waitResult
+			rerr := rc.Read(func(uintptr) bool {
+				select {
+				case res = <-c.status:
+					return true
+				default:
+				}
+				r.reap()
+				select {
+				case res = <-c.status:
+					return true
+				default:
+					return false // not exited yet: wait for the pidfd
+				}
+			})
+			if rerr == nil {
+				return res
+			}
+		}
+	}
+	return <-c.status
 }
 
 // run reaps on every SIGCHLD until stop is closed.

@@ -120,6 +120,9 @@ func newServer(cfg Config) (*server, error) {
 		jobs:    jobTable{m: map[int]*job{}},
 	}
 	s.tracker.marked = s.marked
+	if cfg.Reap {
+		s.tracker.childless = childless
+	}
 	return s, nil
 }
 
@@ -194,7 +197,7 @@ func (s *server) closeConns() {
 // handle serves one connection: one request, then its frames.
 func (s *server) handle(conn net.Conn) {
 	defer conn.Close()
-	br := bufio.NewReaderSize(conn, 32<<10)
+	br := bufio.NewReader(conn)
 	fw := newFrameWriter(conn)
 	conn.SetReadDeadline(time.Now().Add(requestTimeout))
 	req, err := readRequest(br)

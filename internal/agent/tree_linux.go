@@ -137,6 +137,9 @@ type tracker struct {
 	// marked returns the processes whose environment carries a marker, with
 	// their start times; nil skips that search.
 	marked func(marker string) map[int]uint64
+	// childless reports that the agent has no child at all; nil when that
+	// says nothing of the trees (see childless).
+	childless func() bool
 }
 
 func newTracker() *tracker {
@@ -199,6 +202,11 @@ func (tr *tracker) run(stop <-chan struct{}) {
 // repeat until a scan finds no live member. It gives up after a bound so a
 // process stuck in the kernel cannot hang the agent.
 func (tr *tracker) kill(t *tree) {
+	if tr.childless != nil && tr.childless() {
+		// The common end of a command: it exited, was reaped, and left
+		// nothing behind. No scan of /proc needed to know.
+		return
+	}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	for round := 0; round < 200; round++ {
@@ -246,6 +254,17 @@ func (tr *tracker) kill(t *tree) {
 		unix.Kill(-t.root, unix.SIGKILL)
 		time.Sleep(time.Duration(round+1) * time.Millisecond)
 	}
+}
+
+// childless reports whether this process has no child, running or not.
+// For an agent that reaps (PID 1 of the sandbox, or a child subreaper)
+// every process a command started descends from it: orphans are
+// reparented to it, or to a subreaper that itself descends from it. So
+// with no child there is no process of any tree left to kill.
+func childless() bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT|unix.WALL, nil)
+	return err == unix.ECHILD
 }
 
 // strangers says whether procs holds a running process other than the
