@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -72,14 +73,14 @@ func benchSpawn(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("spawn: create -> exec true -> destroy, n=%d per row, every airlock row with full isolation\n", *n)
 	var rows []row
-	cold, err := spawnRows(ctx, *stateDir, *n, 0, *verbose, false)
+	cold, err := spawnRows(ctx, *stateDir, *n, 0, *verbose, 0)
 	if err != nil {
 		return err
 	}
 	rows = append(rows, cold...)
 	if *poolSize > 0 {
-		for _, paced := range []bool{true, false} {
-			warm, err := spawnRows(ctx, *stateDir, *n, *poolSize, *verbose, paced)
+		for _, ready := range slices.Compact([]int{*poolSize, 1, 0}) {
+			warm, err := spawnRows(ctx, *stateDir, *n, *poolSize, *verbose, ready)
 			if err != nil {
 				return err
 			}
@@ -170,13 +171,16 @@ func (r row) printRatio(base time.Duration) {
 }
 
 // spawnRows runs n create -> exec true -> destroy cycles on a runtime with
-// the given warm pool size and returns the total and per-step rows. Paced,
-// each cycle starts once the pool holds a sandbox (its refills go on at
-// their low priority meanwhile; the wait is not counted): a claim as a
-// server with a pool sized for its create rate sees it. Back to back, the
-// cycles outrun the refills, which get only the CPU the cycles leave, and
-// most creates find the pool empty and boot cold.
-func spawnRows(ctx context.Context, stateDir string, n, poolSize int, verbose, paced bool) ([]row, error) {
+// the given warm pool size and returns the total and per-step rows. Each
+// cycle starts once the pool holds ready sandboxes (the wait is not
+// counted). With the pool full, the refills happened between cycles: a
+// server whose creates come slower than it boots, which is most of the
+// time. With one ready, the refill of the claim before goes on at its low
+// priority beside the cycle: a server with a pool sized for its create
+// rate, busy. With none (back to back), the cycles outrun the refills,
+// which get only the CPU the cycles leave, and most creates find the pool
+// empty and boot cold.
+func spawnRows(ctx context.Context, stateDir string, n, poolSize int, verbose bool, ready int) ([]row, error) {
 	var phases phaseLog
 	cfg := linux.Config{StateDir: stateDir, PoolSize: poolSize}
 	if verbose {
@@ -189,8 +193,12 @@ func spawnRows(ctx context.Context, stateDir string, n, poolSize int, verbose, p
 	defer rt.Close()
 	label := "airlock, cold"
 	if poolSize > 0 {
-		label = fmt.Sprintf("airlock, warm pool of %d, back to back", poolSize)
-		if paced {
+		switch ready {
+		case 0:
+			label = fmt.Sprintf("airlock, warm pool of %d, back to back", poolSize)
+		case poolSize:
+			label = fmt.Sprintf("airlock, warm pool of %d, full", poolSize)
+		default:
 			label = fmt.Sprintf("airlock, warm pool of %d, a sandbox ready", poolSize)
 		}
 		// Start measuring with the pool full, as a running server would be.
@@ -205,7 +213,7 @@ func spawnRows(ctx context.Context, stateDir string, n, poolSize int, verbose, p
 		if err := interrupted(ctx); err != nil {
 			return nil, err
 		}
-		for deadline := time.Now().Add(time.Minute); paced && rt.PoolReady() < 1; time.Sleep(time.Millisecond) {
+		for deadline := time.Now().Add(time.Minute); rt.PoolReady() < ready; time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
 				return nil, errors.New("the warm pool did not refill within a minute")
 			}
