@@ -44,8 +44,7 @@ func (r *execRun) killTree() {
 
 // launched is a process just started, with its streams and its tree.
 type launched struct {
-	pid     int
-	child   *child
+	*child
 	io      *execIO
 	tree    *tree
 	at      time.Time
@@ -92,7 +91,7 @@ func (s *server) launch(req Request) (*launched, error) {
 		io.close()
 		return nil, fmt.Errorf("start %s: %w", spec.argv[0], err)
 	}
-	return &launched{pid: ch.pid, child: ch, io: io, tree: s.tracker.add(ch.pid, marker), at: time.Now(), timeout: spec.timeout}, nil
+	return &launched{child: ch, io: io, tree: s.tracker.add(ch.pid, marker), at: time.Now(), timeout: spec.timeout}, nil
 }
 
 func (s *server) exec(c *opConn, req Request) error {

@@ -122,12 +122,12 @@ func TestExecErrors(t *testing.T) {
 }
 
 // TestExecLeftoversDieWithIt: a command's tree lives as long as the
-// command. A child it left running (here one holding its stdout) neither
-// holds the exec open nor outlives it: a fork bomb, whose root returns at
-// once, used to keep every pid of the sandbox after its exec ended.
-// TestExecLeftoversDieWithIt: what a command leaves running dies with it,
-// also where the agent reaps (its orphans come to the agent, which must
-// not take an exec that ended for one that left nothing behind).
+// command. A child it left running (here one holding its stdout, or one
+// in a session of its own) neither holds the exec open nor outlives it: a
+// fork bomb, whose root returns at once, used to keep every pid of the
+// sandbox after its exec ended. The same where the agent reaps: its
+// orphans come back to it, and it must not take an exec that ended for
+// one that left nothing behind.
 func TestExecLeftoversDieWithIt(t *testing.T) {
 	for name, c := range servers(t, t.TempDir()) {
 		t.Run(name, func(t *testing.T) {

@@ -78,11 +78,6 @@ func (r *reaper) wait(c *child) waitResult {
 		if rc, err := c.pidfd.SyscallConn(); err == nil {
 			var res waitResult
 			rerr := rc.Read(func(uintptr) bool {
-				select {
-				case res = <-c.status:
-					return true
-				default:
-				}
 				r.reap()
 				select {
 				case res = <-c.status:

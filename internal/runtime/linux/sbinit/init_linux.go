@@ -360,12 +360,13 @@ func lastCap() uintptr {
 // reserveThreads has the Go runtime start threads until the process has n,
 // and lets them idle: the runtime keeps idle threads and takes one before
 // it starts another, so the agent has them when its commands hold every
-// pid of the sandbox (see Config.ReserveThreads). Each is started by a goroutine that
-// locks itself to its thread and parks: a locked thread runs nothing
-// else, so the scheduler starts the next one at once (a goroutine blocked
-// in a read instead waits for the runtime's monitor to notice, which
-// backs off to 10 ms when idle: the first command of a new sandbox waited
-// for that). Unlocked, the threads join the runtime's idle list and stay.
+// pid of the sandbox (see Config.ReserveThreads). Each is started by a
+// goroutine that locks itself to its thread and parks: a locked thread
+// runs nothing else, so the scheduler starts the next one at once (a
+// goroutine blocked in a read instead waits for the runtime's monitor to
+// notice, which backs off to 10 ms when idle: the first command of a new
+// sandbox waited for that). Unlocked, the threads join the runtime's idle
+// list and stay.
 func reserveThreads(n int) {
 	if n <= 0 {
 		return
