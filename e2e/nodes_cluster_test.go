@@ -144,8 +144,17 @@ func TestNodesCluster(t *testing.T) {
 		if got := lastAuthorization(t, c.net, fakenet.AllowedName); got != "Bearer "+secretValue {
 			t.Errorf("%s: the allowed host received %q", name, got)
 		}
-		// Metering and the audit chain, kept by the control plane.
-		m := must[client.SandboxMetrics](t)(admin.SandboxMetrics(ctx, id))
+		// Metering and the audit chain, kept by the control plane. A
+		// node's egress events follow by long poll, and a connection's
+		// bytes count when it closes: the meter has them once the event
+		// has come, shortly after the exec returned.
+		var m client.SandboxMetrics
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			m = must[client.SandboxMetrics](t)(admin.SandboxMetrics(ctx, id))
+			if m.EgressBytesOut > 0 || time.Now().After(deadline) {
+				break
+			}
+		}
 		if m.CPUSeconds <= 0 || m.ExecCount < 3 || m.EgressBytesOut <= 0 {
 			t.Errorf("%s: metrics %+v", name, m)
 		}
