@@ -173,9 +173,9 @@ func (r row) printRatio(base time.Duration) {
 // spawnRows runs n create -> exec true -> destroy cycles on a runtime with
 // the given warm pool size and returns the total and per-step rows. Each
 // cycle starts once the pool holds ready sandboxes (the wait is not
-// counted). With the pool full, the refills happened between cycles: a
-// server whose creates come slower than it boots, which is most of the
-// time. With one ready, the refill of the claim before goes on at its low
+// counted). With the pool full (at the size the create rate asks for, no
+// refill due), the refills happened between cycles: a server whose
+// creates come slower than it boots, which is most of the time. With one ready, the refill of the claim before goes on at its low
 // priority beside the cycle: a server with a pool sized for its create
 // rate, busy. With none (back to back), the cycles outrun the refills,
 // which get only the CPU the cycles leave, and most creates find the pool
@@ -213,7 +213,9 @@ func spawnRows(ctx context.Context, stateDir string, n, poolSize int, verbose bo
 		if err := interrupted(ctx); err != nil {
 			return nil, err
 		}
-		for deadline := time.Now().Add(time.Minute); rt.PoolReady() < ready; time.Sleep(time.Millisecond) {
+		// "Full" waits for every refill to be done, the pool at the size
+		// the create rate asks for: a create then meets no boot beside it.
+		for deadline := time.Now().Add(time.Minute); rt.PoolReady() < ready || poolSize > 0 && ready == poolSize && !rt.PoolFull(); time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
 				return nil, errors.New("the warm pool did not refill within a minute")
 			}

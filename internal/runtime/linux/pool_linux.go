@@ -34,10 +34,11 @@ type pool struct {
 	max  int // the most, bounded by the host's memory
 	lim  runtime.Limits
 
-	mu     sync.Mutex
-	ready  []*sandbox
-	closed bool
-	takes  []time.Time // the newest claims, oldest first (at most max)
+	mu      sync.Mutex
+	ready   []*sandbox
+	closed  bool
+	booting bool        // a refill is due or under way
+	takes   []time.Time // the newest claims, oldest first (at most max)
 
 	wake    chan struct{}
 	stop    chan struct{}
@@ -57,6 +58,11 @@ const (
 	maxPool      = 32
 	poolMemShare = 64 // 1/64 of MemAvailable, at ~4 MiB a sandbox
 	idleShrink   = 30 * time.Second
+	// A refill waits for refillSettle without a create, command or
+	// destroy in flight, refillDefer at the most (a long command must
+	// not keep the pool short).
+	refillSettle = 2 * time.Millisecond
+	refillDefer  = 100 * time.Millisecond
 )
 
 func newPool(r *Runtime, size int) *pool {
@@ -128,6 +134,8 @@ func (p *pool) fill() {
 		p.mu.Lock()
 		target, extra := p.target(time.Now())
 		need := len(p.ready) < target
+		p.booting = need
+		holds := len(p.ready) > 0
 		var drop *sandbox
 		if extra {
 			drop, p.ready = p.ready[len(p.ready)-1], p.ready[:len(p.ready)-1]
@@ -145,6 +153,12 @@ func (p *pool) fill() {
 			case <-time.After(idleShrink):
 			}
 			continue
+		}
+		// While a sandbox is still there to hand out, the boot waits for
+		// the claimant's create, first command and destroy to end (see
+		// activity); an empty pool refills at once, as a burst wants.
+		if holds {
+			p.r.act.waitQuiet(p.stop, refillSettle, refillDefer)
 		}
 		name := poolName()
 		dir := filepath.Join(p.r.sandboxesDir(), name)
@@ -166,7 +180,7 @@ func (p *pool) fill() {
 		// template's loader and libc, which cost a claimant's first
 		// command ~6 ms. It leaves nothing behind (a process that exited,
 		// its pid reaped).
-		if st, err := sb.Exec(context.Background(), runtime.ExecRequest{Argv: []string{"true"}}); err != nil || st.Code != 0 {
+		if st, err := sb.warmUp(); err != nil || st.Code != 0 {
 			sb.destroy()
 			creating.remove(dir)
 			p.mu.Lock()
@@ -244,6 +258,29 @@ func poolName() string {
 	b := make([]byte, 8)
 	rand.Read(b)
 	return poolPrefix + hex.EncodeToString(b)
+}
+
+// warmUp runs `true` in a booted pool sandbox (see fill), without
+// counting it as the runtime's activity.
+func (sb *sandbox) warmUp() (runtime.ExitStatus, error) {
+	p, err := sb.start(context.Background(), runtime.ExecRequest{Argv: []string{"true"}}, func() {})
+	if err != nil {
+		return runtime.ExitStatus{}, err
+	}
+	return p.Wait()
+}
+
+// PoolFull says whether the warm pool holds as many sandboxes as it wants
+// now (its size grows with the create rate) and no refill is due or
+// under way: a create now meets no boot beside it.
+func (r *Runtime) PoolFull() bool {
+	if r.pool == nil {
+		return false
+	}
+	r.pool.mu.Lock()
+	defer r.pool.mu.Unlock()
+	target, _ := r.pool.target(time.Now())
+	return !r.pool.booting && len(r.pool.ready) >= target
 }
 
 // PoolReady reports how many booted sandboxes wait in the warm pool.

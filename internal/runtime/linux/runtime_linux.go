@@ -75,11 +75,12 @@ type Runtime struct {
 	quotaErr error
 	cgErr    error // why cgroup limits are not enforced, if they are not
 
-	pool       *pool    // nil when Config.PoolSize is 0
-	poolLock   *os.File // flock held while this process owns the pool
-	spawner    *spawner // forks the inits, so that this process never does
-	bin        *os.File // the init program, open for every init's exec (initExec)
-	initSource string   // where bin came from (InitSource)
+	pool       *pool     // nil when Config.PoolSize is 0
+	act        *activity // creates, commands and destroys in flight, for the pool
+	poolLock   *os.File  // flock held while this process owns the pool
+	spawner    *spawner  // forks the inits, so that this process never does
+	bin        *os.File  // the init program, open for every init's exec (initExec)
+	initSource string    // where bin came from (InitSource)
 
 	mu   sync.Mutex
 	live map[string]*sandbox // by public id
@@ -142,7 +143,7 @@ func New(cfg Config) (_ *Runtime, err error) {
 			bin.Close()
 		}
 	}()
-	r := &Runtime{cfg: cfg, rootless: os.Geteuid() != 0, live: map[string]*sandbox{}, bin: bin, initSource: source,
+	r := &Runtime{cfg: cfg, rootless: os.Geteuid() != 0, live: map[string]*sandbox{}, bin: bin, initSource: source, act: newActivity(),
 		// The spawner, like each init, is executed through the open file:
 		// for a memfd there is no other path.
 		spawner: &spawner{binary: fmt.Sprintf("/proc/self/fd/%d", bin.Fd())}}
@@ -322,6 +323,7 @@ func TeardownStateDir(stateDir string) (destroyed int, err error) {
 
 // Create starts a sandbox and returns once its agent answers.
 func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Sandbox, error) {
+	defer r.act.begin()()
 	if !validID(spec.ID) {
 		return nil, fmt.Errorf("%w: sandbox id %q must be 1-63 of [a-z0-9-]", runtime.ErrInvalid, spec.ID)
 	}

@@ -66,6 +66,7 @@ type process struct {
 	p         *agent.Process
 	sb        *sandbox
 	oomBefore int64
+	end       func() // its activity (Runtime.act), ended by Wait
 }
 
 func (p *process) Pid() int { return p.p.Pid() }
@@ -77,6 +78,7 @@ func (p *process) Resize(size runtime.TTYSize) error { return p.p.Resize(size) }
 
 func (p *process) Wait() (runtime.ExitStatus, error) {
 	st, err := p.p.Wait()
+	p.end()
 	if err != nil {
 		return st, err
 	}
@@ -92,6 +94,12 @@ func (p *process) Wait() (runtime.ExitStatus, error) {
 }
 
 func (s *sandbox) Start(ctx context.Context, req runtime.ExecRequest) (runtime.Process, error) {
+	return s.start(ctx, req, s.r.act.begin())
+}
+
+// start starts a command whose activity end ends (a no-op for the
+// pool's own warm-up command, which must not hold off its refills).
+func (s *sandbox) start(ctx context.Context, req runtime.ExecRequest, end func()) (runtime.Process, error) {
 	req = s.withDefaults(req)
 	var before int64
 	if s.cg != nil {
@@ -101,9 +109,10 @@ func (s *sandbox) Start(ctx context.Context, req runtime.ExecRequest) (runtime.P
 	}
 	p, err := s.client.Start(ctx, req)
 	if err != nil {
+		end()
 		return nil, s.wrap(err)
 	}
-	return &process{p: p, sb: s, oomBefore: before}, nil
+	return &process{p: p, sb: s, oomBefore: before, end: end}, nil
 }
 
 // withDefaults gives req the sandbox's own environment and workdir, which
@@ -205,6 +214,7 @@ func (s *sandbox) Stats(ctx context.Context) (runtime.Stats, error) {
 // limit, uid range claim and directory. The mounts die with its mount
 // namespace, which exists only as long as one of its processes does.
 func (s *sandbox) Destroy(ctx context.Context) error {
+	defer s.r.act.begin()()
 	s.destroyOnce.Do(func() { s.destroyErr = s.destroy() })
 	return s.destroyErr
 }
