@@ -212,3 +212,64 @@ func TestPoolTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolRefillWaitsForQuiet: while the pool still holds a sandbox, the
+// refill after a claim waits for the runtime's creates, commands and
+// destroys to end (its boot beside them slowed them down), but not past
+// refillDefer.
+func TestPoolRefillWaitsForQuiet(t *testing.T) {
+	linuxtest.Require(t)
+	state := linuxtest.StateDir(t)
+	r, err := New(Config{StateDir: state, Binary: linuxtest.Init(t), PoolSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := r.Teardown(); err != nil {
+			t.Errorf("teardown: %v", err)
+		}
+	}()
+	for deadline := time.Now().Add(time.Minute); !r.PoolFull(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("pool never filled (%d boot errors, last: %v)", r.pool.errs, r.pool.lastErr)
+		}
+	}
+	// Pool sandboxes keep their directory name once claimed: a third
+	// pool- directory is a refill's boot under way.
+	poolDirs := func() int {
+		entries, err := os.ReadDir(r.sandboxesDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), poolPrefix) {
+				n++
+			}
+		}
+		return n
+	}
+	busy := r.act.begin() // a command of the claimant's, say, still running
+	ctx := context.Background()
+	sb, err := r.Create(ctx, runtime.Spec{ID: "claimant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(sb.(*sandbox).p.Name, poolPrefix) {
+		t.Fatal("the create did not take a pooled sandbox")
+	}
+	for end := time.Now().Add(refillDefer * 8 / 10); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if n := poolDirs(); n != 2 {
+			t.Fatalf("a refill began while the runtime was busy (%d pool directories)", n)
+		}
+	}
+	busy()
+	for deadline := time.Now().Add(time.Minute); !r.PoolFull(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool did not refill once quiet (%d boot errors, last: %v)", r.pool.errs, r.pool.lastErr)
+		}
+	}
+	if err := sb.Destroy(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
