@@ -37,8 +37,9 @@ type pool struct {
 	mu      sync.Mutex
 	ready   []*sandbox
 	closed  bool
-	booting bool        // a refill is due or under way
-	takes   []time.Time // the newest claims, oldest first (at most max)
+	booting bool          // a refill is due or under way
+	defers  time.Duration // how long a refill waits for quiet at most (refillDefer)
+	takes   []time.Time   // the newest claims, oldest first (at most max)
 
 	wake    chan struct{}
 	stop    chan struct{}
@@ -58,9 +59,9 @@ const (
 	maxPool      = 32
 	poolMemShare = 64 // 1/64 of MemAvailable, at ~4 MiB a sandbox
 	idleShrink   = 30 * time.Second
-	// A refill waits for refillSettle without a create, command or
-	// destroy in flight, refillDefer at the most (a long command must
-	// not keep the pool short).
+	// A refill the pool can wait for waits for refillSettle without a
+	// create, command or destroy in flight, refillDefer at the most (a
+	// long command must not keep the pool short).
 	refillSettle = 2 * time.Millisecond
 	refillDefer  = 100 * time.Millisecond
 )
@@ -69,6 +70,7 @@ func newPool(r *Runtime, size int) *pool {
 	p := &pool{
 		r: r, size: size, max: max(size, min(maxPool, int(memAvailable()/poolMemShare/(4<<20)))), lim: runtime.Limits{}.WithDefaults(),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		defers: refillDefer,
 	}
 	go p.fill()
 	return p
@@ -125,6 +127,7 @@ func (p *pool) has(name string) bool {
 func (p *pool) fill() {
 	defer close(p.done)
 	backoff := time.Duration(0)
+	var deferred time.Time // since when the due refill has waited for quiet
 	for {
 		select {
 		case <-p.stop:
@@ -135,7 +138,8 @@ func (p *pool) fill() {
 		target, extra := p.target(time.Now())
 		need := len(p.ready) < target
 		p.booting = need
-		holds := len(p.ready) > 0
+		polite := len(p.ready) > 0 && 2*len(p.ready) >= target
+		defers := p.defers
 		var drop *sandbox
 		if extra {
 			drop, p.ready = p.ready[len(p.ready)-1], p.ready[:len(p.ready)-1]
@@ -154,12 +158,34 @@ func (p *pool) fill() {
 			}
 			continue
 		}
-		// While a sandbox is still there to hand out, the boot waits for
-		// the claimant's create, first command and destroy to end (see
-		// activity); an empty pool refills at once, as a burst wants.
-		if holds {
-			p.r.act.waitQuiet(p.stop, refillSettle, refillDefer)
+		// While the pool holds at least half of what it wants, the boot
+		// waits for the runtime's creates, commands and destroys to end
+		// (see activity), p.defers at the most; any lower, it refills
+		// at once, so that a burst or a steady stream of creates does not
+		// drain it.
+		if polite {
+			if deferred.IsZero() {
+				deferred = time.Now()
+			}
+			left := defers - time.Since(deferred)
+			if q := p.r.act.quietIn(refillSettle); q != 0 && left > 0 {
+				if q > 0 {
+					left = min(left, q)
+				}
+				t := time.NewTimer(left)
+				select {
+				case <-p.stop:
+					t.Stop()
+					return
+				case <-p.wake: // a claim: look again
+				case <-p.r.act.done:
+				case <-t.C:
+				}
+				t.Stop()
+				continue
+			}
 		}
+		deferred = time.Time{}
 		name := poolName()
 		dir := filepath.Join(p.r.sandboxesDir(), name)
 		creating.add(dir)

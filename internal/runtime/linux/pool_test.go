@@ -213,63 +213,73 @@ func TestPoolTarget(t *testing.T) {
 	}
 }
 
-// TestPoolRefillWaitsForQuiet: while the pool still holds a sandbox, the
-// refill after a claim waits for the runtime's creates, commands and
-// destroys to end (its boot beside them slowed them down), but not past
-// refillDefer.
+// TestPoolRefillWaitsForQuiet: while the pool holds at least half of
+// what it wants, the refill after a claim waits for the runtime's
+// creates, commands and destroys to end (its boot beside them slowed them
+// down); a pool below half refills at once, busy or not.
 func TestPoolRefillWaitsForQuiet(t *testing.T) {
 	linuxtest.Require(t)
-	state := linuxtest.StateDir(t)
-	r, err := New(Config{StateDir: state, Binary: linuxtest.Init(t), PoolSize: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := r.Teardown(); err != nil {
-			t.Errorf("teardown: %v", err)
-		}
-	}()
-	for deadline := time.Now().Add(time.Minute); !r.PoolFull(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("pool never filled (%d boot errors, last: %v)", r.pool.errs, r.pool.lastErr)
-		}
-	}
-	// Pool sandboxes keep their directory name once claimed: a third
-	// pool- directory is a refill's boot under way.
-	poolDirs := func() int {
-		entries, err := os.ReadDir(r.sandboxesDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), poolPrefix) {
-				n++
+	for _, size := range []int{2, 1} {
+		t.Run(fmt.Sprintf("pool of %d", size), func(t *testing.T) {
+			state := linuxtest.StateDir(t)
+			r, err := New(Config{StateDir: state, Binary: linuxtest.Init(t), PoolSize: size})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		return n
-	}
-	busy := r.act.begin() // a command of the claimant's, say, still running
-	ctx := context.Background()
-	sb, err := r.Create(ctx, runtime.Spec{ID: "claimant"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(sb.(*sandbox).p.Name, poolPrefix) {
-		t.Fatal("the create did not take a pooled sandbox")
-	}
-	for end := time.Now().Add(refillDefer * 8 / 10); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-		if n := poolDirs(); n != 2 {
-			t.Fatalf("a refill began while the runtime was busy (%d pool directories)", n)
-		}
-	}
-	busy()
-	for deadline := time.Now().Add(time.Minute); !r.PoolFull(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the pool did not refill once quiet (%d boot errors, last: %v)", r.pool.errs, r.pool.lastErr)
-		}
-	}
-	if err := sb.Destroy(ctx); err != nil {
-		t.Fatal(err)
+			defer func() {
+				if err := r.Teardown(); err != nil {
+					t.Errorf("teardown: %v", err)
+				}
+			}()
+			waitFull := func(what string) {
+				t.Helper()
+				for deadline := time.Now().Add(time.Minute); !r.PoolFull(); time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s (%d boot errors, last: %v)", what, r.pool.errs, r.pool.lastErr)
+					}
+				}
+			}
+			waitFull("the pool never filled")
+			// No deadline on the wait for quiet, so that waiting shows.
+			r.pool.mu.Lock()
+			r.pool.defers = time.Hour
+			r.pool.mu.Unlock()
+			busy := r.act.begin() // a command of the claimant's, say, still running
+			defer busy()
+			ctx := context.Background()
+			sb, err := r.Create(ctx, runtime.Spec{ID: "claimant"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(sb.(*sandbox).p.Name, poolPrefix) {
+				t.Fatal("the create did not take a pooled sandbox")
+			}
+			if size == 1 {
+				waitFull("the empty pool did not refill while the runtime was busy")
+			} else {
+				// Pool sandboxes keep their directory name once claimed:
+				// a third pool- directory is a refill's boot under way.
+				for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+					entries, err := os.ReadDir(r.sandboxesDir())
+					if err != nil {
+						t.Fatal(err)
+					}
+					n := 0
+					for _, e := range entries {
+						if strings.HasPrefix(e.Name(), poolPrefix) {
+							n++
+						}
+					}
+					if n != 2 {
+						t.Fatalf("a refill began while the runtime was busy (%d pool directories)", n)
+					}
+				}
+				busy()
+				waitFull("the pool did not refill once quiet")
+			}
+			if err := sb.Destroy(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

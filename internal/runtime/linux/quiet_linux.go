@@ -7,7 +7,7 @@ import (
 
 // activity counts the runtime's latency-bound operations in flight (a
 // create, a command from its start until its exit is read, a destroy), so
-// that a warm-pool refill can wait for a quiet moment. A refill boots a
+// that a warm-pool refill can wait for a quiet moment (pool.fill). A refill boots a
 // whole sandbox beside them: on this kind of host its page-table and
 // namespace work slowed a claimant's first command from ~4.5 ms to 7-10
 // ms even at nice 19, since what it contends for (the hypervisor's
@@ -15,14 +15,11 @@ import (
 // priority.
 type activity struct {
 	n    atomic.Int64
-	last atomic.Int64     // when the latest one ended, ns since the epoch
-	done chan struct{}    // signalled (never blocking) when one ends
-	now  func() time.Time // time.Now; tests set it
+	last atomic.Int64  // when the latest one ended, ns since the epoch
+	done chan struct{} // signalled (never blocking) when one ends
 }
 
-func newActivity() *activity {
-	return &activity{done: make(chan struct{}, 1), now: time.Now}
-}
+func newActivity() *activity { return &activity{done: make(chan struct{}, 1)} }
 
 // begin marks an operation in flight; the returned func ends it (once).
 func (a *activity) begin() func() {
@@ -42,32 +39,12 @@ func (a *activity) begin() func() {
 	}
 }
 
-// waitQuiet returns once nothing has been in flight for settle (enough
-// to bridge a caller's create and its first command, or its command and
-// its destroy), after limit at the most, or when stop is closed.
-func (a *activity) waitQuiet(stop <-chan struct{}, settle, limit time.Duration) {
-	deadline := time.Now().Add(limit)
-	for {
-		now := time.Now()
-		wait := deadline.Sub(now)
-		if wait <= 0 {
-			return
-		}
-		if a.n.Load() == 0 {
-			idle := now.Sub(time.Unix(0, a.last.Load()))
-			if idle >= settle {
-				return
-			}
-			wait = min(wait, settle-idle)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-stop:
-			t.Stop()
-			return
-		case <-a.done:
-			t.Stop()
-		case <-t.C:
-		}
+// quietIn says how long until nothing will have been in flight for
+// settle: 0 once that holds, what is left of settle after the latest
+// end, and -1 while an operation is in flight (done says when one ends).
+func (a *activity) quietIn(settle time.Duration) time.Duration {
+	if a.n.Load() > 0 {
+		return -1
 	}
+	return max(0, settle-time.Since(time.Unix(0, a.last.Load())))
 }

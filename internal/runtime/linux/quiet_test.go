@@ -5,52 +5,34 @@ import (
 	"time"
 )
 
-// TestWaitQuiet: a refill waits while an operation is in flight and for
-// the settle time after the last one ends, never past its limit, and not
-// at all on a runtime that has been quiet.
-func TestWaitQuiet(t *testing.T) {
-	const settle = 50 * time.Millisecond
+// TestQuietIn: a runtime is quiet once nothing has been in flight for
+// the settle time; an operation in flight says to wait for its end, and
+// its end is signalled.
+func TestQuietIn(t *testing.T) {
 	a := newActivity()
-	stop := make(chan struct{})
-
-	start := time.Now()
-	a.waitQuiet(stop, settle, time.Minute)
-	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("quiet runtime: waited %v", d)
+	if q := a.quietIn(time.Hour); q != 0 {
+		t.Fatalf("a runtime that never did anything: quiet in %v, want 0", q)
 	}
-
 	end := a.begin()
-	done := make(chan time.Time)
-	go func() { a.waitQuiet(stop, settle, time.Minute); done <- time.Now() }()
-	select {
-	case <-done:
-		t.Fatal("returned while an operation was in flight")
-	case <-time.After(3 * settle):
+	if q := a.quietIn(0); q != -1 {
+		t.Fatalf("an operation in flight: quiet in %v, want -1 (wait for its end)", q)
 	}
+	other := a.begin()
 	end()
 	end() // a second end changes nothing
-	ended := time.Now()
-	if at := <-done; at.Sub(ended) < settle-5*time.Millisecond {
-		t.Fatalf("returned %v after the end, want at least %v", at.Sub(ended), settle)
+	if q := a.quietIn(0); q != -1 {
+		t.Fatalf("one of two operations still in flight: quiet in %v, want -1", q)
 	}
-	if n := a.n.Load(); n != 0 {
-		t.Fatalf("in flight after the end: %d", n)
-	}
-
-	// In flight for good: the limit bounds the wait.
-	defer a.begin()()
-	start = time.Now()
-	a.waitQuiet(stop, settle, 2*settle)
-	if d := time.Since(start); d < 2*settle-5*time.Millisecond {
-		t.Fatalf("returned after %v, before its limit", d)
-	}
-
-	// Closing stop ends the wait at once.
-	go func() { a.waitQuiet(stop, settle, time.Hour); done <- time.Now() }()
-	close(stop)
 	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("a closed stop did not end the wait")
+	case <-a.done:
+	default:
+		t.Fatal("an end was not signalled")
+	}
+	other()
+	if q := a.quietIn(time.Hour); q <= 0 || q > time.Hour {
+		t.Fatalf("just after the last end: quiet in %v, want most of an hour", q)
+	}
+	if q := a.quietIn(0); q != 0 {
+		t.Fatalf("nothing in flight, no settle time: quiet in %v, want 0", q)
 	}
 }
