@@ -177,9 +177,10 @@ func (r row) printRatio(base time.Duration) {
 // refill due), the refills happened between cycles: a server whose
 // creates come slower than it boots, which is most of the time. With one
 // ready, the refill of the claim before goes on at its low priority
-// beside the cycle: a server with a pool sized for its create rate, busy. With none (back to back), the cycles outrun the refills,
-// which get only the CPU the cycles leave, and most creates find the pool
-// empty and boot cold.
+// beside the cycle: a server with a pool sized for its create rate, busy.
+// With none (back to back), the cycles outrun the refills, which get only
+// the CPU the cycles leave, and most creates find the pool empty and boot
+// cold.
 func spawnRows(ctx context.Context, stateDir string, n, poolSize int, verbose bool, ready int) ([]row, error) {
 	var phases phaseLog
 	cfg := linux.Config{StateDir: stateDir, PoolSize: poolSize}

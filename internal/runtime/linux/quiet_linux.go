@@ -7,12 +7,12 @@ import (
 
 // activity counts the runtime's latency-bound operations in flight (a
 // create, a command from its start until its exit is read, a destroy), so
-// that a warm-pool refill can wait for a quiet moment (pool.fill). A refill boots a
-// whole sandbox beside them: on this kind of host its page-table and
-// namespace work slowed a claimant's first command from ~4.5 ms to 7-10
-// ms even at nice 19, since what it contends for (the hypervisor's
-// shadow page tables, RCU grace periods, the kernel's locks) knows no
-// priority.
+// that a warm-pool refill can wait for a quiet moment (pool.fill). A
+// refill boots a whole sandbox beside them: on this kind of host its
+// page-table and namespace work slowed a claimant's first command from
+// ~4.5 ms to 7-10 ms even at nice 19, since what it contends for (the
+// hypervisor's shadow page tables, RCU grace periods, the kernel's locks)
+// knows no priority.
 type activity struct {
 	n    atomic.Int64
 	last atomic.Int64  // when the latest one ended, ns since the epoch
