@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -169,8 +170,10 @@ func (s *spawner) roundTrip(b []byte, fds []int) (sbinit.SpawnReply, error) {
 	if errors.Is(err, syscall.ECONNRESET) {
 		return rep, errNotTaken
 	}
-	if err == nil && n == 0 {
-		err = errors.New("the spawner closed the connection")
+	if (err == nil && n == 0) || errors.Is(err, io.EOF) {
+		// It read the request and died (killed, say) before it answered:
+		// whether it forked first is unknown, so this is not retried.
+		err = errors.New("the spawner exited before it answered; create the sandbox again")
 	}
 	if err != nil {
 		return rep, fmt.Errorf("spawn: %w", err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime"
 )
@@ -36,6 +37,11 @@ func TestSpawner(t *testing.T) {
 	if err := syscall.Kill(sp, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	// kill only queues the signal: until the spawner has exited, a request
+	// sent to it can still be read by it and lost (the create then fails, as
+	// it must when the init might be running). Replacing a dead spawner is
+	// what this checks, so wait for the death.
+	waitExited(t, sp)
 	sb2 := newSandbox(t, runtime.Limits{})
 	if ppid := statPPid(t, sb2.(interface{ InitPid() int }).InitPid()); ppid != os.Getpid() {
 		t.Fatalf("after the spawner died: init's parent %d, want %d", ppid, os.Getpid())
@@ -58,6 +64,19 @@ func statPPid(t *testing.T, pid int) int {
 		t.Fatal(err)
 	}
 	return ppid
+}
+
+// waitExited waits until pid, a child of this process, has exited (a
+// zombie not yet reaped, or gone).
+func waitExited(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if err != nil || strings.Contains(string(b[strings.LastIndexByte(string(b), ')'):]), ") Z ") {
+			return
+		}
+	}
+	t.Fatalf("process %d still runs 10s after SIGKILL", pid)
 }
 
 // spawnerPid finds the live spawner among this process's children.
