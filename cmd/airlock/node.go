@@ -61,7 +61,7 @@ func nodeCmd(args []string) error {
 	addr := fs.String("addr", "", "where to serve the node API, HOST:PORT, reachable by the control plane")
 	name := fs.String("name", "", "the node's name, a DNS label (default: the host name)")
 	maxSandboxes := fs.Int("max-sandboxes", 0, "the most sandboxes this node takes (default: one per 32 MiB of its memory)")
-	pool := fs.Int("pool", 2, "sandboxes kept booted for fast creates (0 disables)")
+	pool := fs.Int("pool", 2, "sandboxes kept booted for fast creates, at least (it grows to the create rate and the last burst; 0 disables)")
 	hostRoot := fs.String("host-root", "/", "where the host's root filesystem is, for the base template (its /usr, /lib... and /etc entries): in a container, the host's / mounted read-only, as the Helm chart mounts it at /host")
 	egf := egressFlagsOf(fs)
 	kube := kubeFlags(fs)

@@ -45,7 +45,7 @@ func serveCmd(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:7070", "address to listen on")
 	dataDir := dataDirFlag(fs, defaultDataDir(), "where the database, sandboxes and templates live ($AIRLOCK_DATA_DIR)")
-	pool := fs.Int("pool", 2, "sandboxes kept booted for fast creates (0 disables)")
+	pool := fs.Int("pool", 2, "sandboxes kept booted for fast creates, at least (it grows to the create rate and the last burst; 0 disables)")
 	egf := egressFlagsOf(fs)
 	var tune daemonTuning
 	durationVar(fs, &tune.auditRetention, "audit-retention", sandbox.DefaultAuditRetention, time.Second, 0, "how long (`DURATION`) a sandbox's audit log is kept after its last event")

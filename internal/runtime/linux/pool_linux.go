@@ -39,7 +39,9 @@ type pool struct {
 	closed  bool
 	booting bool          // a refill is due or under way
 	defers  time.Duration // how long a refill waits for quiet at most (refillDefer)
-	takes   []time.Time   // the newest claims, oldest first (at most max)
+	takes   []time.Time   // the newest creates it could serve, oldest first (at most max)
+	peak    int           // the most of them within a rateWindow lately
+	peakAt  time.Time     // when that peak was last reached
 
 	wake    chan struct{}
 	stop    chan struct{}
@@ -48,17 +50,22 @@ type pool struct {
 	lastErr error // the latest of them
 }
 
-// The pool grows with the create rate: it keeps as many sandboxes as were
-// claimed in the last rateWindow (at least its configured size), up to
-// maxPool and what the host's memory allows (a pooled sandbox costs ~3
-// MiB of host memory; poolMemShare of what is available is the bound), so
-// a burst finds them booted. Past idleShrink without a claim, the extra
+// The pool grows with the create rate: it keeps as many sandboxes as
+// creates it could have served (claims, and creates that found it empty)
+// came within a rateWindow, at least its configured size, and holds the
+// highest such count for peakHold, so that the next burst like the last
+// one finds them booted. It is bounded by maxPool and what the host's
+// memory allows (an idle sandbox costs ~1.5 MiB of host memory, counted
+// as poolSandboxMem; poolMemShare of what is available is the bound). Once
+// the peak is past its hold and no create came for idleShrink, the extra
 // ones go.
 const (
-	rateWindow   = time.Second
-	maxPool      = 32
-	poolMemShare = 64 // 1/64 of MemAvailable, at ~4 MiB a sandbox
-	idleShrink   = 30 * time.Second
+	rateWindow     = time.Second
+	peakHold       = 2 * time.Minute
+	maxPool        = 128
+	poolMemShare   = 64 // at most 1/64 of MemAvailable
+	poolSandboxMem = 2 << 20
+	idleShrink     = 30 * time.Second
 	// A refill the pool can wait for waits for refillSettle without a
 	// create, command or destroy in flight, refillDefer at the most (a
 	// long command must not keep the pool short).
@@ -68,7 +75,7 @@ const (
 
 func newPool(r *Runtime, size int) *pool {
 	p := &pool{
-		r: r, size: size, max: max(size, min(maxPool, int(memAvailable()/poolMemShare/(4<<20)))), lim: runtime.Limits{}.WithDefaults(),
+		r: r, size: size, max: max(size, min(maxPool, int(memAvailable()/poolMemShare/poolSandboxMem))), lim: runtime.Limits{}.WithDefaults(),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		defers: refillDefer,
 	}
@@ -89,6 +96,13 @@ func (p *pool) take(spec runtime.Spec, lim runtime.Limits) *sandbox {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// A create that finds the pool empty is demand too: a burst must
+	// grow it, not only the claims it could serve.
+	p.demand(time.Now())
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
 	if len(p.ready) == 0 {
 		return nil
 	}
@@ -96,15 +110,31 @@ func (p *pool) take(spec runtime.Spec, lim runtime.Limits) *sandbox {
 	// Still being created until Create has bound it.
 	creating.add(sb.dir)
 	p.ready = p.ready[1:]
-	p.takes = append(p.takes, time.Now())
+	return sb
+}
+
+// demand records a create the pool could serve, made at now, and the
+// peak it may raise. p.mu is held.
+func (p *pool) demand(now time.Time) {
+	p.takes = append(p.takes, now)
 	if len(p.takes) > p.max {
 		p.takes = p.takes[1:]
 	}
-	select {
-	case p.wake <- struct{}{}:
-	default:
+	if n := p.recent(now); n >= p.peak || now.Sub(p.peakAt) >= peakHold {
+		p.peak, p.peakAt = n, now
 	}
-	return sb
+}
+
+// recent counts the creates the pool could serve in the rateWindow
+// before now. p.mu is held.
+func (p *pool) recent(now time.Time) int {
+	n := 0
+	for _, t := range p.takes {
+		if now.Sub(t) < rateWindow {
+			n++
+		}
+	}
+	return n
 }
 
 // has says whether the pool holds the sandbox in directory name, booted
@@ -232,17 +262,16 @@ func (p *pool) fill() {
 }
 
 // target is how many sandboxes the pool should hold now, and whether it
-// holds one too many (no claim for idleShrink). p.mu is held.
+// holds one too many (more than that, and no create for idleShrink).
+// p.mu is held.
 func (p *pool) target(now time.Time) (int, bool) {
-	recent := 0
-	for _, t := range p.takes {
-		if now.Sub(t) < rateWindow {
-			recent++
-		}
+	want := max(p.size, p.recent(now))
+	if !p.peakAt.IsZero() && now.Sub(p.peakAt) < peakHold {
+		want = max(want, p.peak)
 	}
-	target := min(max(p.size, recent), p.max)
+	target := min(want, p.max)
 	idle := len(p.takes) == 0 || now.Sub(p.takes[len(p.takes)-1]) > idleShrink
-	return target, idle && len(p.ready) > p.size
+	return target, idle && len(p.ready) > target
 }
 
 // memAvailable is the host's MemAvailable in bytes (0 if unknown).

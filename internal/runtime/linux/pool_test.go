@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -210,6 +211,98 @@ func TestPoolTarget(t *testing.T) {
 		if got != tc.want || shrink != tc.wantShrink {
 			t.Errorf("%s: target %d (shrink %v), want %d (%v)", tc.name, got, shrink, tc.want, tc.wantShrink)
 		}
+	}
+
+	// The peak of a burst is held, so that the next one like it finds the
+	// pool grown; past its hold, and quiet, the pool shrinks back.
+	p := &pool{size: 2, max: 8}
+	burst := now.Add(-time.Minute)
+	for i := range 6 {
+		p.demand(burst.Add(time.Duration(i) * ms)) // creates that found it empty count
+	}
+	if p.peak != 6 {
+		t.Fatalf("peak after a burst of 6: %d", p.peak)
+	}
+	p.ready = make([]*sandbox, 6)
+	if got, shrink := p.target(now); got != 6 || shrink {
+		t.Errorf("a minute after a burst of 6: target %d (shrink %v), want 6, kept", got, shrink)
+	}
+	later := burst.Add(peakHold + time.Second)
+	if got, shrink := p.target(later); got != 2 || !shrink {
+		t.Errorf("past the hold, quiet: target %d (shrink %v), want 2 and shrinking", got, shrink)
+	}
+	p.demand(later)
+	if p.peak != 1 || p.peakAt != later {
+		t.Errorf("the first create past the hold starts a new peak: %d at %v", p.peak, p.peakAt)
+	}
+	if got, shrink := p.target(later); got != 2 || shrink {
+		t.Errorf("past the hold, a create just now: target %d (shrink %v), want 2, kept while busy", got, shrink)
+	}
+	p = &pool{size: 2, max: 8}
+	for range 20 {
+		p.demand(now)
+	}
+	if got, _ := p.target(now); got != 8 {
+		t.Errorf("a burst past the maximum: target %d, want 8", got)
+	}
+}
+
+// TestPoolLearnsBursts: creates that find the pool empty grow it to the
+// size of their burst, so that the next burst like it is served from the
+// pool, every create a claim.
+func TestPoolLearnsBursts(t *testing.T) {
+	linuxtest.Require(t)
+	r, err := New(Config{StateDir: linuxtest.StateDir(t), Binary: linuxtest.Init(t), PoolSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := r.Teardown(); err != nil {
+			t.Errorf("teardown: %v", err)
+		}
+	}()
+	const n = 4
+	ctx := context.Background()
+	waitFull := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); !r.PoolFull(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s (%d ready; %d boot errors, last: %v)", what, r.PoolReady(), r.pool.errs, r.pool.lastErr)
+			}
+		}
+	}
+	burst := func(round int) (pooled int) {
+		t.Helper()
+		sbs := make([]runtime.Sandbox, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { sbs[i], errs[i] = r.Create(ctx, runtime.Spec{ID: fmt.Sprintf("burst-%d-%d", round, i)}) })
+		}
+		wg.Wait()
+		for i, sb := range sbs {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			if strings.HasPrefix(sb.(*sandbox).p.Name, poolPrefix) {
+				pooled++
+			}
+			if err := sb.Destroy(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return pooled
+	}
+	waitFull("the pool never filled")
+	if got := burst(1); got == n {
+		t.Fatalf("all %d creates of the first burst were claims from a pool of 1", got)
+	}
+	waitFull("the pool did not grow after the burst")
+	if got := r.PoolReady(); got != n {
+		t.Fatalf("after a burst of %d the pool holds %d", n, got)
+	}
+	if got := burst(2); got != n {
+		t.Errorf("a second burst of %d: %d were claims from the pool, want all", n, got)
 	}
 }
 
