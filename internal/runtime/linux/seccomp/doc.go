@@ -13,3 +13,5 @@
 // or ABI it was not built for, and never install on some threads only: the
 // filter goes on with SECCOMP_FILTER_FLAG_TSYNC or not at all.
 package seccomp
+
+//go:generate go test -run ^TestCompiled$ . -args -update
