@@ -34,6 +34,31 @@ func TestSignal(t *testing.T) {
 	}
 }
 
+// TestInitSurvivesStraySignals: the signals whose Go handler would end
+// the init (or stop it) do not reach it, from inside its pid namespace
+// (where it is PID 1) or from the host: only SIGKILL ends a sandbox.
+func TestInitSurvivesStraySignals(t *testing.T) {
+	sb := newSandbox(t, runtime.Limits{})
+	pid := sb.(interface{ InitPid() int }).InitPid()
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1,
+		syscall.SIGUSR2, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGABRT, syscall.SIGSYS} {
+		if err := syscall.Kill(pid, sig); err != nil {
+			t.Fatalf("kill %v: %v", sig, err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatalf("the init is gone after stray signals: %v", err)
+	}
+	if st := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))[0]; st != "S" && st != "R" {
+		t.Fatalf("the init's state after stray signals: %s", st)
+	}
+	if r := sh(t, sb, "echo alive; grep -E '^Sig(Ign|Blk)' /proc/self/status"); r.stdout != "alive\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n" {
+		t.Errorf("a command after stray signals: %q (%+v), want it alive with no signal ignored or blocked", r.stdout, r.st)
+	}
+}
+
 func TestStats(t *testing.T) {
 	sb := newSandbox(t, runtime.Limits{})
 	mustSh(t, sb, `python3 -c '
