@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
@@ -174,9 +172,7 @@ func finish(f *os.File, mode uint32) error {
 }
 
 func tempName() string {
-	b := make([]byte, 8)
-	rand.Read(b)
-	return ".airlock-" + hex.EncodeToString(b) + ".tmp"
+	return ".airlock-" + randomHex(8) + ".tmp"
 }
 
 // stat describes p without following a final symlink.

@@ -2,11 +2,12 @@ package agent
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/hex"
 	"os"
 	goruntime "runtime"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // markerVar is set in every exec's environment to a value unique to that
@@ -18,8 +19,21 @@ import (
 const markerVar = "AIRLOCK_EXEC_ID"
 
 func newMarker() string {
-	b := make([]byte, 12)
-	rand.Read(b)
+	return randomHex(12)
+}
+
+// randomHex is n bytes from the kernel's random pool, in hex: what
+// crypto/rand would give, without the crypto packages' start-up in every
+// sandbox init (the agent's only use of them).
+func randomHex(n int) string {
+	b := make([]byte, n)
+	for got := 0; got < n; {
+		k, err := unix.Getrandom(b[got:], 0)
+		if err != nil && err != unix.EINTR {
+			panic("getrandom: " + err.Error()) // as crypto/rand does: no names without randomness
+		}
+		got += max(k, 0)
+	}
 	return hex.EncodeToString(b)
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/images/imagetest"
 	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/runtime/tmplver"
 )
 
 // cutWriter fails once it has taken left bytes, as a connection that
@@ -51,7 +52,7 @@ func TestTemplateMove(t *testing.T) {
 	if _, err := b.c.Template(ctx, "nrpc-mv"); !errors.Is(err, runtime.ErrNotFound) {
 		t.Fatalf("node b has the template before the move: %v", err)
 	}
-	version := runtime.TemplateVersion(src)
+	version := tmplver.Of(src)
 	cuts := 0
 	n, resumed, err := runtime.MoveStream(ctx,
 		func(off int64, w io.Writer) error {
@@ -66,7 +67,7 @@ func TestTemplateMove(t *testing.T) {
 		t.Fatalf("move: %d bytes, resumed %d: %v", n, resumed, err)
 	}
 	got, err := b.c.Template(ctx, "nrpc-mv")
-	if err != nil || runtime.TemplateVersion(got) != version || got.Start == nil || got.Labels["a"] != "b" {
+	if err != nil || tmplver.Of(got) != version || got.Start == nil || got.Labels["a"] != "b" {
 		t.Fatalf("the copy on node b: %+v %v", got, err)
 	}
 	sb := b.create(t, b.c, runtime.Spec{Template: "nrpc-mv"})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/images"
 	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/runtime/tmplver"
 )
 
 // Templates across nodes. A built or imported template is made on one
@@ -129,9 +130,9 @@ func (r *Runtime) copiesOf(ctx context.Context, name string) (copies, error) {
 		return cp, fmt.Errorf("%w: template %s", runtime.ErrNotFound, name)
 	}
 	cp.newest = newestOf(held)
-	v := runtime.TemplateVersion(cp.newest)
+	v := tmplver.Of(cp.newest)
 	for _, n := range cp.all {
-		if runtime.TemplateVersion(held[n]) == v {
+		if tmplver.Of(held[n]) == v {
 			cp.current = append(cp.current, n)
 		}
 	}
@@ -145,7 +146,7 @@ func newestOf(held map[string]runtime.TemplateInfo) runtime.TemplateInfo {
 	first := true
 	for _, ti := range held {
 		if first || ti.CreatedAt.After(out.CreatedAt) ||
-			ti.CreatedAt.Equal(out.CreatedAt) && runtime.TemplateVersion(ti) > runtime.TemplateVersion(out) {
+			ti.CreatedAt.Equal(out.CreatedAt) && tmplver.Of(ti) > tmplver.Of(out) {
 			out, first = ti, false
 		}
 	}
@@ -225,7 +226,7 @@ func (r *Runtime) ensure(ctx context.Context, node string, cp copies) error {
 	if err != nil {
 		return err
 	}
-	version := runtime.TemplateVersion(cp.newest)
+	version := tmplver.Of(cp.newest)
 	var errs []error
 	for _, from := range cp.current {
 		src, err := r.mover(ctx, from)
@@ -310,7 +311,7 @@ func (r *Runtime) Templates(ctx context.Context) ([]runtime.TemplateInfo, error)
 		newest := newestOf(byNode)
 		var on []string
 		for n, ti := range byNode {
-			if newest.Name == "base" || runtime.TemplateVersion(ti) == runtime.TemplateVersion(newest) {
+			if newest.Name == "base" || tmplver.Of(ti) == tmplver.Of(newest) {
 				on = append(on, n)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/runtime/tmplver"
 )
 
 // tnode is a node that keeps templates in memory: a template's files are
@@ -75,7 +76,7 @@ func (n *tnode) ExportTemplate(_ context.Context, name, version string, off int6
 	t, ok := n.tmpl[name]
 	b := n.files[name]
 	n.mu.Unlock()
-	if !ok || runtime.TemplateVersion(t) != version {
+	if !ok || tmplver.Of(t) != version {
 		return fmt.Errorf("%w: template %s", runtime.ErrConflict, name)
 	}
 	_, err := w.Write(b[off:])
@@ -86,7 +87,7 @@ func (n *tnode) ImportTemplate(_ context.Context, t runtime.TemplateInfo, r io.R
 	b, err := io.ReadAll(r)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if have, ok := n.tmpl[t.Name]; ok && runtime.TemplateVersion(have) == runtime.TemplateVersion(t) {
+	if have, ok := n.tmpl[t.Name]; ok && tmplver.Of(have) == tmplver.Of(t) {
 		return 0, true, nil
 	}
 	n.spool[t.Name] = append(n.spool[t.Name], b...)

@@ -3,9 +3,6 @@ package runtime
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,16 +26,6 @@ type TemplateMover interface {
 	// already has this version of t is done at once. A reader with
 	// nothing asks how far it got.
 	ImportTemplate(ctx context.Context, t TemplateInfo, r io.Reader) (have int64, done bool, err error)
-}
-
-// TemplateVersion names one build of a template: the same on every node
-// that holds a copy of it, another for the template a rebuild replaced
-// it with.
-func TemplateVersion(t TemplateInfo) string {
-	t.Nodes = nil
-	b, _ := json.Marshal(t)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8])
 }
 
 // MaxTransferTries bounds how often MoveStream picks a cut stream up

@@ -18,6 +18,7 @@ import (
 	"github.com/airlockhq/airlock/internal/images"
 	"github.com/airlockhq/airlock/internal/runtime"
 	"github.com/airlockhq/airlock/internal/runtime/linux/quota"
+	"github.com/airlockhq/airlock/internal/runtime/tmplver"
 )
 
 // A template moves to a node that lacks it as a tar of its one tree
@@ -52,7 +53,7 @@ func (r *Runtime) ExportTemplate(ctx context.Context, name, version string, offs
 	if err != nil {
 		return fmt.Errorf("read template %s: %w", name, err)
 	}
-	if v := runtime.TemplateVersion(t); v != version {
+	if v := tmplver.Of(t); v != version {
 		return fmt.Errorf("%w: template %s was replaced (version %s, not %s)", runtime.ErrConflict, name, v, version)
 	}
 	tree := templateTree(t)
@@ -96,9 +97,9 @@ func (r *Runtime) ImportTemplate(ctx context.Context, t runtime.TemplateInfo, rd
 		return 0, false, fmt.Errorf("%w: template %s: a copy keeps its creation time, and none was given", runtime.ErrInvalid, t.Name)
 	}
 	t.Nodes = nil
-	version := runtime.TemplateVersion(t)
+	version := tmplver.Of(t)
 	defer lockImport(r.templatesDir(), t.Name)()
-	if have, err := r.Template(ctx, t.Name); err == nil && runtime.TemplateVersion(have) == version {
+	if have, err := r.Template(ctx, t.Name); err == nil && tmplver.Of(have) == version {
 		return 0, true, nil
 	}
 	spool := filepath.Join(r.templatesDir(), ".incoming-"+t.Name+"@"+version+".tar")

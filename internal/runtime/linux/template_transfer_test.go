@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/runtime"
+	"github.com/airlockhq/airlock/internal/runtime/tmplver"
 )
 
 // buildTemplate commits a build sandbox that ran script as template name,
@@ -47,7 +48,7 @@ func TestTemplateCopy(t *testing.T) {
 		head -c 300000 /dev/urandom > /usr/local/share/big/blob
 		ln /usr/local/share/big/blob /usr/local/share/big/same`,
 		runtime.TemplateInfo{Description: "d", Labels: map[string]string{"k": "v"}, Start: &runtime.TemplateStart{Command: "sleep 1000"}})
-	version := runtime.TemplateVersion(src)
+	version := tmplver.Of(src)
 
 	if err := r.ExportTemplate(ctx, "base", "x", 0, io.Discard); !errors.Is(err, runtime.ErrInvalid) {
 		t.Errorf("export of base: %v", err)
@@ -94,7 +95,7 @@ func TestTemplateCopy(t *testing.T) {
 	if !got.CreatedAt.Equal(src.CreatedAt) || got.Description != "d" || got.Labels["k"] != "v" || got.Start == nil || got.Start.Command != "sleep 1000" || got.SizeBytes != src.SizeBytes {
 		t.Errorf("copy's record %+v, source's %+v", got, src)
 	}
-	if runtime.TemplateVersion(got) != runtime.TemplateVersion(copyInfo) {
+	if tmplver.Of(got) != tmplver.Of(copyInfo) {
 		t.Errorf("the copy's version differs from what was sent")
 	}
 	use := createSpec(t, runtime.Spec{Template: copyInfo.Name})

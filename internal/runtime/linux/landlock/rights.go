@@ -2,12 +2,18 @@ package landlock
 
 import (
 	"errors"
-	"fmt"
 )
 
 // ErrUnsupported is what Restrict returns, unwrapped, when the kernel has no
 // Landlock (not built in, not in the lsm= list, or too old).
-var ErrUnsupported = fmt.Errorf("landlock: %w", errors.ErrUnsupported)
+var ErrUnsupported error = unsupported{}
+
+// unsupported wraps errors.ErrUnsupported without fmt.Errorf, whose
+// first call in a process costs every sandbox init's start ~0.1 ms.
+type unsupported struct{}
+
+func (unsupported) Error() string { return "landlock: " + errors.ErrUnsupported.Error() }
+func (unsupported) Unwrap() error { return errors.ErrUnsupported }
 
 // File system access rights (linux/landlock.h) and the ABI that introduced
 // each.
