@@ -72,7 +72,7 @@ func waitExited(t *testing.T, pid int) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-		if err != nil || strings.Contains(string(b[strings.LastIndexByte(string(b), ')'):]), ") Z ") {
+		if err != nil || containsState(b, 'Z') {
 			return
 		}
 	}
@@ -92,7 +92,7 @@ func spawnerPid(t *testing.T) int {
 		if err != nil || !strings.HasSuffix(string(cmd), "\x00__spawner\x00") {
 			continue
 		}
-		if b, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "stat")); strings.Contains(string(b), ") Z ") {
+		if b, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "stat")); containsState(b, 'Z') {
 			continue // killed, not yet reaped
 		}
 		if statPPid(t, pid) == os.Getpid() {

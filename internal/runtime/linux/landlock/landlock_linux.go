@@ -139,10 +139,8 @@ func restrictSelf(ruleset, abi int) error {
 			return fmt.Errorf("landlock restrict all threads (TSYNC): %w", errno)
 		}
 	}
-	if !allThreads {
-		return fmt.Errorf("landlock restrict all threads: %w (cgo binary on a kernel without TSYNC)", syscall.ENOTSUP)
-	}
-	// Each thread gets its own domain with the same rules.
+	// Each thread gets its own domain with the same rules (linked with
+	// cgo, the call answers ENOTSUP at once).
 	_, _, errno = syscall.AllThreadsSyscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(ruleset), 0, 0)
 	if errno == syscall.ENOTSUP {
 		return fmt.Errorf("landlock restrict all threads: %w (cgo binary on a kernel without TSYNC)", errno)
