@@ -2,16 +2,21 @@ package agent
 
 import (
 	"os"
-	"os/signal"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// reapPoll is a slow fallback to SIGCHLD: signals coalesce and another part
-// of the process could reset the handler; a missed exit must not hang an exec.
-const reapPoll = time.Second
+// The reaper's loop looks for exited children reapMin after a start or an
+// exit it reaped, then twice as long each time it finds none, up to
+// reapMax. The agent's own commands do not wait for it (their pidfds wake
+// their execs, which reap); it is there for orphans, which no one else
+// waits for.
+const (
+	reapMin = 10 * time.Millisecond
+	reapMax = time.Second
+)
 
 // waitResult is how one started process ended.
 type waitResult struct {
@@ -30,10 +35,14 @@ type reaper struct {
 	// that exits at once cannot be reaped before its pid is registered.
 	mu      sync.Mutex
 	waiting map[int]chan waitResult
+
+	// started has a value after each start: the loop, idle while there
+	// was nothing to wait for, looks again.
+	started chan struct{}
 }
 
 func newReaper(all bool) *reaper {
-	return &reaper{all: all, waiting: map[int]chan waitResult{}}
+	return &reaper{all: all, waiting: map[int]chan waitResult{}, started: make(chan struct{}, 1)}
 }
 
 // start runs fork (which returns a pid and, where the kernel gives one, a
@@ -47,6 +56,10 @@ func (r *reaper) start(fork func() (int, int, error)) (*child, error) {
 	}
 	ch := make(chan waitResult, 1)
 	r.waiting[pid] = ch
+	select {
+	case r.started <- struct{}{}:
+	default:
+	}
 	c := &child{pid: pid, status: ch}
 	if pidfd >= 0 {
 		// Non-blocking, so the runtime's poller watches it for the exit.
@@ -67,11 +80,9 @@ type child struct {
 }
 
 // wait returns how the child ended. With a pidfd the exit wakes this
-// goroutine from the runtime's poller and it reaps at once; SIGCHLD would
-// take the long way (the signal's thread, os/signal's goroutine, the
-// reaper's), a good part of a short command's time. The reaper still gets
-// the signal and may reap first: either way the status comes through
-// status, once.
+// goroutine from the runtime's poller and it reaps at once (every exited
+// child, orphans too). The reaper's loop may reap first: either way the
+// status comes through status, once.
 func (r *reaper) wait(c *child) waitResult {
 	if c.pidfd != nil {
 		defer c.pidfd.Close()
@@ -94,25 +105,59 @@ func (r *reaper) wait(c *child) waitResult {
 	return <-c.status
 }
 
-// run reaps on every SIGCHLD until stop is closed.
+// run reaps until stop is closed, on a timer: reapMin after a start or
+// after it reaped something, doubled each time it found nothing, up to
+// reapMax; and not at all while there is nothing it could reap (as PID 1:
+// no child at all, so no descendant that could become an orphan; else no
+// pid of its own), until the next start.
+//
+// No SIGCHLD: os/signal's Notify starts two threads that stay for the
+// sandbox's life (one to receive signals, one locked to keep a signal
+// mask), ~0.1 MiB of each idle sandbox and part of every start, and an
+// idle sandbox woke every second. An orphan that exits after a quiet spell
+// stays a zombie for up to reapMax (or until a command of the agent ends,
+// whose exec reaps every exited child); one exit brings the loop back to
+// reapMin, so a stream of orphans is reaped as it comes.
 func (r *reaper) run(stop <-chan struct{}) {
-	sigc := make(chan os.Signal, 1)
-	signal.Notify(sigc, unix.SIGCHLD)
-	defer signal.Stop(sigc)
-	tick := time.NewTicker(reapPoll)
-	defer tick.Stop()
+	interval := reapMin
+	t := time.NewTimer(interval)
+	defer t.Stop()
 	for {
-		r.reap()
 		select {
 		case <-stop:
 			return
-		case <-sigc:
-		case <-tick.C:
+		case <-r.started:
+			interval = reapMin
+			t.Reset(interval)
+			continue
+		case <-t.C:
 		}
+		if r.reap() {
+			interval = reapMin
+		} else {
+			interval = min(2*interval, reapMax)
+		}
+		if !r.idle() {
+			t.Reset(interval)
+		} // else the timer has fired and stays so until the next start
 	}
 }
 
-func (r *reaper) reap() {
+// idle says whether nothing could exit that the reaper would reap: as PID
+// 1, no child at all (a descendant's parent is a child or, once orphaned,
+// this process); else no pid of its own.
+func (r *reaper) idle() bool {
+	if r.all {
+		return childless()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.waiting) == 0
+}
+
+// reap collects every exited child it is to (as PID 1: all of them; else
+// its own pids) and says whether there was one.
+func (r *reaper) reap() (reaped bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.all {
@@ -123,8 +168,9 @@ func (r *reaper) reap() {
 				continue
 			}
 			if err != nil || pid <= 0 {
-				return
+				return reaped
 			}
+			reaped = true
 			r.deliver(pid, waitResult{status: ws})
 		}
 	}
@@ -138,10 +184,13 @@ func (r *reaper) reap() {
 		case err != nil:
 			// Someone else reaped it; the exec must still end.
 			r.deliver(pid, waitResult{err: err})
+			reaped = true
 		case got == pid:
 			r.deliver(pid, waitResult{status: ws})
+			reaped = true
 		}
 	}
+	return reaped
 }
 
 // deliver hands a status to its exec; statuses of orphans are dropped.

@@ -77,3 +77,25 @@ func TestReaperWaitAfterTheLoopReaped(t *testing.T) {
 		t.Fatalf("status %+v, want exit 3", res)
 	}
 }
+
+// TestReaperLoopWakesOnStart: the loop stops looking while it has nothing
+// to wait for, and a start brings it back: a child no exec waits for (no
+// pidfd waiter) still gets its status, from the loop alone.
+func TestReaperLoopWakesOnStart(t *testing.T) {
+	r := newReaper(false)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { defer close(done); r.run(stop) }()
+	defer func() { close(stop); <-done }()
+	time.Sleep(3 * reapMin) // its first look found nothing: idle since
+	c := startChild(t, r, "/bin/sh", "-c", "exit 5")
+	c.pidfd.Close()
+	select {
+	case res := <-c.status:
+		if res.err != nil || res.status.ExitStatus() != 5 {
+			t.Fatalf("status %+v, want exit 5", res)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the loop did not reap %d within 10s of its start", c.pid)
+	}
+}
