@@ -40,7 +40,7 @@ func benchCmd(args []string) error {
 
 const benchUsage = `Usage: airlock bench spawn [-n 200] [-pool 2] [-v] [--data-dir DIR]
        airlock bench api [-n 200] [-v]
-       airlock bench burst [-n 100] [-pool 2]
+       airlock bench burst [-n 100] [-pool 2] [-v]
        airlock bench density [-n 500] [-execs 200]
        airlock bench egress [-n 2000] [-n-tunnel 200] [-mb 100] [-runs 5]
        airlock bench lifecycle [-n 50] [-mb 1024] [-forks 10] [-v]

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/airlockhq/airlock/client"
@@ -21,6 +22,7 @@ func benchBurst(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench burst", flag.ContinueOnError)
 	n := fs.Int("n", 100, "sandboxes created at once")
 	pool := fs.Int("pool", 2, "the daemon's warm pool size (serve's default)")
+	verbose := fs.Bool("v", false, "also print where the time goes: the runtime's phases of every boot in each round, the pool's refills included")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), benchUsage)
 		printFlags(fs)
@@ -31,7 +33,14 @@ func benchBurst(ctx context.Context, args []string) error {
 	if *n < 1 || *pool < 0 {
 		return badInput("bench burst", "-n must be at least 1 and -pool at least 0")
 	}
-	b, err := startBenchServer(ctx, *pool, nil, daemonTuning{})
+	// Each round's phases go to a log of its own.
+	var phases atomic.Pointer[phaseLog]
+	phases.Store(&phaseLog{})
+	var tune daemonTuning
+	if *verbose {
+		tune.trace = func(name string, d time.Duration) { phases.Load().record(name, d) }
+	}
+	b, err := startBenchServer(ctx, *pool, nil, tune)
 	if err != nil {
 		return err
 	}
@@ -115,6 +124,7 @@ func benchBurst(ctx context.Context, args []string) error {
 			}
 			fmt.Printf("the same burst again, %d ready in the pool (it grew in %s)\n", b.d.rt.PoolReady(), time.Since(t).Round(time.Millisecond))
 		}
+		phases.Store(&phaseLog{})
 		for _, s := range steps {
 			if err := interrupted(ctx); err != nil {
 				return err
@@ -125,6 +135,12 @@ func benchBurst(ctx context.Context, args []string) error {
 			}
 			p := percentiles(r.d)
 			fmt.Printf("%-40s %9s %9s %9s %9s %9s\n", r.name, ms(p[0]), ms(p[1]), ms(p[2]), ms(p[3]), ms(wall))
+		}
+		if *verbose {
+			fmt.Println("  the runtime's phases in this round (every boot: the burst's and the pool's)")
+			for _, r := range phases.Load().rows() {
+				r.print()
+			}
 		}
 	}
 	return nil

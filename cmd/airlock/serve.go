@@ -245,6 +245,9 @@ type daemonTuning struct {
 	e2bDomain string
 	// prices turns usage into cost (--prices); nil: none.
 	prices *pricing.Table
+	// trace, when set, gets the runtime's phase times (linux.Config.Trace;
+	// bench burst -v).
+	trace func(phase string, d time.Duration)
 }
 
 // daemonStore is what serve keeps in its database.
@@ -277,7 +280,7 @@ func startDaemon(ctx context.Context, dataDir string, pool int, eg *egress.Confi
 		return nil, err
 	}
 	if !tune.noLocalNode {
-		if d.rt, err = linux.New(linux.Config{StateDir: dataDir, PoolSize: pool, SweepEvery: 15 * time.Second}); err != nil {
+		if d.rt, err = linux.New(linux.Config{StateDir: dataDir, PoolSize: pool, SweepEvery: 15 * time.Second, Trace: tune.trace}); err != nil {
 			st.Close()
 			return nil, err
 		}

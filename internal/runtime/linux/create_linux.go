@@ -441,7 +441,7 @@ func (r *Runtime) start(ctx context.Context, sb *sandbox, cfg *sbinit.Config, ho
 	if err := json.NewEncoder(cfgW).Encode(cfg); err != nil {
 		return fmt.Errorf("send init config: %w", err)
 	}
-	end := r.phase("create: clone init")
+	end := r.phase("create: clone init (waits included)")
 	proc, err := r.startInit(cmd, hostUID, idle)
 	end()
 	if err != nil {

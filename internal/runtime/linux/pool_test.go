@@ -247,20 +247,28 @@ func TestPoolTarget(t *testing.T) {
 	}
 }
 
+// poolRuntime is a runtime of its own with a warm pool of size, torn
+// down when the test ends.
+func poolRuntime(t *testing.T, size int) *Runtime {
+	t.Helper()
+	linuxtest.Require(t)
+	r, err := New(Config{StateDir: linuxtest.StateDir(t), Binary: linuxtest.Init(t), PoolSize: size})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := r.Teardown(); err != nil {
+			t.Errorf("teardown: %v", err)
+		}
+	})
+	return r
+}
+
 // TestPoolLearnsBursts: creates that find the pool empty grow it to the
 // size of their burst, so that the next burst like it is served from the
 // pool, every create a claim.
 func TestPoolLearnsBursts(t *testing.T) {
-	linuxtest.Require(t)
-	r, err := New(Config{StateDir: linuxtest.StateDir(t), Binary: linuxtest.Init(t), PoolSize: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := r.Teardown(); err != nil {
-			t.Errorf("teardown: %v", err)
-		}
-	}()
+	r := poolRuntime(t, 1)
 	const n = 4
 	ctx := context.Background()
 	waitFull := func(what string) {

@@ -78,7 +78,7 @@ type Runtime struct {
 	pool       *pool     // nil when Config.PoolSize is 0
 	act        *activity // creates, commands and destroys in flight, for the pool
 	poolLock   *os.File  // flock held while this process owns the pool
-	spawner    *spawner  // forks the inits, so that this process never does
+	spawner    *spawners // fork the inits, so that this process never does
 	bin        *os.File  // the init program, open for every init's exec (initExec)
 	initSource string    // where bin came from (InitSource)
 
@@ -143,10 +143,10 @@ func New(cfg Config) (_ *Runtime, err error) {
 			bin.Close()
 		}
 	}()
-	r := &Runtime{cfg: cfg, rootless: os.Geteuid() != 0, live: map[string]*sandbox{}, bin: bin, initSource: source, act: newActivity(),
-		// The spawner, like each init, is executed through the open file:
-		// for a memfd there is no other path.
-		spawner: &spawner{binary: fmt.Sprintf("/proc/self/fd/%d", bin.Fd())}}
+	r := &Runtime{cfg: cfg, rootless: os.Geteuid() != 0, live: map[string]*sandbox{}, bin: bin, initSource: source, act: newActivity()}
+	// The spawners, like each init, are executed through the open file:
+	// for a memfd there is no other path.
+	r.spawner = newSpawners(fmt.Sprintf("/proc/self/fd/%d", bin.Fd()), r.phase)
 	tmpl, err := ensureBaseTemplate(cfg.StateDir, cfg.HostRoot)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	goruntime "runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -30,7 +31,77 @@ import (
 // spawnTimeout bounds one request; a fork takes well under a millisecond.
 const spawnTimeout = 10 * time.Second
 
-// spawner is the daemon's handle of its helper, started on first use.
+// A spawner answers one request at a time, and a request lasts until the
+// init has executed its program (os/exec reports a failed exec), ~5 ms
+// here and far more when the CPUs are busy: one spawner made a burst of
+// creates wait in line for it (100 at once: ~1.2 s of spawning, one after
+// the other, while a CPU sat idle). Creates therefore take the first free
+// spawner of a set, started as concurrency first asks for each; a
+// sequence of creates uses only the first. The warm pool's refills, whose
+// spawns run at nice 19, have a spawner of their own: a refill that got
+// ~1.5% of a busy CPU held the one spawner for tens of milliseconds
+// while creates waited behind it.
+type spawners struct {
+	binary string
+	slots  chan struct{} // one per spawner in all: at most that many requests at once
+	all    []*spawner    // for creates, taken first free
+	idle   *spawner      // for the warm pool's refills
+	phase  func(name string) (end func())
+}
+
+// maxSpawners bounds the set; a spawner idles at ~2 MiB.
+const maxSpawners = 8
+
+func newSpawners(binary string, phase func(string) func()) *spawners {
+	n := min(max(2, goruntime.GOMAXPROCS(0)), maxSpawners)
+	ss := &spawners{binary: binary, slots: make(chan struct{}, n), idle: &spawner{binary: binary}, phase: phase}
+	for range n {
+		ss.all = append(ss.all, &spawner{binary: binary})
+	}
+	return ss
+}
+
+// spawn starts cmd through a spawner (see spawner.spawn).
+func (ss *spawners) spawn(cmd *exec.Cmd, owner int, idle bool) (*os.Process, error) {
+	b, fds, err := spawnRequest(cmd, owner, idle)
+	if err != nil {
+		return nil, err
+	}
+	end := ss.phase("create: wait for a spawner")
+	if idle {
+		ss.idle.mu.Lock()
+		end()
+		defer ss.idle.mu.Unlock()
+		return ss.idle.spawnLocked(b, fds)
+	}
+	ss.slots <- struct{}{}
+	defer func() { <-ss.slots }()
+	s := ss.take()
+	end()
+	defer s.mu.Unlock()
+	return s.spawnLocked(b, fds)
+}
+
+// take returns the first free spawner, locked. With a slot held one is
+// free, but for a moment while close holds each in turn.
+func (ss *spawners) take() *spawner {
+	for _, s := range ss.all {
+		if s.mu.TryLock() {
+			return s
+		}
+	}
+	s := ss.all[0]
+	s.mu.Lock()
+	return s
+}
+
+func (ss *spawners) close() {
+	for _, s := range append(ss.all, ss.idle) {
+		s.close()
+	}
+}
+
+// spawner is the daemon's handle of one helper, started on first use.
 type spawner struct {
 	binary string
 	mu     sync.Mutex
@@ -93,14 +164,12 @@ func (s *spawner) close() {
 	s.closed = true
 }
 
-// spawn starts cmd (not yet started; Stdin and Stdout unset, Stderr a
-// file) as a child of this process and returns it; the caller waits on it.
-// A spawner that died since the last call is replaced first. A request
-// whose answer is lost is not retried: the init might be running.
-func (s *spawner) spawn(cmd *exec.Cmd, owner int, idle bool) (*os.Process, error) {
+// spawnRequest is the request for cmd (not yet started; Stdin and Stdout
+// unset, Stderr a file) and the files it passes.
+func spawnRequest(cmd *exec.Cmd, owner int, idle bool) ([]byte, []int, error) {
 	stderr, ok := cmd.Stderr.(*os.File)
 	if !ok || cmd.Stdin != nil || cmd.Stdout != nil {
-		return nil, errors.New("spawn: stderr must be a file, stdin and stdout unset")
+		return nil, nil, errors.New("spawn: stderr must be a file, stdin and stdout unset")
 	}
 	attr := cmd.SysProcAttr
 	req := sbinit.SpawnRequest{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Cloneflags: attr.Cloneflags,
@@ -108,14 +177,21 @@ func (s *spawner) spawn(cmd *exec.Cmd, owner int, idle bool) (*os.Process, error
 		Credential: attr.Credential, Owner: owner, Idle: idle}
 	b, err := json.Marshal(req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fds := []int{int(stderr.Fd())}
 	for _, f := range cmd.ExtraFiles {
 		fds = append(fds, int(f.Fd()))
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	return b, fds, nil
+}
+
+// spawnLocked sends request b with fds to this spawner and returns the
+// process it started as a child of this process; the caller holds mu and
+// waits on the process. A spawner that died since the last call is
+// replaced first. A request whose answer is lost is not retried: the init
+// might be running.
+func (s *spawner) spawnLocked(b []byte, fds []int) (*os.Process, error) {
 	if s.closed {
 		return nil, errors.New("spawn: runtime closed")
 	}
