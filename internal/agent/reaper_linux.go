@@ -8,11 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The reaper's loop looks for exited children reapMin after a start or an
-// exit it reaped, then twice as long each time it finds none, up to
-// reapMax. The agent's own commands do not wait for it (their pidfds wake
-// their execs, which reap); it is there for orphans, which no one else
-// waits for.
+// The bounds of the reaper loop's interval (see run). The agent's own
+// commands do not wait for the loop (their pidfds wake their execs, which
+// reap); it is there for orphans, which no one else waits for.
 const (
 	reapMin = 10 * time.Millisecond
 	reapMax = time.Second

@@ -32,21 +32,20 @@ import (
 const spawnTimeout = 10 * time.Second
 
 // A spawner answers one request at a time, and a request lasts until the
-// init has executed its program (os/exec reports a failed exec), ~5 ms
-// here and far more when the CPUs are busy: one spawner made a burst of
-// creates wait in line for it (100 at once: ~1.2 s of spawning, one after
-// the other, while a CPU sat idle). Creates therefore take the first free
-// spawner of a set, started as concurrency first asks for each; a
-// sequence of creates uses only the first. The warm pool's refills, whose
-// spawns run at nice 19, have a spawner of their own: a refill that got
-// ~1.5% of a busy CPU held the one spawner for tens of milliseconds
-// while creates waited behind it.
+// init has executed its program (os/exec reports a failed exec): ~5 ms
+// here, tens of milliseconds when the CPUs are busy. One spawner would cap
+// a host's creates at a few hundred a second however many cores it has.
+// Creates therefore take the first free spawner of a set, each started
+// when concurrency first asks for it (a sequence of creates uses only the
+// first), and the warm pool's refills, whose spawns run at nice 19, have
+// one of their own, so none holds a spawner a create waits for. On a
+// 2-core host a burst is CPU-bound either way (bench burst -v: "create:
+// wait for a spawner").
 type spawners struct {
-	binary string
-	slots  chan struct{} // one per spawner in all: at most that many requests at once
-	all    []*spawner    // for creates, taken first free
-	idle   *spawner      // for the warm pool's refills
-	phase  func(name string) (end func())
+	slots chan struct{} // one per spawner in all: at most that many requests at once
+	all   []*spawner    // for creates, taken first free
+	idle  *spawner      // for the warm pool's refills
+	phase func(name string) (end func())
 }
 
 // maxSpawners bounds the set; an idle spawner holds ~0.8 MiB of its own
@@ -55,14 +54,14 @@ const maxSpawners = 8
 
 func newSpawners(binary string, phase func(string) func()) *spawners {
 	n := min(max(2, goruntime.GOMAXPROCS(0)), maxSpawners)
-	ss := &spawners{binary: binary, slots: make(chan struct{}, n), idle: &spawner{binary: binary}, phase: phase}
+	ss := &spawners{slots: make(chan struct{}, n), idle: &spawner{binary: binary}, phase: phase}
 	for range n {
 		ss.all = append(ss.all, &spawner{binary: binary})
 	}
 	return ss
 }
 
-// spawn starts cmd through a spawner (see spawner.spawn).
+// spawn starts cmd through a spawner (see spawnRequest, spawnLocked).
 func (ss *spawners) spawn(cmd *exec.Cmd, owner int, idle bool) (*os.Process, error) {
 	b, fds, err := spawnRequest(cmd, owner, idle)
 	if err != nil {
